@@ -1,0 +1,96 @@
+# uext4 - ext4 in userspace.  See README.md.
+#
+#   make            release build in build/
+#   make BUILD=asan ASan+UBSan build in build/asan/
+#   make BUILD=tsan TSan build in build/tsan/
+#   make check      every test (release, asan, tsan)
+#   make run        install deps, build, make uext4.img, mount it on ./mnt
+#   BUILDDIR=dir    put a build somewhere else (parallel work trees)
+
+BUILD ?= release
+CC ?= cc
+ifeq ($(BUILD),release)
+  B := $(or $(BUILDDIR),build)
+  MODE_CFLAGS := -O2 -g -DUEXT4_LOCKDEP
+else ifeq ($(BUILD),asan)
+  B := $(or $(BUILDDIR),build/asan)
+  MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DUEXT4_LOCKDEP
+  MODE_LDFLAGS := -fsanitize=address,undefined
+else ifeq ($(BUILD),tsan)
+  B := $(or $(BUILDDIR),build/tsan)
+  MODE_CFLAGS := -O1 -g -fsanitize=thread -DUEXT4_LOCKDEP
+  MODE_LDFLAGS := -fsanitize=thread
+else ifeq ($(BUILD),fast)
+  B := $(or $(BUILDDIR),build/fast)
+  MODE_CFLAGS := -O2 -g -DNDEBUG
+else
+  $(error unknown BUILD=$(BUILD): use release, asan, tsan or fast)
+endif
+
+FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
+FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
+WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS := -std=c17 -D_GNU_SOURCE -pthread -fPIC $(WARN) $(MODE_CFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := -pthread $(MODE_LDFLAGS)
+
+LIB_SRC := $(wildcard src/*.c)
+LIB_OBJ := $(patsubst src/%.c,$(B)/obj/src/%.o,$(LIB_SRC))
+FUSE_SRC := $(wildcard fuse/*.c)
+FUSE_OBJ := $(patsubst fuse/%.c,$(B)/obj/fuse/%.o,$(FUSE_SRC))
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(patsubst cli/%.c,$(B)/obj/cli/%.o,$(CLI_SRC))
+TEST_SRC := $(wildcard tests/*.c)
+TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+
+.PHONY: all lib check run clean bench
+all: $(B)/libuext4.a $(B)/libuext4.so $(B)/uext4 $(TEST_BIN) $(BENCH_BIN)
+lib: $(B)/libuext4.a
+
+$(B)/obj/src/%.o: src/%.c src/*.h include/uext4.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -c $< -o $@
+
+$(B)/obj/fuse/%.o: fuse/%.c fuse/*.h include/uext4.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(FUSE_CFLAGS) -Iinclude -c $< -o $@
+
+$(B)/obj/cli/%.o: cli/%.c fuse/*.h include/uext4.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(FUSE_CFLAGS) -Iinclude -Ifuse -c $< -o $@
+
+$(B)/libuext4.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/libuext4.so: $(LIB_OBJ)
+	$(CC) -shared $(LDFLAGS) -o $@ $^
+
+$(B)/uext4: $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a $(FUSE_LIBS)
+
+# Tests may use internal headers; they link the static library.
+$(B)/tests/%: tests/%.c tests/*.h $(B)/libuext4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(B)/libuext4.a $(LDFLAGS)
+
+$(B)/bench/%: bench/%.c $(B)/libuext4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(FUSE_CFLAGS) -Iinclude -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(FUSE_LIBS)
+
+check:
+	$(MAKE) BUILD=release all
+	$(MAKE) BUILD=asan all
+	$(MAKE) BUILD=tsan all
+	tests/run.sh
+
+run:
+	scripts/run.sh
+
+bench:
+	$(MAKE) BUILD=fast all
+	bench/run.sh
+
+clean:
+	rm -rf build

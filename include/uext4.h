@@ -1,0 +1,149 @@
+/*
+ * uext4.h - the public API of libuext4, ext4 in userspace.
+ *
+ * Operations work on inode numbers, like FUSE's low-level API, plus a few
+ * path helpers.  Every function that can fail returns a negative errno
+ * value (-ENOENT, -EIO, -EUCLEAN, ...) and leaves a message naming what
+ * went wrong in a thread-local buffer read by uext4_last_error().
+ *
+ * All functions are safe to call from many threads at once on the same
+ * uext4_fs.
+ */
+#ifndef UEXT4_H
+#define UEXT4_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UEXT4_ROOT_INO 2
+
+typedef struct uext4_fs uext4_fs;
+typedef struct uext4_file uext4_file;
+
+/* Options for uext4_mount(); zero-initialise and set what you need. */
+struct uext4_opts {
+	int read_only;          /* nonzero: never write to the image */
+	uint64_t cache_bytes;   /* buffer cache memory limit; 0 = default (256 MiB) */
+	int memory_backend;     /* nonzero: load the image into memory, write nothing back */
+};
+
+struct uext4_stat {
+	uint64_t ino;
+	uint32_t mode;          /* S_IFMT type bits and permissions */
+	uint32_t nlink;
+	uint32_t uid, gid;
+	uint64_t size;
+	uint64_t blocks;        /* in 512-byte units, like st_blocks */
+	uint64_t rdev;          /* makedev() value for device nodes */
+	struct timespec atime, mtime, ctime, crtime;
+	uint32_t generation;
+	uint32_t flags;         /* ext4 inode flags (i_flags) */
+};
+
+struct uext4_statfs {
+	uint32_t block_size;
+	uint64_t blocks, blocks_free, blocks_avail;
+	uint64_t inodes, inodes_free;
+	uint32_t name_max;
+	uint64_t fsid;
+};
+
+/* Metadata read counters (blocks read from the device, by kind). */
+enum uext4_meta_kind {
+	UEXT4_META_SUPER = 0,
+	UEXT4_META_GROUP_DESC,
+	UEXT4_META_BITMAP,
+	UEXT4_META_INODE_TABLE,
+	UEXT4_META_DIR,
+	UEXT4_META_EXTENT,
+	UEXT4_META_XATTR,
+	UEXT4_META_DATA,
+	UEXT4_META_OTHER,
+	UEXT4_META_NKINDS
+};
+
+struct uext4_counters {
+	uint64_t reads[UEXT4_META_NKINDS];   /* device reads by kind */
+	uint64_t cache_hits, cache_misses, cache_evictions;
+	uint64_t cached_bytes;
+};
+
+/* Read-only facts about a mounted image, as `uext4 info` prints them. */
+struct uext4_info {
+	char volume_name[17];
+	uint8_t uuid[16];
+	uint32_t block_size, inode_size, desc_size;
+	uint64_t blocks_count, free_blocks, reserved_blocks;
+	uint32_t inodes_count, free_inodes;
+	uint32_t blocks_per_group, inodes_per_group, groups_count;
+	uint32_t first_data_block, first_ino;
+	uint32_t feature_compat, feature_incompat, feature_ro_compat;
+	uint32_t rev_level, state, errors;
+	uint32_t journal_inum, orphan_file_inum;
+	uint8_t def_hash_version;
+	uint32_t log_groups_per_flex;
+	uint32_t mount_count, max_mount_count;
+	int64_t mkfs_time, mtime, wtime;
+	char features[512];     /* feature names, space separated, as dumpe2fs prints them */
+};
+
+/* Mount an image file or block device. */
+int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out);
+/* Unmount: write back (when read-write) and free everything. */
+int uext4_umount(uext4_fs *fs);
+
+/* Last error message of this thread ("" if none). */
+const char *uext4_last_error(void);
+
+int uext4_info(uext4_fs *fs, struct uext4_info *info);
+int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st);
+int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c);
+
+/* Inode operations. */
+int uext4_getattr(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
+/* Look up name in directory dir; fills st (may be NULL). */
+int uext4_lookup(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st);
+/* Returns the length of the target (not NUL-terminated if truncated). */
+ssize_t uext4_readlink(uext4_fs *fs, uint64_t ino, char *buf, size_t size);
+
+/*
+ * Directory listing.  cookie 0 starts at the beginning; the callback gets
+ * each entry with the cookie that resumes *after* it, and returns nonzero to
+ * stop.  Cookies stay valid across calls.  "." and ".." are included.
+ */
+typedef int (*uext4_filldir_t)(void *ctx, const char *name, size_t namelen,
+			       uint64_t ino, unsigned dtype, uint64_t next_cookie);
+int uext4_readdir(uext4_fs *fs, uint64_t dir, uint64_t cookie,
+		  uext4_filldir_t fill, void *ctx);
+
+/* Files. */
+int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out);
+ssize_t uext4_pread(uext4_file *f, void *buf, size_t size, uint64_t off);
+int uext4_release(uext4_file *f);
+
+/* Extended attributes.  size 0 asks for the needed length. */
+ssize_t uext4_getxattr(uext4_fs *fs, uint64_t ino, const char *name, void *buf, size_t size);
+/* NUL-separated list of names, like listxattr(2). */
+ssize_t uext4_listxattr(uext4_fs *fs, uint64_t ino, char *buf, size_t size);
+
+/* Lookup reference counting for FUSE: keeps the inode cached. */
+void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup);
+
+/* Path helpers: resolve an absolute path ("/a/b"), following symlinks in
+ * the middle; the last component is followed only if follow is nonzero. */
+int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino);
+int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st);
+
+/* Feature bits to names, for frontends. */
+const char *uext4_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
