@@ -1,0 +1,375 @@
+/*
+ * api.c - the public API (include/uext4.h) on top of the subsystems.
+ *
+ * Each entry point takes references on the inodes it needs, calls the
+ * subsystem, and drops them.  Type checks (ENOTDIR, EISDIR, EINVAL) live
+ * here so that the subsystems only see inodes of the right kind.
+ */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct uext4_file {
+	struct uext4_fs *fs;
+	struct inode *inode;    /* referenced until uext4_release() */
+};
+
+#define SYMLOOP_MAX 40
+
+const char *uext4_version(void)
+{
+	return "uext4 0.1";
+}
+
+int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
+{
+	fs_clear_err();
+	if (!path || !out)
+		return fs_err(EINVAL, "uext4_mount: no image path given");
+	return super_mount(path, opts, out);
+}
+
+int uext4_umount(uext4_fs *fs)
+{
+	super_umount(fs);
+	return 0;
+}
+
+int uext4_getattr(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
+{
+	struct inode *n;
+	int err = iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	urw_rdlock(&n->lock);
+	inode_to_stat(fs, n, st);
+	urw_unlock(&n->lock);
+	iput(fs, n);
+	return 0;
+}
+
+/* Get a directory inode, or -ENOTDIR. */
+static int iget_dir(uext4_fs *fs, uint64_t ino, struct inode **out)
+{
+	int err = iget(fs, ino, out);
+
+	if (err)
+		return err;
+	if (!S_ISDIR((*out)->mode)) {
+		iput(fs, *out);
+		return fs_err(ENOTDIR, "inode %llu is not a directory", (unsigned long long)ino);
+	}
+	return 0;
+}
+
+static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, uint64_t *ino)
+{
+	struct inode *d;
+	unsigned ftype;
+	int err;
+
+	if (len == 0)
+		return fs_err(ENOENT, "empty file name");
+	if (len > EXT4_NAME_LEN)
+		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", len,
+			      EXT4_NAME_LEN);
+	if ((err = iget_dir(fs, dir, &d)))
+		return err;
+	err = dir_lookup(fs, d, name, len, ino, &ftype);
+	iput(fs, d);
+	return err;
+}
+
+int uext4_lookup(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
+{
+	uint64_t ino;
+	int err = lookup_ino(fs, dir, name, strlen(name), &ino);
+
+	if (err)
+		return err;
+	if (!st)
+		return 0;
+	return uext4_getattr(fs, ino, st);
+}
+
+ssize_t uext4_readlink(uext4_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct inode *n;
+	ssize_t ret;
+	int err = iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	if (!S_ISLNK(n->mode))
+		ret = fs_err(EINVAL, "inode %llu is not a symlink", (unsigned long long)ino);
+	else
+		ret = symlink_read(fs, n, buf, size);
+	iput(fs, n);
+	return ret;
+}
+
+int uext4_readdir(uext4_fs *fs, uint64_t dir, uint64_t cookie, uext4_filldir_t fill, void *ctx)
+{
+	struct inode *d;
+	int err = iget_dir(fs, dir, &d);
+
+	if (err)
+		return err;
+	err = dir_iterate(fs, d, cookie, fill, ctx);
+	iput(fs, d);
+	return err;
+}
+
+int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out)
+{
+	struct uext4_file *f;
+	struct inode *n;
+	int err;
+
+	if ((flags & O_ACCMODE) != O_RDONLY && fs->read_only)
+		return fs_err(EROFS, "the file system is mounted read-only");
+	if ((err = iget(fs, ino, &n)))
+		return err;
+	if (S_ISDIR(n->mode)) {
+		iput(fs, n);
+		return fs_err(EISDIR, "inode %llu is a directory", (unsigned long long)ino);
+	}
+	f = malloc(sizeof(*f));
+	if (!f) {
+		iput(fs, n);
+		return fs_err(ENOMEM, "out of memory");
+	}
+	f->fs = fs;
+	f->inode = n;
+	*out = f;
+	return 0;
+}
+
+ssize_t uext4_pread(uext4_file *f, void *buf, size_t size, uint64_t off)
+{
+	if (!S_ISREG(f->inode->mode))
+		return fs_err(EINVAL, "inode %llu is not a regular file",
+			      (unsigned long long)f->inode->ino);
+	return file_pread(f->fs, f->inode, buf, size, off);
+}
+
+int uext4_release(uext4_file *f)
+{
+	if (!f)
+		return 0;
+	iput(f->fs, f->inode);
+	free(f);
+	return 0;
+}
+
+ssize_t uext4_getxattr(uext4_fs *fs, uint64_t ino, const char *name, void *buf, size_t size)
+{
+	struct inode *n;
+	ssize_t ret;
+	int err = iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	ret = xattr_get(fs, n, name, buf, size);
+	iput(fs, n);
+	return ret;
+}
+
+ssize_t uext4_listxattr(uext4_fs *fs, uint64_t ino, char *buf, size_t size)
+{
+	struct inode *n;
+	ssize_t ret;
+	int err = iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	ret = xattr_list(fs, n, buf, size);
+	iput(fs, n);
+	return ret;
+}
+
+void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	inode_forget(fs, ino, nlookup);
+}
+
+/* --- path resolution --- */
+
+struct walk {
+	uext4_fs *fs;
+	int links_left;     /* symlinks we may still follow */
+};
+
+static int resolve_from(struct walk *w, uint64_t start, const char *path, int follow,
+			uint64_t *out);
+
+/* Replace *cur (reached through a symlink in directory dir) by its target. */
+static int follow_link(struct walk *w, uint64_t dir, uint64_t *cur)
+{
+	size_t cap = w->fs->block_size + 1;
+	char *target;
+	ssize_t len;
+	int err;
+
+	if (w->links_left-- <= 0)
+		return fs_err(ELOOP, "too many levels of symbolic links");
+	/* Heap, not stack: links nest up to SYMLOOP_MAX deep. */
+	if (!(target = malloc(cap)))
+		return fs_err(ENOMEM, "out of memory");
+	len = uext4_readlink(w->fs, *cur, target, cap - 1);
+	if (len < 0) {
+		free(target);
+		return (int)len;
+	}
+	target[MIN((size_t)len, cap - 1)] = '\0';
+	err = resolve_from(w, target[0] == '/' ? UEXT4_ROOT_INO : dir, target, 1, cur);
+	free(target);
+	return err;
+}
+
+static int resolve_from(struct walk *w, uint64_t start, const char *path, int follow,
+			uint64_t *out)
+{
+	uint64_t cur = start;
+	const char *p = path;
+
+	while (*p) {
+		const char *end;
+		uint64_t dir = cur, next;
+		struct uext4_stat st;
+		int err;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchrnul(p, '/');
+		if ((err = lookup_ino(w->fs, dir, p, (size_t)(end - p), &next)))
+			return err;
+		cur = next;
+		p = end;
+		while (*p == '/')
+			p++;
+		if ((err = uext4_getattr(w->fs, cur, &st)))
+			return err;
+		if (S_ISLNK(st.mode) && (*p || follow)) {
+			if ((err = follow_link(w, dir, &cur)))
+				return err;
+		}
+	}
+	*out = cur;
+	return 0;
+}
+
+int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino)
+{
+	struct walk w = {.fs = fs, .links_left = SYMLOOP_MAX};
+
+	fs_clear_err();
+	return resolve_from(&w, UEXT4_ROOT_INO, path, follow, ino);
+}
+
+int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st)
+{
+	uint64_t ino;
+	int err = uext4_resolve(fs, path, 0, &ino);
+
+	return err ? err : uext4_getattr(fs, ino, st);
+}
+
+/* --- whole-file-system facts --- */
+
+static void sum_free(uext4_fs *fs, uint64_t *blocks, uint64_t *inodes)
+{
+	*blocks = 0;
+	*inodes = 0;
+	for (uint32_t g = 0; g < fs->groups_count; g++) {
+		*blocks += fs->groups[g].free_blocks;
+		*inodes += fs->groups[g].free_inodes;
+	}
+}
+
+static uint64_t reserved_blocks(uext4_fs *fs)
+{
+	uint64_t r = le32(fs->sb.s_r_blocks_count_lo);
+
+	if (FS_HAS_INCOMPAT(fs, 64BIT))
+		r |= (uint64_t)le32(fs->sb.s_r_blocks_count_hi) << 32;
+	return r;
+}
+
+int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st)
+{
+	uint64_t free_blocks, free_inodes, resv = reserved_blocks(fs);
+	uint64_t overhead = le32(fs->sb.s_overhead_clusters);
+
+	sum_free(fs, &free_blocks, &free_inodes);
+	memset(st, 0, sizeof(*st));
+	st->block_size = fs->block_size;
+	st->blocks = fs->blocks_count - MIN(overhead, fs->blocks_count);
+	st->blocks_free = free_blocks;
+	st->blocks_avail = free_blocks > resv ? free_blocks - resv : 0;
+	st->inodes = fs->inodes_count;
+	st->inodes_free = free_inodes;
+	st->name_max = EXT4_NAME_LEN;
+	memcpy(&st->fsid, fs->sb.s_uuid, sizeof(st->fsid));
+	return 0;
+}
+
+static int64_t time_hi(uint32_t lo, uint8_t hi)
+{
+	return (int64_t)lo | ((int64_t)hi << 32);
+}
+
+int uext4_info(uext4_fs *fs, struct uext4_info *i)
+{
+	const struct ext4_super_block *sb = &fs->sb;
+	uint64_t free_blocks, free_inodes;
+
+	memset(i, 0, sizeof(*i));
+	memcpy(i->volume_name, sb->s_volume_name, sizeof(sb->s_volume_name));
+	memcpy(i->uuid, sb->s_uuid, sizeof(i->uuid));
+	i->block_size = fs->block_size;
+	i->inode_size = fs->inode_size;
+	i->desc_size = fs->desc_size;
+	i->blocks_count = fs->blocks_count;
+	sum_free(fs, &free_blocks, &free_inodes);
+	i->free_blocks = free_blocks;
+	i->free_inodes = (uint32_t)free_inodes;
+	i->reserved_blocks = reserved_blocks(fs);
+	i->inodes_count = fs->inodes_count;
+	i->blocks_per_group = fs->blocks_per_group;
+	i->inodes_per_group = fs->inodes_per_group;
+	i->groups_count = fs->groups_count;
+	i->first_data_block = fs->first_data_block;
+	i->first_ino = fs->first_ino;
+	i->feature_compat = fs->feature_compat;
+	i->feature_incompat = fs->feature_incompat;
+	i->feature_ro_compat = fs->feature_ro_compat;
+	i->rev_level = le32(sb->s_rev_level);
+	i->state = le16(sb->s_state);
+	i->errors = le16(sb->s_errors);
+	i->journal_inum = le32(sb->s_journal_inum);
+	i->orphan_file_inum = le32(sb->s_orphan_file_inum);
+	i->def_hash_version = sb->s_def_hash_version;
+	i->log_groups_per_flex = sb->s_log_groups_per_flex;
+	i->mount_count = le16(sb->s_mnt_count);
+	i->max_mount_count = le16(sb->s_max_mnt_count);
+	i->mkfs_time = time_hi(le32(sb->s_mkfs_time), sb->s_mkfs_time_hi);
+	i->mtime = time_hi(le32(sb->s_mtime), sb->s_mtime_hi);
+	i->wtime = time_hi(le32(sb->s_wtime), sb->s_wtime_hi);
+	super_feature_names(fs->feature_compat, fs->feature_incompat, fs->feature_ro_compat,
+			    i->features, sizeof(i->features));
+	return 0;
+}
+
+int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	bcache_counters(fs->bc, c);
+	return 0;
+}

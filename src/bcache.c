@@ -1,0 +1,536 @@
+/*
+ * bcache.c - the buffer cache: device blocks in memory, shared by threads.
+ *
+ * Structure.  Blocks hash (by number) to one of up to 64 shards.  Each shard
+ * has its own lock, hash chains, LRU list and counters, and sits on its own
+ * cache lines, so threads working on different blocks rarely touch the same
+ * line and there is no global lock or hot global counter.
+ *
+ * What protects what:
+ *   struct bcache         immutable after bcache_create().
+ *   shard->lock           (RANK_BCACHE_SHARD) the hash chains (buckets[],
+ *                         buf.hnext), the LRU (lru_head/lru_tail,
+ *                         buf.lru_prev/lru_next, bc_buf.on_lru), and
+ *                         shard->bytes (written under the lock, atomic so
+ *                         bcache_counters() can read it without it).
+ *   shard counters        atomics updated with relaxed ordering; summed
+ *                         by bcache_counters().
+ *   buf.refcount          atomic.  1 -> 0 and 0 -> 1 only happen under the
+ *                         shard lock (so "unreferenced" and "on the LRU"
+ *                         change together); other changes are lock-free.
+ *   buf.state             atomic bits.  BUF_UPTODATE is set with release
+ *                         order after data is filled, and tested with acquire
+ *                         order, so a reader that sees it sees the data.
+ *   buf.lock              (RANK_BUF) held while reading the block in (and,
+ *                         in the write path, while modifying data); data and
+ *                         kind are written only under it.
+ *   buf.data, blocknr     immutable while the buffer exists.
+ *
+ * Lock order: a buf lock (30) may be held when taking a shard lock (40),
+ * never the reverse; the shard lock is never held during I/O.
+ *
+ * Lifetime.  A buffer is freed only when unreferenced and under its shard's
+ * lock: either evicted from the LRU tail when the shard is over its share of
+ * the memory limit, or at its last brelse() if it never became uptodate (a
+ * failed read or an unused bget()), so no half-valid buffer stays cached.
+ * Dirty buffers are never put on the LRU, hence never evicted; writeback
+ * (later issue) will clean them and then put them on the LRU (see
+ * buf_became_unreferenced()).
+ *
+ * Memory limit.  Each of the N shards gets mem_limit / N bytes.  N is 64
+ * unless the limit is so small that a shard would hold fewer than
+ * BC_MIN_BLOCKS_PER_SHARD blocks, in which case N shrinks (power of two).
+ * Referenced buffers cannot be evicted, so the cache may exceed the limit
+ * temporarily while many buffers are held.
+ */
+#include "internal.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BC_MAX_SHARDS 64
+#define BC_MIN_BLOCKS_PER_SHARD 8
+#define BC_DEFAULT_LIMIT (256ull << 20)
+#define BC_MAX_BUCKETS (1u << 20)
+
+/* A buffer plus what only the cache needs to know about it. */
+struct bc_buf {
+	struct buf b;
+	bool on_lru;            /* shard lock */
+};
+
+struct bc_shard {
+	struct ulock lock;
+	struct buf **buckets;   /* nbuckets chains; array immutable, chains: lock */
+	uint32_t nbuckets;      /* power of two, immutable */
+	struct buf *lru_head;   /* most recently released; lock */
+	struct buf *lru_tail;   /* next to evict; lock */
+	uint64_t limit;         /* bytes, immutable */
+	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
+	_Atomic uint64_t reads[UEXT4_META_NKINDS];
+	_Atomic uint64_t hits, misses, evictions;
+} __attribute__((aligned(CACHELINE)));
+
+struct bcache {
+	struct bdev *dev;
+	uint32_t block_size;
+	uint32_t nshards;       /* power of two */
+	uint32_t shard_shift;   /* 64 - log2(nshards) */
+	size_t buf_alloc_size;  /* header + data, rounded to CACHELINE */
+	struct bc_shard *shards;
+};
+
+static inline struct bc_buf *to_bc_buf(struct buf *b)
+{
+	return (struct bc_buf *)b;
+}
+
+static inline uint64_t hash_block(uint64_t blocknr)
+{
+	/* Fibonacci hashing: consecutive blocks spread over all shards. */
+	return blocknr * 0x9E3779B97F4A7C15ull;
+}
+
+static struct bc_shard *shard_of(struct bcache *bc, uint64_t h)
+{
+	if (bc->nshards == 1)
+		return &bc->shards[0];
+	return &bc->shards[h >> bc->shard_shift];
+}
+
+static struct buf **bucket_of(struct bc_shard *s, uint64_t h)
+{
+	return &s->buckets[(h >> 20) & (s->nbuckets - 1)];
+}
+
+static void count_add(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------- create */
+
+static uint32_t pow2_at_least(uint64_t n, uint32_t max)
+{
+	uint32_t p = 1;
+
+	while (p < n && p < max)
+		p <<= 1;
+	return p;
+}
+
+static uint32_t choose_nshards(uint64_t limit_blocks)
+{
+	uint32_t n = BC_MAX_SHARDS;
+
+	while (n > 1 && limit_blocks / n < BC_MIN_BLOCKS_PER_SHARD)
+		n >>= 1;
+	return n;
+}
+
+static int shard_init(struct bc_shard *s, uint64_t limit, uint64_t limit_blocks)
+{
+	memset(s, 0, sizeof(*s));
+	s->nbuckets = pow2_at_least(MAX(limit_blocks, 16), BC_MAX_BUCKETS);
+	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
+	if (!s->buckets)
+		return -ENOMEM;
+	s->limit = limit;
+	ulock_init(&s->lock, RANK_BCACHE_SHARD);
+	return 0;
+}
+
+static bool valid_block_size(uint32_t bs)
+{
+	return bs >= EXT4_MIN_BLOCK_SIZE && bs <= EXT4_MAX_BLOCK_SIZE && (bs & (bs - 1)) == 0;
+}
+
+struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem_limit)
+{
+	struct bcache *bc;
+	uint64_t shard_limit, shard_blocks;
+	uint32_t i;
+
+	if (!valid_block_size(block_size)) {
+		fs_err(EINVAL, "buffer cache: invalid block size %u", block_size);
+		return NULL;
+	}
+	if (mem_limit == 0)
+		mem_limit = BC_DEFAULT_LIMIT;
+	bc = calloc(1, sizeof(*bc));
+	if (!bc)
+		goto nomem;
+	bc->dev = dev;
+	bc->block_size = block_size;
+	bc->nshards = choose_nshards(mem_limit / block_size);
+	bc->shard_shift = 64 - (uint32_t)__builtin_ctz(bc->nshards);
+	bc->buf_alloc_size = (sizeof(struct bc_buf) + CACHELINE - 1) / CACHELINE * CACHELINE +
+			     block_size;
+	shard_limit = mem_limit / bc->nshards;
+	shard_blocks = shard_limit / block_size;
+	bc->shards = aligned_alloc(CACHELINE, sizeof(struct bc_shard) * bc->nshards);
+	if (!bc->shards)
+		goto nomem;
+	for (i = 0; i < bc->nshards; i++) {
+		if (shard_init(&bc->shards[i], shard_limit, shard_blocks) < 0) {
+			while (i--) {
+				ulock_destroy(&bc->shards[i].lock);
+				free(bc->shards[i].buckets);
+			}
+			goto nomem;
+		}
+	}
+	return bc;
+nomem:
+	if (bc)
+		free(bc->shards);
+	free(bc);
+	fs_err(ENOMEM, "buffer cache: out of memory creating the cache");
+	return NULL;
+}
+
+/* ------------------------------------------------------------- buffers */
+
+static struct buf *buf_alloc(struct bcache *bc, uint64_t blocknr)
+{
+	size_t hdr = bc->buf_alloc_size - bc->block_size;
+	struct bc_buf *bb = aligned_alloc(CACHELINE, bc->buf_alloc_size);
+
+	if (!bb)
+		return NULL;
+	memset(bb, 0, hdr);
+	bb->b.blocknr = blocknr;
+	bb->b.data = (uint8_t *)bb + hdr;
+	atomic_init(&bb->b.refcount, 1);
+	atomic_init(&bb->b.state, 0);
+	bb->b.kind = UEXT4_META_OTHER;
+	ulock_init(&bb->b.lock, RANK_BUF);
+	return &bb->b;
+}
+
+static void buf_free(struct buf *b)
+{
+	ulock_destroy(&b->lock);
+	free(to_bc_buf(b));
+}
+
+/* Free a list of buffers linked by hnext (outside any lock). */
+static void buf_free_list(struct buf *list)
+{
+	while (list) {
+		struct buf *next = list->hnext;
+
+		buf_free(list);
+		list = next;
+	}
+}
+
+/* ------------------------------------------------------------- shard ops
+ * All of these need the shard lock. */
+
+static struct buf *hash_lookup(struct bc_shard *s, uint64_t h, uint64_t blocknr)
+{
+	for (struct buf *b = *bucket_of(s, h); b; b = b->hnext)
+		if (b->blocknr == blocknr)
+			return b;
+	return NULL;
+}
+
+static void hash_insert(struct bcache *bc, struct bc_shard *s, uint64_t h, struct buf *b)
+{
+	struct buf **head = bucket_of(s, h);
+
+	b->hnext = *head;
+	*head = b;
+	atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) +
+			      bc->block_size, memory_order_relaxed);
+}
+
+static void hash_remove(struct bcache *bc, struct bc_shard *s, struct buf *b)
+{
+	struct buf **pp = bucket_of(s, hash_block(b->blocknr));
+
+	while (*pp && *pp != b)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = b->hnext;
+	b->hnext = NULL;
+	atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) -
+			      bc->block_size, memory_order_relaxed);
+}
+
+static void lru_add_head(struct bc_shard *s, struct buf *b)
+{
+	b->lru_prev = NULL;
+	b->lru_next = s->lru_head;
+	if (s->lru_head)
+		s->lru_head->lru_prev = b;
+	else
+		s->lru_tail = b;
+	s->lru_head = b;
+	to_bc_buf(b)->on_lru = true;
+}
+
+static void lru_remove(struct bc_shard *s, struct buf *b)
+{
+	if (b->lru_prev)
+		b->lru_prev->lru_next = b->lru_next;
+	else
+		s->lru_head = b->lru_next;
+	if (b->lru_next)
+		b->lru_next->lru_prev = b->lru_prev;
+	else
+		s->lru_tail = b->lru_prev;
+	b->lru_prev = b->lru_next = NULL;
+	to_bc_buf(b)->on_lru = false;
+}
+
+/* Take a reference on a hashed buffer, taking it off the LRU if it was idle. */
+static void grab_locked(struct bc_shard *s, struct buf *b)
+{
+	atomic_fetch_add_explicit(&b->refcount, 1, memory_order_acquire);
+	if (to_bc_buf(b)->on_lru)
+		lru_remove(s, b);
+}
+
+/*
+ * Unhash least recently used idle buffers while the shard is over its
+ * limit.  Returns them linked by hnext, for freeing after the lock is
+ * dropped.  Only clean buffers are ever on the LRU.
+ */
+static struct buf *evict_locked(struct bcache *bc, struct bc_shard *s)
+{
+	struct buf *victims = NULL;
+
+	while (atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit && s->lru_tail) {
+		struct buf *b = s->lru_tail;
+
+		lru_remove(s, b);
+		hash_remove(bc, s, b);
+		b->hnext = victims;
+		victims = b;
+		count_add(&s->evictions, 1);
+	}
+	return victims;
+}
+
+/*
+ * The last reference to b was just dropped (shard lock held).  Returns
+ * buffers to free after unlocking.
+ */
+static struct buf *buf_became_unreferenced(struct bcache *bc, struct bc_shard *s, struct buf *b)
+{
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+
+	if (st & BUF_DIRTY) {
+		/* Writeback (later issue) owns dirty buffers: it writes them,
+		 * clears BUF_DIRTY and then puts idle ones on the LRU. */
+		return NULL;
+	}
+	if (!(st & BUF_UPTODATE)) {
+		/* Failed read or unused bget(): never leave it cached. */
+		hash_remove(bc, s, b);
+		b->hnext = NULL;
+		return b;
+	}
+	lru_add_head(s, b);
+	return evict_locked(bc, s);
+}
+
+/* ------------------------------------------------------------- API */
+
+/* Find or create the buffer for blocknr, with a reference. */
+static int get_buf(struct bcache *bc, uint64_t blocknr, struct buf **out)
+{
+	uint64_t h = hash_block(blocknr);
+	struct bc_shard *s = shard_of(bc, h);
+	struct buf *b, *fresh, *victims;
+
+	ulock_lock(&s->lock);
+	b = hash_lookup(s, h, blocknr);
+	if (b)
+		grab_locked(s, b);
+	ulock_unlock(&s->lock);
+	if (b) {
+		*out = b;
+		return 0;
+	}
+
+	/* Allocate outside the lock, then check nobody raced us in. */
+	fresh = buf_alloc(bc, blocknr);
+	if (!fresh)
+		return fs_err(ENOMEM, "buffer cache: out of memory for block %llu",
+			      (unsigned long long)blocknr);
+	ulock_lock(&s->lock);
+	b = hash_lookup(s, h, blocknr);
+	if (b) {
+		grab_locked(s, b);
+		victims = NULL;
+	} else {
+		hash_insert(bc, s, h, fresh);
+		victims = evict_locked(bc, s);
+	}
+	ulock_unlock(&s->lock);
+	buf_free_list(victims);
+	if (b)
+		buf_free(fresh);
+	*out = b ? b : fresh;
+	return 0;
+}
+
+static bool buf_uptodate(struct buf *b)
+{
+	return atomic_load_explicit(&b->state, memory_order_acquire) & BUF_UPTODATE;
+}
+
+/* Read the block into b (b->lock held). */
+static int read_in(struct bcache *bc, struct buf *b, enum uext4_meta_kind kind)
+{
+	uint64_t off;
+	int err;
+
+	if (b->blocknr > UINT64_MAX / bc->block_size)
+		return fs_err(EIO, "reading block %llu: block number out of range",
+			      (unsigned long long)b->blocknr);
+	off = b->blocknr * bc->block_size;
+	err = bdev_read(bc->dev, b->data, bc->block_size, off);
+	if (err) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", uext4_last_error());
+		atomic_fetch_or_explicit(&b->state, BUF_IOERR, memory_order_relaxed);
+		return fs_err(-err, "reading block %llu: %s", (unsigned long long)b->blocknr, why);
+	}
+	b->kind = (uint8_t)kind;
+	atomic_fetch_and_explicit(&b->state, ~BUF_IOERR, memory_order_relaxed);
+	atomic_fetch_or_explicit(&b->state, BUF_UPTODATE, memory_order_release);
+	return 0;
+}
+
+int bread(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind, struct buf **out)
+{
+	struct bc_shard *s = shard_of(bc, hash_block(blocknr));
+	struct buf *b;
+	bool did_io = false;
+	int err;
+
+	if ((unsigned)kind >= UEXT4_META_NKINDS)
+		kind = UEXT4_META_OTHER;
+	*out = NULL;
+	err = get_buf(bc, blocknr, &b);
+	if (err)
+		return err;
+	if (!buf_uptodate(b)) {
+		/* One reader does the I/O; concurrent readers of the same
+		 * block wait here and then find it uptodate. */
+		ulock_lock(&b->lock);
+		if (!buf_uptodate(b)) {
+			err = read_in(bc, b, kind);
+			did_io = true;
+		}
+		ulock_unlock(&b->lock);
+	}
+	if (err) {
+		brelse(bc, b);
+		return err;
+	}
+	if (did_io) {
+		count_add(&s->misses, 1);
+		count_add(&s->reads[kind], 1);
+	} else {
+		count_add(&s->hits, 1);
+	}
+	*out = b;
+	return 0;
+}
+
+int bget(struct bcache *bc, uint64_t blocknr, struct buf **out)
+{
+	*out = NULL;
+	return get_buf(bc, blocknr, out);
+}
+
+void brelse(struct bcache *bc, struct buf *b)
+{
+	struct bc_shard *s;
+	struct buf *to_free = NULL;
+	uint32_t r, old;
+
+	if (!b)
+		return;
+	/* Fast path: not the last reference, no lock needed. */
+	r = atomic_load_explicit(&b->refcount, memory_order_relaxed);
+	while (r > 1) {
+		if (atomic_compare_exchange_weak_explicit(&b->refcount, &r, r - 1,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
+	/* Possibly the last one: 1 -> 0 only happens under the shard lock. */
+	s = shard_of(bc, hash_block(b->blocknr));
+	ulock_lock(&s->lock);
+	old = atomic_fetch_sub_explicit(&b->refcount, 1, memory_order_acq_rel);
+	if (old == 0) {
+		atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);
+		fprintf(stderr, "uext4 bug: brelse of unreferenced block %llu\n",
+			(unsigned long long)b->blocknr);
+#ifdef UEXT4_LOCKDEP
+		abort();
+#endif
+	} else if (old == 1) {
+		to_free = buf_became_unreferenced(bc, s, b);
+	}
+	ulock_unlock(&s->lock);
+	buf_free_list(to_free);
+}
+
+void bcache_destroy(struct bcache *bc)
+{
+	if (!bc)
+		return;
+	for (uint32_t i = 0; i < bc->nshards; i++) {
+		struct bc_shard *s = &bc->shards[i];
+
+		/* Dirty buffers would be written back here (write path). */
+		for (uint32_t j = 0; j < s->nbuckets; j++)
+			buf_free_list(s->buckets[j]);
+		free(s->buckets);
+		ulock_destroy(&s->lock);
+	}
+	free(bc->shards);
+	free(bc);
+}
+
+void bcache_counters(struct bcache *bc, struct uext4_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (uint32_t i = 0; i < bc->nshards; i++) {
+		struct bc_shard *s = &bc->shards[i];
+
+		for (int k = 0; k < UEXT4_META_NKINDS; k++)
+			c->reads[k] += atomic_load_explicit(&s->reads[k], memory_order_relaxed);
+		c->cache_hits += atomic_load_explicit(&s->hits, memory_order_relaxed);
+		c->cache_misses += atomic_load_explicit(&s->misses, memory_order_relaxed);
+		c->cache_evictions += atomic_load_explicit(&s->evictions, memory_order_relaxed);
+		c->cached_bytes += atomic_load_explicit(&s->bytes, memory_order_relaxed);
+	}
+}
+
+/* A shard per thread for counting reads done outside the cache, so
+ * threads streaming file data do not share a counter line. */
+static struct bc_shard *thread_count_shard(struct bcache *bc)
+{
+	static _Thread_local char marker;
+	uint64_t h = hash_block((uintptr_t)&marker >> 6);
+
+	return shard_of(bc, h);
+}
+
+void bcache_count_read(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nblocks)
+{
+	if ((unsigned)kind >= UEXT4_META_NKINDS)
+		kind = UEXT4_META_OTHER;
+	count_add(&thread_count_shard(bc)->reads[kind], nblocks);
+}

@@ -1,0 +1,430 @@
+/*
+ * super.c - mounting: the superblock, feature checks and group descriptors.
+ *
+ * Mount reads the primary superblock, refuses by name every feature we
+ * cannot honour, verifies the checksums the image carries, then parses
+ * every group descriptor once into fs->groups (read-mostly afterwards).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Incompat features this version reads and understands. */
+#define SUPPORTED_INCOMPAT                                                           \
+	(EXT4_FEATURE_INCOMPAT_FILETYPE | EXT4_FEATURE_INCOMPAT_META_BG |            \
+	 EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT |               \
+	 EXT4_FEATURE_INCOMPAT_FLEX_BG | EXT4_FEATURE_INCOMPAT_EA_INODE |            \
+	 EXT4_FEATURE_INCOMPAT_CSUM_SEED | EXT4_FEATURE_INCOMPAT_LARGEDIR |          \
+	 EXT4_FEATURE_INCOMPAT_INLINE_DATA)
+
+/* Read-only compat features we may mount read-write (later issues write). */
+#define SUPPORTED_RO_COMPAT                                                          \
+	(EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT4_FEATURE_RO_COMPAT_LARGE_FILE |   \
+	 EXT4_FEATURE_RO_COMPAT_HUGE_FILE | EXT4_FEATURE_RO_COMPAT_GDT_CSUM |        \
+	 EXT4_FEATURE_RO_COMPAT_DIR_NLINK | EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE |     \
+	 EXT4_FEATURE_RO_COMPAT_METADATA_CSUM | EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT)
+
+struct feature_name {
+	int kind; /* 0 compat, 1 incompat, 2 ro_compat */
+	uint32_t mask;
+	const char *name;
+};
+
+/* Names as e2fsprogs prints them (lib/e2p/feature.c lists the same). */
+static const struct feature_name feature_names[] = {
+	{0, EXT4_FEATURE_COMPAT_DIR_PREALLOC, "dir_prealloc"},
+	{0, EXT4_FEATURE_COMPAT_HAS_JOURNAL, "has_journal"},
+	{0, EXT4_FEATURE_COMPAT_IMAGIC_INODES, "imagic_inodes"},
+	{0, EXT4_FEATURE_COMPAT_EXT_ATTR, "ext_attr"},
+	{0, EXT4_FEATURE_COMPAT_DIR_INDEX, "dir_index"},
+	{0, EXT4_FEATURE_COMPAT_RESIZE_INODE, "resize_inode"},
+	{0, EXT4_FEATURE_COMPAT_LAZY_BG, "lazy_bg"},
+	{0, EXT4_FEATURE_COMPAT_EXCLUDE_BITMAP, "snapshot_bitmap"},
+	{0, EXT4_FEATURE_COMPAT_SPARSE_SUPER2, "sparse_super2"},
+	{0, EXT4_FEATURE_COMPAT_FAST_COMMIT, "fast_commit"},
+	{0, EXT4_FEATURE_COMPAT_STABLE_INODES, "stable_inodes"},
+	{0, EXT4_FEATURE_COMPAT_ORPHAN_FILE, "orphan_file"},
+	{2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER, "sparse_super"},
+	{2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE, "large_file"},
+	{2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE, "huge_file"},
+	{2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM, "uninit_bg"},
+	{2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK, "dir_nlink"},
+	{2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE, "extra_isize"},
+	{2, EXT4_FEATURE_RO_COMPAT_QUOTA, "quota"},
+	{2, EXT4_FEATURE_RO_COMPAT_BIGALLOC, "bigalloc"},
+	{2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM, "metadata_csum"},
+	{2, EXT4_FEATURE_RO_COMPAT_REPLICA, "replica"},
+	{2, EXT4_FEATURE_RO_COMPAT_READONLY, "read-only"},
+	{2, EXT4_FEATURE_RO_COMPAT_PROJECT, "project"},
+	{2, EXT4_FEATURE_RO_COMPAT_SHARED_BLOCKS, "shared_blocks"},
+	{2, EXT4_FEATURE_RO_COMPAT_VERITY, "verity"},
+	{2, EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT, "orphan_present"},
+	{2, EXT4_FEATURE_RO_COMPAT_BTREE_DIR, "btree_dir"},
+	{2, EXT4_FEATURE_RO_COMPAT_HAS_SNAPSHOT, "snapshot"},
+	{1, EXT4_FEATURE_INCOMPAT_COMPRESSION, "compression"},
+	{1, EXT4_FEATURE_INCOMPAT_FILETYPE, "filetype"},
+	{1, EXT4_FEATURE_INCOMPAT_RECOVER, "needs_recovery"},
+	{1, EXT4_FEATURE_INCOMPAT_JOURNAL_DEV, "journal_dev"},
+	{1, EXT4_FEATURE_INCOMPAT_EXTENTS, "extent"},
+	{1, EXT4_FEATURE_INCOMPAT_META_BG, "meta_bg"},
+	{1, EXT4_FEATURE_INCOMPAT_64BIT, "64bit"},
+	{1, EXT4_FEATURE_INCOMPAT_MMP, "mmp"},
+	{1, EXT4_FEATURE_INCOMPAT_FLEX_BG, "flex_bg"},
+	{1, EXT4_FEATURE_INCOMPAT_EA_INODE, "ea_inode"},
+	{1, EXT4_FEATURE_INCOMPAT_DIRDATA, "dirdata"},
+	{1, EXT4_FEATURE_INCOMPAT_CSUM_SEED, "metadata_csum_seed"},
+	{1, EXT4_FEATURE_INCOMPAT_LARGEDIR, "large_dir"},
+	{1, EXT4_FEATURE_INCOMPAT_INLINE_DATA, "inline_data"},
+	{1, EXT4_FEATURE_INCOMPAT_ENCRYPT, "encrypt"},
+	{1, EXT4_FEATURE_INCOMPAT_CASEFOLD, "casefold"},
+};
+
+static void append_name(char *buf, size_t size, size_t *len, const char *name)
+{
+	int n = snprintf(buf + *len, size - *len, "%s%s", *len ? " " : "", name);
+
+	if (n > 0 && (size_t)n < size - *len)
+		*len += (size_t)n;
+}
+
+/* Append the name of each bit of mask (of the given kind) to buf. */
+static void names_of(int kind, uint32_t mask, char *buf, size_t size, size_t *len)
+{
+	for (int bit = 0; bit < 32; bit++) {
+		uint32_t m = 1u << bit;
+		const char *name = NULL;
+		char unknown[32];
+
+		if (!(mask & m))
+			continue;
+		for (size_t i = 0; i < sizeof(feature_names) / sizeof(feature_names[0]); i++)
+			if (feature_names[i].kind == kind && feature_names[i].mask == m)
+				name = feature_names[i].name;
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "FEATURE_%c%d", "CIR"[kind], bit);
+			name = unknown;
+		}
+		append_name(buf, size, len, name);
+	}
+}
+
+void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
+			 char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (!size)
+		return;
+	buf[0] = '\0';
+	names_of(0, compat, buf, size, &len);
+	names_of(1, incompat, buf, size, &len);
+	names_of(2, ro_compat, buf, size, &len);
+}
+
+/* Refuse, by name, every feature we cannot honour. */
+static int check_features(struct uext4_fs *fs, bool read_only)
+{
+	char names[256];
+	uint32_t bad = fs->feature_incompat & ~SUPPORTED_INCOMPAT;
+
+	if (bad & EXT4_FEATURE_INCOMPAT_RECOVER) {
+		if (fs->feature_compat & EXT4_FEATURE_COMPAT_HAS_JOURNAL)
+			return fs_err(EUCLEAN, "the image needs journal recovery "
+				      "(needs_recovery is set), which this version cannot do yet; "
+				      "run e2fsck or mount it with the kernel first");
+	}
+	if (bad) {
+		super_feature_names(0, bad, 0, names, sizeof(names));
+		return fs_err(EOPNOTSUPP, "unsupported feature: %s", names);
+	}
+	bad = fs->feature_ro_compat & ~SUPPORTED_RO_COMPAT;
+	if (bad & EXT4_FEATURE_RO_COMPAT_BIGALLOC) {
+		/* Cluster-based allocation changes bitmap and extent semantics. */
+		return fs_err(EOPNOTSUPP, "unsupported feature: bigalloc");
+	}
+	if (bad && !read_only) {
+		super_feature_names(0, 0, bad, names, sizeof(names));
+		return fs_err(EROFS, "unsupported feature for writing: %s (mount read-only)", names);
+	}
+	return 0;
+}
+
+static bool is_power_of(uint32_t n, uint32_t base)
+{
+	while (n > 1 && n % base == 0)
+		n /= base;
+	return n == 1;
+}
+
+/* Does group g hold a superblock backup (and so group descriptors)? */
+static bool group_has_super(struct uext4_fs *fs, uint32_t g)
+{
+	if (g == 0)
+		return true;
+	if (FS_HAS_COMPAT(fs, SPARSE_SUPER2))
+		return g == le32(fs->sb.s_backup_bgs[0]) || g == le32(fs->sb.s_backup_bgs[1]);
+	if (g <= 1 || !FS_HAS_RO_COMPAT(fs, SPARSE_SUPER))
+		return true;
+	if (!(g & 1))
+		return false;
+	return is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7);
+}
+
+static uint64_t group_first_block(struct uext4_fs *fs, uint32_t g)
+{
+	return (uint64_t)fs->first_data_block + (uint64_t)g * fs->blocks_per_group;
+}
+
+/* Block that holds group descriptor block number `idx` (0-based). */
+static uint64_t desc_block(struct uext4_fs *fs, uint32_t idx)
+{
+	uint32_t dpb = fs->block_size / fs->desc_size;
+	uint32_t first_meta = le32(fs->sb.s_first_meta_bg);
+
+	if (!FS_HAS_INCOMPAT(fs, META_BG) || idx < first_meta)
+		return fs->first_data_block + 1 + idx;
+	/* meta_bg: each meta group keeps its descriptor block in its first group. */
+	uint32_t g = idx * dpb;
+	return group_first_block(fs, g) + (group_has_super(fs, g) ? 1 : 0);
+}
+
+static int check_range(struct uext4_fs *fs, uint32_t g, const char *what, uint64_t blk,
+		       uint64_t count)
+{
+	if (blk < fs->first_data_block || blk >= fs->blocks_count ||
+	    count > fs->blocks_count - blk)
+		return fs_corrupt("group descriptor %u: %s at block %llu lies outside the "
+				  "file system (%llu blocks)",
+				  g, what, (unsigned long long)blk,
+				  (unsigned long long)fs->blocks_count);
+	return 0;
+}
+
+static int parse_group_desc(struct uext4_fs *fs, uint32_t g, const uint8_t *raw)
+{
+	const struct ext4_group_desc *d = (const void *)raw;
+	struct group_info *gi = &fs->groups[g];
+	bool big = fs->desc_size >= EXT4_MIN_DESC_SIZE_64BIT;
+	int err = csum_verify_group_desc(fs, g, raw);
+
+	if (err)
+		return err;
+	gi->block_bitmap = le32(d->bg_block_bitmap_lo);
+	gi->inode_bitmap = le32(d->bg_inode_bitmap_lo);
+	gi->inode_table = le32(d->bg_inode_table_lo);
+	gi->free_blocks = le16(d->bg_free_blocks_count_lo);
+	gi->free_inodes = le16(d->bg_free_inodes_count_lo);
+	gi->used_dirs = le16(d->bg_used_dirs_count_lo);
+	gi->itable_unused = le16(d->bg_itable_unused_lo);
+	gi->flags = le16(d->bg_flags);
+	if (big) {
+		gi->block_bitmap |= (uint64_t)le32(d->bg_block_bitmap_hi) << 32;
+		gi->inode_bitmap |= (uint64_t)le32(d->bg_inode_bitmap_hi) << 32;
+		gi->inode_table |= (uint64_t)le32(d->bg_inode_table_hi) << 32;
+		gi->free_blocks |= (uint32_t)le16(d->bg_free_blocks_count_hi) << 16;
+		gi->free_inodes |= (uint32_t)le16(d->bg_free_inodes_count_hi) << 16;
+		gi->used_dirs |= (uint32_t)le16(d->bg_used_dirs_count_hi) << 16;
+		gi->itable_unused |= (uint32_t)le16(d->bg_itable_unused_hi) << 16;
+	}
+	if ((err = check_range(fs, g, "block bitmap", gi->block_bitmap, 1)) ||
+	    (err = check_range(fs, g, "inode bitmap", gi->inode_bitmap, 1)) ||
+	    (err = check_range(fs, g, "inode table", gi->inode_table, fs->itb_per_group)))
+		return err;
+	if (gi->free_inodes > fs->inodes_per_group || gi->itable_unused > fs->inodes_per_group)
+		return fs_corrupt("group descriptor %u: %u free inodes, %u unused, but only %u "
+				  "inodes per group",
+				  g, gi->free_inodes, gi->itable_unused, fs->inodes_per_group);
+	return 0;
+}
+
+static int load_group_descs(struct uext4_fs *fs)
+{
+	uint32_t dpb = fs->block_size / fs->desc_size;
+	uint32_t nblocks = DIV_ROUND_UP(fs->groups_count, dpb);
+
+	fs->groups = calloc(fs->groups_count, sizeof(*fs->groups));
+	if (!fs->groups)
+		return fs_err(ENOMEM, "out of memory for %u group descriptors", fs->groups_count);
+	for (uint32_t i = 0; i < nblocks; i++) {
+		uint64_t blk = desc_block(fs, i);
+		struct buf *b;
+		int err;
+
+		if (blk >= fs->blocks_count)
+			return fs_corrupt("group descriptor block %u at %llu is past the end", i,
+					  (unsigned long long)blk);
+		err = bread(fs->bc, blk, UEXT4_META_GROUP_DESC, &b);
+		if (err)
+			return err;
+		for (uint32_t j = 0; j < dpb && i * dpb + j < fs->groups_count; j++) {
+			err = parse_group_desc(fs, i * dpb + j, b->data + j * fs->desc_size);
+			if (err)
+				break;
+		}
+		brelse(fs->bc, b);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Geometry checks: everything later code divides by or indexes with. */
+static int check_geometry(struct uext4_fs *fs, uint64_t dev_size)
+{
+	const struct ext4_super_block *sb = &fs->sb;
+	uint32_t log = le32(sb->s_log_block_size);
+
+	if (log > 6)
+		return fs_corrupt("superblock: block size 2^%u KiB is absurd", log);
+	fs->log_block_size = 10 + log;
+	fs->block_size = 1u << fs->log_block_size;
+	fs->blocks_per_group = le32(sb->s_blocks_per_group);
+	fs->inodes_per_group = le32(sb->s_inodes_per_group);
+	fs->first_data_block = le32(sb->s_first_data_block);
+	fs->inodes_count = le32(sb->s_inodes_count);
+	fs->blocks_count = le32(sb->s_blocks_count_lo);
+	if (FS_HAS_INCOMPAT(fs, 64BIT))
+		fs->blocks_count |= (uint64_t)le32(sb->s_blocks_count_hi) << 32;
+	if (le32(sb->s_rev_level) == EXT4_GOOD_OLD_REV) {
+		fs->inode_size = EXT4_GOOD_OLD_INODE_SIZE;
+		fs->first_ino = EXT4_GOOD_OLD_FIRST_INO;
+	} else {
+		fs->inode_size = le16(sb->s_inode_size);
+		fs->first_ino = le32(sb->s_first_ino);
+	}
+	if (fs->blocks_per_group == 0 || fs->blocks_per_group > 8 * fs->block_size ||
+	    fs->blocks_per_group % 8)
+		return fs_corrupt("superblock: %u blocks per group (block size %u)",
+				  fs->blocks_per_group, fs->block_size);
+	if (fs->inodes_per_group == 0 || fs->inodes_per_group > 8 * fs->block_size)
+		return fs_corrupt("superblock: %u inodes per group (block size %u)",
+				  fs->inodes_per_group, fs->block_size);
+	if (fs->inode_size < EXT4_GOOD_OLD_INODE_SIZE || fs->inode_size > fs->block_size ||
+	    (fs->inode_size & (fs->inode_size - 1)))
+		return fs_corrupt("superblock: inode size %u", fs->inode_size);
+	if (fs->first_data_block != (fs->block_size == 1024 ? 1u : 0u) &&
+	    fs->first_data_block != 0)
+		return fs_corrupt("superblock: first data block %u", fs->first_data_block);
+	if (fs->blocks_count <= fs->first_data_block)
+		return fs_corrupt("superblock: %llu blocks", (unsigned long long)fs->blocks_count);
+	if (fs->blocks_count > dev_size / fs->block_size)
+		return fs_corrupt("superblock: %llu blocks of %u bytes, but the device has only "
+				  "%llu bytes (truncated image?)",
+				  (unsigned long long)fs->blocks_count, fs->block_size,
+				  (unsigned long long)dev_size);
+	fs->groups_count = (uint32_t)DIV_ROUND_UP(fs->blocks_count - fs->first_data_block,
+						  fs->blocks_per_group);
+	if ((uint64_t)fs->groups_count * fs->inodes_per_group != fs->inodes_count)
+		return fs_corrupt("superblock: %u inodes, but %u groups of %u inodes",
+				  fs->inodes_count, fs->groups_count, fs->inodes_per_group);
+	if (fs->first_ino < EXT4_GOOD_OLD_FIRST_INO || fs->first_ino > fs->inodes_count)
+		return fs_corrupt("superblock: first inode %u", fs->first_ino);
+	fs->inodes_per_block = fs->block_size / fs->inode_size;
+	fs->itb_per_group = DIV_ROUND_UP(fs->inodes_per_group, fs->inodes_per_block);
+	fs->desc_size = EXT4_MIN_DESC_SIZE;
+	if (FS_HAS_INCOMPAT(fs, 64BIT)) {
+		fs->desc_size = le16(sb->s_desc_size);
+		if (fs->desc_size < EXT4_MIN_DESC_SIZE_64BIT || fs->desc_size > 1024 ||
+		    (fs->desc_size & (fs->desc_size - 1)) || fs->desc_size > fs->block_size)
+			return fs_corrupt("superblock: group descriptor size %u", fs->desc_size);
+	}
+	return 0;
+}
+
+static int setup_checksums(struct uext4_fs *fs)
+{
+	const struct ext4_super_block *sb = &fs->sb;
+
+	fs->metadata_csum = FS_HAS_RO_COMPAT(fs, METADATA_CSUM);
+	fs->gdt_csum = !fs->metadata_csum && FS_HAS_RO_COMPAT(fs, GDT_CSUM);
+	if (!fs->metadata_csum)
+		return 0;
+	if (sb->s_checksum_type != EXT4_CRC32C_CHKSUM)
+		return fs_corrupt("superblock: unknown checksum type %u", sb->s_checksum_type);
+	if (FS_HAS_INCOMPAT(fs, CSUM_SEED))
+		fs->csum_seed = le32(sb->s_checksum_seed);
+	else
+		fs->csum_seed = crc32c(~0u, sb->s_uuid, sizeof(sb->s_uuid));
+	return csum_verify_super(fs, sb);
+}
+
+static void setup_hash(struct uext4_fs *fs)
+{
+	for (int i = 0; i < 4; i++)
+		fs->hash_seed[i] = le32(fs->sb.s_hash_seed[i]);
+	fs->def_hash_version = fs->sb.s_def_hash_version;
+	fs->hash_unsigned = (le32(fs->sb.s_flags) & EXT2_FLAGS_UNSIGNED_HASH) != 0;
+}
+
+static int read_super(struct uext4_fs *fs, bool read_only)
+{
+	int err = bdev_read(fs->dev, &fs->sb, sizeof(fs->sb), EXT4_SUPERBLOCK_OFFSET);
+
+	if (err)
+		return err;
+	if (le16(fs->sb.s_magic) != EXT4_SUPER_MAGIC)
+		return fs_err(EINVAL, "not an ext2/3/4 file system (no superblock magic 0xEF53 "
+			      "at byte 1080, found 0x%04x)", le16(fs->sb.s_magic));
+	fs->feature_compat = le32(fs->sb.s_feature_compat);
+	fs->feature_incompat = le32(fs->sb.s_feature_incompat);
+	fs->feature_ro_compat = le32(fs->sb.s_feature_ro_compat);
+	if ((err = setup_checksums(fs)) || (err = check_features(fs, read_only)) ||
+	    (err = check_geometry(fs, fs->dev->size)))
+		return err;
+	setup_hash(fs);
+	fs->want_extra_isize = le16(fs->sb.s_want_extra_isize);
+	return 0;
+}
+
+static int open_device(const char *path, const struct uext4_opts *o, struct bdev **out)
+{
+	int err = 0;
+
+	*out = o->memory_backend ? bdev_open_memory_copy(path, &err)
+				 : bdev_open_file(path, o->read_only, &err);
+	return *out ? 0 : (err ? err : -EIO);
+}
+
+int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out)
+{
+	struct uext4_opts none = {0};
+	const struct uext4_opts *o = opts ? opts : &none;
+	struct uext4_fs *fs = calloc(1, sizeof(*fs));
+	int err;
+
+	if (!fs)
+		return fs_err(ENOMEM, "out of memory");
+	/* Nothing writes yet (the write path is the next issue): mount read-only. */
+	fs->read_only = true;
+	if ((err = open_device(path, o, &fs->dev)) || (err = read_super(fs, o->read_only)))
+		goto fail;
+	fs->bc = bcache_create(fs->dev, fs->block_size, o->cache_bytes);
+	fs->icache = fs->bc ? icache_create(fs) : NULL;
+	if (!fs->icache) {
+		err = fs_err(ENOMEM, "out of memory for the caches");
+		goto fail;
+	}
+	if ((err = load_group_descs(fs)))
+		goto fail;
+	*out = fs;
+	return 0;
+fail:
+	super_umount(fs);
+	return err;
+}
+
+void super_umount(struct uext4_fs *fs)
+{
+	if (!fs)
+		return;
+	if (fs->icache)
+		icache_destroy(fs->icache);
+	if (fs->bc)
+		bcache_destroy(fs->bc);
+	if (fs->dev)
+		bdev_close(fs->dev);
+	free(fs->groups);
+	free(fs);
+}
