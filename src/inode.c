@@ -188,16 +188,23 @@ static struct timespec decode_time(int32_t sec, uint32_t extra, bool have_extra)
 
 #define EXTRA_END(field) (offsetof(struct ext4_inode, field) + sizeof(uint32_t))
 
+/* Decode one timestamp; the *_extra word exists only when has_extra. */
+static struct timespec time_field(const struct inode *n, const uint32_t *sec,
+				  const uint32_t *extra)
+{
+	size_t end = (size_t)((const uint8_t *)extra - n->raw) + sizeof(uint32_t);
+	bool have = has_extra(n, end);
+
+	return decode_time((int32_t)le32(*sec), have ? le32(*extra) : 0, have);
+}
+
 static void decode_times(struct inode *n, const struct ext4_inode *r)
 {
-	n->atime = decode_time((int32_t)le32(r->i_atime), le32(r->i_atime_extra),
-			       has_extra(n, EXTRA_END(i_atime_extra)));
-	n->mtime = decode_time((int32_t)le32(r->i_mtime), le32(r->i_mtime_extra),
-			       has_extra(n, EXTRA_END(i_mtime_extra)));
-	n->ctime = decode_time((int32_t)le32(r->i_ctime), le32(r->i_ctime_extra),
-			       has_extra(n, EXTRA_END(i_ctime_extra)));
+	n->atime = time_field(n, &r->i_atime, &r->i_atime_extra);
+	n->mtime = time_field(n, &r->i_mtime, &r->i_mtime_extra);
+	n->ctime = time_field(n, &r->i_ctime, &r->i_ctime_extra);
 	if (has_extra(n, EXTRA_END(i_crtime_extra)))
-		n->crtime = decode_time((int32_t)le32(r->i_crtime), le32(r->i_crtime_extra), true);
+		n->crtime = time_field(n, &r->i_crtime, &r->i_crtime_extra);
 	else
 		n->crtime = (struct timespec){0, 0};
 }
