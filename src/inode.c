@@ -256,12 +256,25 @@ static int decode_inode(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 	return 0;
 }
 
-/* An inode referenced by a directory must be in use. */
+static bool valid_file_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
+	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		return true;
+	}
+	return false;
+}
+
+/* An inode referenced by a directory must be in use and of a real type. */
 static int check_in_use(struct inode *n, uint64_t blk)
 {
 	if (n->mode == 0 || (n->links == 0 && n->ino >= EXT4_GOOD_OLD_FIRST_INO))
 		return fs_corrupt("inode %llu (block %llu) is not in use (deleted inode referenced)",
 				  (unsigned long long)n->ino, (unsigned long long)blk);
+	if (!valid_file_type(n->mode))
+		return fs_corrupt("inode %llu (block %llu): bogus file type in i_mode 0%o",
+				  (unsigned long long)n->ino, (unsigned long long)blk, n->mode);
 	return 0;
 }
 

@@ -1,0 +1,20 @@
+#!/bin/bash
+# run.sh - run every benchmark in bench/ (every bench/*.sh but this one) and keep the
+# output in bench/results/ (gitignored) as well as on stdout.  Build first
+# with `make BUILD=fast` (or use `make bench`, which does both).
+# Benchmarks, not tests: `make check` does not run them.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+mkdir -p bench/results
+log=bench/results/run-$(date +%Y%m%d-%H%M%S).log
+status=0
+for b in bench/*.sh; do
+	[ "$b" = bench/run.sh ] && continue
+	[ -x "$b" ] || continue
+	echo "==== $b" | tee -a "$log"
+	"$b" 2>&1 | tee -a "$log"
+	rc=${PIPESTATUS[0]}
+	[ "$rc" -eq 0 ] || { echo "==== $b failed (exit $rc)" | tee -a "$log"; status=1; }
+done
+echo "bench/run.sh: log in $log"
+exit $status

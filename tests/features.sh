@@ -1,0 +1,165 @@
+#!/bin/bash
+# features.sh - features we cannot honour are refused by name; the ones we
+# support (and read-only-compatible ones, on a read-only mount) are accepted.
+#
+# What is refused follows src/super.c:
+#   incompat: compression, journal_dev, mmp, dirdata, encrypt, casefold,
+#             needs_recovery (with a journal) and any unknown bit -> refused;
+#   ro_compat: bigalloc -> always refused; any other ro_compat bit we do not
+#             write (quota, project, verity, unknown) -> read-only mount only.
+# Images are made by mke2fs where it can, otherwise a bit is set on a small
+# image with debugfs 'feature', which recomputes the superblock checksum.
+#
+# Environment: UEXT4 (default build/uext4), UEXT4_ASAN (default
+# build/asan/uext4, also run when it exists).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+TOP=$PWD
+UEXT4=${UEXT4:-build/uext4}
+UEXT4_ASAN=${UEXT4_ASAN:-build/asan/uext4}
+case $UEXT4 in /*) ;; *) UEXT4=$TOP/$UEXT4 ;; esac
+case $UEXT4_ASAN in /*) ;; *) UEXT4_ASAN=$TOP/$UEXT4_ASAN ;; esac
+
+for t in mke2fs debugfs timeout; do
+	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+[ -x "$UEXT4" ] || { echo "SKIP: $UEXT4 not built"; exit 77; }
+BINS=("$UEXT4")
+[ -x "$UEXT4_ASAN" ] && [ "$UEXT4_ASAN" != "$UEXT4" ] && BINS+=("$UEXT4_ASAN")
+
+T=$(mktemp -d /tmp/uext4-features.XXXXXX)
+MNT=$T/mnt
+mkdir -p "$MNT" "$T/tree"
+echo "hello world" >"$T/tree/hello.txt"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/san:detect_leaks=1"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san:print_stacktrace=1"
+cleanup() {
+	mountpoint -q "$MNT" 2>/dev/null && fusermount3 -u "$MNT" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+FUSE=1
+[ -e /dev/fuse ] && command -v fusermount3 >/dev/null || FUSE=0
+
+CHECKS=0
+FAILS=0
+fail() { echo "FAIL [$CASE]: $*"; FAILS=$((FAILS + 1)); }
+pass() { CHECKS=$((CHECKS + 1)); }
+
+sanitizer_report() {
+	local f found=1
+	for f in "$T"/san*; do
+		[ -e "$f" ] || continue
+		echo "---- sanitizer report:"; head -30 "$f"; rm -f "$f"; found=0
+	done
+	return $found
+}
+
+run_cli() {
+	local bin=$1; shift
+	timeout -k 5 20 "$bin" "$@" >"$T/out" 2>"$T/err" </dev/null
+	RC=$?
+	ERR=$(head -c 2000 "$T/err")
+	if [ $RC -ge 124 ]; then fail "$bin $*: crash or hang (exit $RC): $ERR"; return 1; fi
+	if sanitizer_report; then fail "$bin $*: sanitizer report"; return 1; fi
+	return 0
+}
+
+# mkimg MKE2FS_FEATURES [DEBUGFS_FEATURE]: a small image in $IMG.
+mkimg() {
+	IMG=$T/f.img
+	rm -f "$IMG"
+	if ! mke2fs -q -F -t ext4 ${1:+-O "$1"} $MKE2FS_EXTRA -d "$T/tree" "$IMG" 32M >"$T/mkfs" 2>&1; then
+		echo "note: mke2fs -O $1 failed ($(tail -1 "$T/mkfs")); case skipped"
+		return 1
+	fi
+	if [ -n "${2:-}" ] && ! debugfs -w -R "feature $2" "$IMG" >"$T/dbg" 2>&1; then
+		fail "debugfs feature $2 failed: $(cat "$T/dbg")"
+		return 1
+	fi
+	return 0
+}
+
+# refused NAME: `uext4 info` fails and names the feature; so does a mount.
+refused() {
+	local name=$1 bin
+	for bin in "${BINS[@]}"; do
+		run_cli "$bin" info "$IMG" || continue
+		if [ $RC -eq 0 ]; then fail "$bin info accepted an image with $name"; continue; fi
+		if ! grep -qF -- "$name" "$T/err"; then
+			fail "$bin info: message does not name '$name': $ERR"; continue
+		fi
+		echo "    $(basename "$bin") info -> exit $RC: $ERR"
+		pass
+	done
+	[ $FUSE = 1 ] || return 0
+	timeout -k 5 20 "$UEXT4" mount -o ro "$IMG" "$MNT" >"$T/mout" 2>&1 </dev/null
+	if mountpoint -q "$MNT"; then
+		fail "FUSE mounted an image with $name"
+		fusermount3 -u "$MNT"
+	elif ! grep -qF -- "$name" "$T/mout"; then
+		fail "uext4 mount: message does not name '$name': $(cat "$T/mout")"
+	else
+		pass
+	fi
+}
+
+# accepted [NAME]: info works (and lists NAME), a file reads back.
+accepted() {
+	local name=${1:-} bin
+	for bin in "${BINS[@]}"; do
+		run_cli "$bin" info "$IMG" || continue
+		if [ $RC -ne 0 ]; then fail "$bin info refused a supported image: $ERR"; continue; fi
+		if [ -n "$name" ] && ! grep -qw -- "$name" "$T/out"; then
+			fail "$bin info does not list feature '$name'"; continue
+		fi
+		run_cli "$bin" cat "$IMG" /hello.txt || continue
+		if [ $RC -ne 0 ] || [ "$(cat "$T/out")" != "hello world" ]; then
+			fail "$bin cat /hello.txt failed ($RC): $ERR"; continue
+		fi
+		pass
+	done
+}
+
+CASES=0
+start() { CASE=$1; CASES=$((CASES + 1)); echo "case $CASES: $CASE"; MKE2FS_EXTRA=""; }
+
+# ---- refused ------------------------------------------------------------------
+start "casefold";        mkimg casefold && refused casefold
+start "encrypt";         mkimg encrypt && refused encrypt
+start "mmp";             mkimg mmp && refused mmp
+start "compression";     mkimg "" compression && refused compression
+start "dirdata";         mkimg "" dirdata && refused dirdata
+start "unknown incompat bit 31"; mkimg "" FEATURE_I31 && refused FEATURE_I31
+start "bigalloc";        MKE2FS_EXTRA="-C 16384"; mkimg bigalloc && refused bigalloc
+start "needs_recovery";  mkimg has_journal needs_recovery && refused needs_recovery
+
+start "journal_dev (external journal device)"
+IMG=$T/j.img
+if mke2fs -q -F -O journal_dev -b 4096 "$IMG" 8M >/dev/null 2>&1; then
+	refused journal_dev
+else
+	echo "note: mke2fs -O journal_dev failed; case skipped"
+fi
+
+# ---- read-only compatible: accepted read-only --------------------------------
+start "quota (ro_compat)";    mkimg quota && accepted quota
+start "project (ro_compat)";  MKE2FS_EXTRA="-I 256"; mkimg quota,project && accepted project
+start "verity (ro_compat)";   mkimg verity && accepted verity
+start "unknown ro_compat bit 31"; mkimg "" FEATURE_R31 && accepted FEATURE_R31
+
+# ---- supported -----------------------------------------------------------------
+start "default ext4 (has_journal, extents, flex_bg, metadata_csum)"; mkimg "" && accepted has_journal
+start "64bit";                mkimg 64bit && accepted 64bit
+start "ea_inode";             mkimg ea_inode && accepted ea_inode
+start "large_dir";            mkimg large_dir && accepted large_dir
+start "inline_data";          mkimg inline_data && accepted inline_data
+start "meta_bg";              mkimg meta_bg,^resize_inode && accepted meta_bg
+start "metadata_csum_seed";   mkimg metadata_csum_seed && accepted metadata_csum_seed
+start "ext2-style (no extents, no journal)"; mkimg ^extent,^64bit,^has_journal,^flex_bg,^metadata_csum && accepted
+start "uninit_bg without metadata_csum"; mkimg ^metadata_csum,uninit_bg && accepted uninit_bg
+
+echo "features.sh: $CASES cases, $CHECKS checks passed, $FAILS failures"
+[ $FAILS -eq 0 ] || exit 1
+exit 0
