@@ -300,7 +300,7 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	memcpy(n->raw, b->data + off, fs->inode_size);
 	brelse(fs->bc, b);
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
-	    (err = check_in_use(n, blk))) {
+	    (err = check_in_use(n, blk)) || (err = xattr_check_ibody(fs, n))) {
 		free(n);
 		return err;
 	}

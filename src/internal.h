@@ -288,6 +288,9 @@ ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t s
 ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 		      const char *name, size_t namelen, void *buf, size_t size);
 
+/* Structural check of the in-inode xattr area, at inode load. */
+int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
+
 /* ---------------------------------------------------------------- symlink.c */
 ssize_t symlink_read(struct uext4_fs *fs, struct inode *inode, char *buf, size_t size);
 

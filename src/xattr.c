@@ -679,3 +679,16 @@ ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t s
 	}
 	return (ssize_t)o.len;
 }
+
+/*
+ * Check the in-inode xattr area when an inode is loaded, as the kernel's
+ * ext4_iget() does: an inode whose area is damaged is refused as a whole,
+ * so that inline data and ACLs are never read from a corrupt region.
+ */
+int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode)
+{
+	struct xregion r;
+	int ret = ibody_region(fs, inode, &r);
+
+	return ret < 0 ? ret : 0;
+}
