@@ -134,14 +134,27 @@ static int dx_check_entries(struct uext4_fs *fs, struct inode *dir, struct dx_pa
 				      (unsigned long)f->lblk, i, entry_hash(&f->entries[i]),
 				      entry_hash(&f->entries[i - 1]));
 	}
-	if (fs->metadata_csum && !buf_verified(f->b)) {
-		int err = csum_verify_dx_node(fs, dir->ino, dir->generation, f->b->blocknr,
-					      f->b->data, off, count, limit);
-		if (err)
-			return err;
-		buf_set_verified(f->b);
-	}
 	return 0;
+}
+
+/*
+ * Verify an index block's checksum before any structural check, as the
+ * kernel's ext4_read_dirblock() does: a block that fails its checksum is an
+ * error, never a reason to fall back to a linear scan.
+ */
+static int dx_verify_csum(struct uext4_fs *fs, struct inode *dir, struct dx_frame *f,
+			  unsigned off)
+{
+	const struct dx_countlimit *cl = (const struct dx_countlimit *)(f->b->data + off);
+	int err;
+
+	if (!fs->metadata_csum || buf_verified(f->b))
+		return 0;
+	err = csum_verify_dx_node(fs, dir->ino, dir->generation, f->b->blocknr, f->b->data,
+				  off, le16(cl->count), le16(cl->limit));
+	if (!err)
+		buf_set_verified(f->b);
+	return err;
 }
 
 /* Read an index block; a hole in an htree directory is corruption. */
@@ -215,7 +228,8 @@ static int dx_read_root(struct uext4_fs *fs, struct inode *dir, struct dx_path *
 	if ((err = dx_bread(fs, dir, 0, &f->b)))
 		return err;
 	f->lblk = 0;
-	if ((err = dx_check_dots(fs, dir, p, f->b->data)) ||
+	if ((err = dx_verify_csum(fs, dir, f, DX_ROOT_ENTRIES_OFF)) ||
+	    (err = dx_check_dots(fs, dir, p, f->b->data)) ||
 	    (err = dx_check_info(fs, dir, p, f->b->data)))
 		return err;
 	return dx_check_entries(fs, dir, p, f, DX_ROOT_ENTRIES_OFF);
@@ -268,6 +282,8 @@ static int dx_read_node(struct uext4_fs *fs, struct inode *dir, struct dx_path *
 				  "block found where an index block was expected",
 				  (unsigned long)dir->ino, (unsigned long)f->b->blocknr,
 				  (unsigned long)lblk);
+	if ((err = dx_verify_csum(fs, dir, f, DX_NODE_ENTRIES_OFF)))
+		return err;
 	return dx_check_entries(fs, dir, p, f, DX_NODE_ENTRIES_OFF);
 }
 
