@@ -1,0 +1,69 @@
+/*
+ * fuse.h - uext4's FUSE server (libfuse3 low-level API).
+ *
+ * Typical use (what `uext4 mount` does):
+ *
+ *	struct uext4_fuse_opts o;
+ *	uext4_fuse_opts_init(&o);
+ *	for each "-o" item: uext4_fuse_parse_opt(&o, item);
+ *	if (!foreground) o.ready_fd = uext4_fuse_daemonize();   // parent exits here
+ *	uext4_mount(image, ..., &fs);                           // in the child
+ *	ret = uext4_fuse_run(fs, mountpoint, &o);               // until unmounted
+ *	uext4_umount(fs);
+ */
+#ifndef UEXT4_FUSE_H
+#define UEXT4_FUSE_H
+
+#include "uext4.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LOOP_POOL };
+
+struct uext4_fuse_opts {
+	int read_only;          /* mount read-only (forced on until the write path lands) */
+	int allow_other;        /* let other users see the mount */
+	int debug;              /* libfuse request tracing to stderr */
+	const char *fsname;     /* shown in /proc/mounts (usually the image path) */
+	double timeout;         /* entry/attr cache seconds; <0 = default */
+	/* Request loop, see fuse/loop.h. */
+	enum uext4_fuse_loop loop;
+	unsigned threads;       /* pool size / mt max threads; 0 = default */
+	int max_idle;           /* mt only; -1 = libfuse default */
+	int clone_fd;           /* mt only */
+	char extra[1024];       /* other mount options passed to the kernel/libfuse */
+	int ready_fd;           /* -1, or written once the mount is live (daemon mode) */
+};
+
+/* Defaults: read-only, pool loop, ready_fd -1. */
+void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
+/*
+ * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool",
+ * "threads=N", "max_idle=N", "clone_fd", "timeout=SECS"; anything else is
+ * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in
+ * errbuf for a malformed value.
+ */
+int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *errbuf, size_t errlen);
+
+/*
+ * Fork into the background.  The parent waits until the child either
+ * reports the mount ready (through the returned fd, which uext4_fuse_run
+ * writes via o->ready_fd) and then exits 0, or dies, and then exits with the
+ * child's status (the child prints its own error first).  Returns the
+ * notification fd in the child; returns -1 (in the caller) if fork failed.
+ */
+int uext4_fuse_daemonize(void);
+
+/*
+ * Mount fs on mountpoint and serve requests until unmounted (fusermount3 -u,
+ * umount) or SIGINT/SIGTERM/SIGHUP.  Does not unmount the library fs.
+ * Returns 0, or a negative errno with a message on stderr.
+ */
+int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1016 @@
+/*
+ * uext4.c - the uext4 command line: inspect ext4 images and mount them.
+ *
+ * One function per subcommand, found through the command table at the end.
+ * Adding a subcommand = writing cmd_foo(), its usage text, and one table row.
+ * Every read command opens the image read-only through the public API.
+ */
+#include "uext4.h"
+#include "../fuse/fuse.h"  /* not libfuse's fuse.h, which -I/usr/include/fuse3 would find first */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK (1u << 20)        /* cat streams in 1 MiB pieces */
+
+struct command {
+	const char *name;
+	int (*run)(const struct command *c, int argc, char **argv);
+	const char *synopsis;   /* arguments after "uext4 NAME" */
+	const char *summary;    /* one line for the overview */
+	const char *manual;     /* DESCRIPTION .. EXAMPLES */
+};
+
+static const struct command *find_command(const char *name);
+static void print_manual(FILE *out, const struct command *c);
+
+/* ---------------------------------------------------------------- errors */
+
+/* "uext4 CMD: WHAT: message": the library's message when it left one. */
+static int fail(const struct command *c, const char *what, long ret)
+{
+	const char *msg = uext4_last_error();
+
+	size_t wl = strlen(what);
+
+	if (!msg || !*msg)
+		msg = ret == -ENODATA ? "No such attribute" : strerror(ret < 0 ? (int)-ret : (int)ret);
+	else if (!strncmp(msg, what, wl) && !strncmp(msg + wl, ": ", 2))
+		msg += wl + 2;  /* the library already named it */
+	fprintf(stderr, "uext4 %s: %s: %s\n", c->name, what, msg);
+	return 1;
+}
+
+static int usage_error(const struct command *c, const char *why)
+{
+	if (why)
+		fprintf(stderr, "uext4 %s: %s\n", c->name, why);
+	fprintf(stderr, "usage: uext4 %s %s\n", c->name, c->synopsis);
+	fprintf(stderr, "Try 'uext4 help %s' for more information.\n", c->name);
+	return 2;
+}
+
+/* Any "--help" among the arguments prints the manual page. */
+static int wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * getopt with our error format.  Returns the option, -1 at the end, or '?'
+ * after printing the problem (caller returns usage_error).
+ */
+static int next_opt(const struct command *c, int argc, char **argv, const char *opts)
+{
+	int ch;
+
+	opterr = 0;
+	ch = getopt(argc, argv, opts);
+	if (ch == '?') {
+		if (strchr(opts, optopt) && optopt)
+			fprintf(stderr, "uext4 %s: option -%c needs an argument\n", c->name, optopt);
+		else if (optopt)
+			fprintf(stderr, "uext4 %s: unknown option -%c\n", c->name, optopt);
+		else
+			fprintf(stderr, "uext4 %s: unknown option %s\n", c->name, argv[optind - 1]);
+	}
+	return ch;
+}
+
+/* ------------------------------------------------------------ image access */
+
+static int open_image(const struct command *c, const char *image, uext4_fs **fs)
+{
+	struct uext4_opts o = { .read_only = 1 };
+	int ret = uext4_mount(image, &o, fs);
+
+	return ret < 0 ? fail(c, image, ret) : 0;
+}
+
+static int close_image(const struct command *c, const char *image, uext4_fs *fs, int status)
+{
+	int ret = uext4_umount(fs);
+
+	if (ret < 0 && status == 0)
+		return fail(c, image, ret);
+	return status;
+}
+
+/* Paths in the image are absolute; "a/b" means "/a/b". */
+static const char *image_path(const char *p, char *buf, size_t len)
+{
+	if (p[0] == '/')
+		return p;
+	snprintf(buf, len, "/%s", p);
+	return buf;
+}
+
+static int resolve(const struct command *c, uext4_fs *fs, const char *path, int follow,
+		   uint64_t *ino, struct uext4_stat *st)
+{
+	char buf[4096];
+	int ret = uext4_resolve(fs, image_path(path, buf, sizeof(buf)), follow, ino);
+
+	if (ret >= 0 && st)
+		ret = uext4_getattr(fs, *ino, st);
+	return ret < 0 ? fail(c, path, ret) : 0;
+}
+
+/* --------------------------------------------------------------- formatting */
+
+static void mode_string(uint32_t mode, char s[11])
+{
+	static const char rwx[] = "rwxrwxrwx";
+
+	switch (mode & S_IFMT) {
+	case S_IFDIR: s[0] = 'd'; break;
+	case S_IFLNK: s[0] = 'l'; break;
+	case S_IFCHR: s[0] = 'c'; break;
+	case S_IFBLK: s[0] = 'b'; break;
+	case S_IFIFO: s[0] = 'p'; break;
+	case S_IFSOCK: s[0] = 's'; break;
+	default: s[0] = '-'; break;
+	}
+	for (int i = 0; i < 9; i++)
+		s[1 + i] = (mode & (0400u >> i)) ? rwx[i] : '-';
+	if (mode & S_ISUID)
+		s[3] = (mode & S_IXUSR) ? 's' : 'S';
+	if (mode & S_ISGID)
+		s[6] = (mode & S_IXGRP) ? 's' : 'S';
+	if (mode & S_ISVTX)
+		s[9] = (mode & S_IXOTH) ? 't' : 'T';
+	s[10] = '\0';
+}
+
+static const char *type_name(const struct uext4_stat *st)
+{
+	switch (st->mode & S_IFMT) {
+	case S_IFREG: return st->size ? "regular file" : "regular empty file";
+	case S_IFDIR: return "directory";
+	case S_IFLNK: return "symbolic link";
+	case S_IFCHR: return "character special file";
+	case S_IFBLK: return "block special file";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	}
+	return "weird file";
+}
+
+/* "2024-01-31 12:34:56.123456789 +0000", local time like stat(1). */
+static void format_time(const struct timespec *ts, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t t = ts->tv_sec;
+	char base[32], zone[8];
+
+	localtime_r(&t, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%d %H:%M:%S", &tm);
+	strftime(zone, sizeof(zone), "%z", &tm);
+	snprintf(buf, len, "%s.%09ld %s", base, (long)ts->tv_nsec, zone);
+}
+
+static void format_epoch(int64_t secs, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t t = (time_t)secs;
+
+	if (secs == 0) {
+		snprintf(buf, len, "n/a");
+		return;
+	}
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%a %b %e %H:%M:%S %Y", &tm);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------------- info */
+
+static const char *hash_name(unsigned v)
+{
+	static const char *names[] = { "legacy", "half_md4", "tea", "legacy_unsigned",
+				       "half_md4_unsigned", "tea_unsigned", "siphash" };
+
+	return v < sizeof(names) / sizeof(names[0]) ? names[v] : "unknown";
+}
+
+static const char *errors_name(unsigned v)
+{
+	switch (v) {
+	case 1: return "Continue";
+	case 2: return "Remount read-only";
+	case 3: return "Panic";
+	}
+	return "Unknown";
+}
+
+static void state_string(unsigned state, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", (state & 1) ? "clean" : "not clean",
+		 (state & 2) ? " with errors" : "", (state & 4) ? " (orphans being recovered)" : "");
+}
+
+static void print_uuid(const uint8_t u[16])
+{
+	for (int i = 0; i < 16; i++)
+		printf("%02x%s", u[i], (i == 3 || i == 5 || i == 7 || i == 9) ? "-" : "");
+	printf("\n");
+}
+
+#define FIELD "%-26s"
+
+static void print_info(const struct uext4_info *in)
+{
+	char t[64];
+
+	printf(FIELD "%s\n", "Filesystem volume name:", in->volume_name[0] ? in->volume_name : "<none>");
+	printf(FIELD, "Filesystem UUID:");
+	print_uuid(in->uuid);
+	printf(FIELD "%u (%s)\n", "Filesystem revision #:", in->rev_level,
+	       in->rev_level ? "dynamic" : "original");
+	printf(FIELD "%s\n", "Filesystem features:", in->features);
+	state_string(in->state, t, sizeof(t));
+	printf(FIELD "%s\n", "Filesystem state:", t);
+	printf(FIELD "%s\n", "Errors behavior:", errors_name(in->errors));
+	printf(FIELD "%u\n", "Inode count:", in->inodes_count);
+	printf(FIELD "%llu\n", "Block count:", (unsigned long long)in->blocks_count);
+	printf(FIELD "%llu\n", "Reserved block count:", (unsigned long long)in->reserved_blocks);
+	printf(FIELD "%llu\n", "Free blocks:", (unsigned long long)in->free_blocks);
+	printf(FIELD "%u\n", "Free inodes:", in->free_inodes);
+	printf(FIELD "%u\n", "First block:", in->first_data_block);
+	printf(FIELD "%u\n", "Block size:", in->block_size);
+	printf(FIELD "%u\n", "Group descriptor size:", in->desc_size);
+	printf(FIELD "%u\n", "Block groups:", in->groups_count);
+	printf(FIELD "%u\n", "Blocks per group:", in->blocks_per_group);
+	printf(FIELD "%u\n", "Inodes per group:", in->inodes_per_group);
+	if (in->log_groups_per_flex && in->log_groups_per_flex < 32)
+		printf(FIELD "%u\n", "Flex block group size:", 1u << in->log_groups_per_flex);
+	format_epoch(in->mkfs_time, t, sizeof(t));
+	printf(FIELD "%s\n", "Filesystem created:", t);
+	format_epoch(in->mtime, t, sizeof(t));
+	printf(FIELD "%s\n", "Last mount time:", t);
+	format_epoch(in->wtime, t, sizeof(t));
+	printf(FIELD "%s\n", "Last write time:", t);
+	printf(FIELD "%u\n", "Mount count:", in->mount_count);
+	printf(FIELD "%d\n", "Maximum mount count:", (int16_t)in->max_mount_count);
+	printf(FIELD "%u\n", "First inode:", in->first_ino);
+	printf(FIELD "%u\n", "Inode size:", in->inode_size);
+	if (in->journal_inum)
+		printf(FIELD "%u\n", "Journal inode:", in->journal_inum);
+	printf(FIELD "%s\n", "Default directory hash:", hash_name(in->def_hash_version));
+	if (in->orphan_file_inum)
+		printf(FIELD "%u\n", "Orphan file inode:", in->orphan_file_inum);
+}
+
+static int cmd_info(const struct command *c, int argc, char **argv)
+{
+	struct uext4_info in;
+	uext4_fs *fs;
+	int ret;
+
+	if (next_opt(c, argc, argv, "") != -1)
+		return usage_error(c, NULL);
+	if (argc - optind != 1)
+		return usage_error(c, argc - optind ? "too many arguments" : "missing IMAGE");
+	if (open_image(c, argv[optind], &fs))
+		return 1;
+	ret = uext4_info(fs, &in);
+	if (ret < 0)
+		return close_image(c, argv[optind], fs, fail(c, argv[optind], ret));
+	print_info(&in);
+	return close_image(c, argv[optind], fs, 0);
+}
+
+/* ---------------------------------------------------------------------- ls */
+
+struct ls_entry {
+	char *name;
+	uint64_t ino;
+};
+
+struct ls_list {
+	struct ls_entry *v;
+	size_t n, cap;
+	int all;                /* include . and .. */
+	int err;
+};
+
+static int ls_collect(void *ctx, const char *name, size_t len, uint64_t ino,
+		      unsigned dtype, uint64_t next)
+{
+	struct ls_list *l = ctx;
+
+	if (!l->all && ((len == 1 && name[0] == '.') ||
+			(len == 2 && name[0] == '.' && name[1] == '.')))
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct ls_entry *v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			l->err = -ENOMEM;
+			return 1;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n].name = strndup(name, len);
+	if (!l->v[l->n].name) {
+		l->err = -ENOMEM;
+		return 1;
+	}
+	l->v[l->n++].ino = ino;
+	return 0;
+}
+
+static int ls_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ls_entry *)a)->name, ((const struct ls_entry *)b)->name);
+}
+
+static void ls_free(struct ls_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+}
+
+/* One "ls -l" line, like `ls -ln --time-style=long-iso`. */
+static void ls_long_line(uext4_fs *fs, const struct uext4_stat *st, const char *name)
+{
+	char mode[11], when[32], target[4097];
+	struct tm tm;
+	time_t t = st->mtime.tv_sec;
+	ssize_t n;
+
+	mode_string(st->mode, mode);
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+	printf("%s %3u %5u %5u ", mode, st->nlink, st->uid, st->gid);
+	if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
+		printf("%4u, %4u", major(st->rdev), minor(st->rdev));
+	else
+		printf("%10llu", (unsigned long long)st->size);
+	printf(" %s %s", when, name);
+	if (S_ISLNK(st->mode)) {
+		n = uext4_readlink(fs, st->ino, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[(size_t)n < sizeof(target) ? (size_t)n : sizeof(target) - 1] = '\0';
+			printf(" -> %s", target);
+		}
+	}
+	printf("\n");
+}
+
+static int ls_print(const struct command *c, uext4_fs *fs, struct ls_list *l, int lng,
+		    const char *dirpath)
+{
+	struct uext4_stat st;
+	uint64_t total = 0;
+	int status = 0, ret;
+
+	if (l->n)
+		qsort(l->v, l->n, sizeof(*l->v), ls_cmp);
+	if (!lng) {
+		for (size_t i = 0; i < l->n; i++)
+			printf("%s\n", l->v[i].name);
+		return 0;
+	}
+	for (size_t i = 0; i < l->n; i++)
+		if (uext4_getattr(fs, l->v[i].ino, &st) >= 0)
+			total += st.blocks / 2;
+	printf("total %llu\n", (unsigned long long)total);
+	for (size_t i = 0; i < l->n; i++) {
+		ret = uext4_getattr(fs, l->v[i].ino, &st);
+		if (ret < 0) {
+			char what[4400];
+			snprintf(what, sizeof(what), "%s/%s", strcmp(dirpath, "/") ? dirpath : "",
+				 l->v[i].name);
+			status = fail(c, what, ret);
+			continue;
+		}
+		ls_long_line(fs, &st, l->v[i].name);
+	}
+	return status;
+}
+
+static int ls_path(const struct command *c, uext4_fs *fs, const char *path, int lng, int all)
+{
+	struct ls_list l = { .all = all };
+	struct uext4_stat st;
+	uint64_t ino;
+	int ret, status;
+
+	/* Like ls: -l shows a symlink itself, plain ls lists the directory it
+	 * points to. */
+	if (resolve(c, fs, path, !lng, &ino, &st))
+		return 1;
+	if (!S_ISDIR(st.mode)) {
+		if (lng)
+			ls_long_line(fs, &st, path);
+		else
+			printf("%s\n", path);
+		return 0;
+	}
+	ret = uext4_readdir(fs, ino, 0, ls_collect, &l);
+	if (ret >= 0 && l.err)
+		ret = l.err;
+	status = ret < 0 ? fail(c, path, ret) : ls_print(c, fs, &l, lng, path);
+	ls_free(&l);
+	return status;
+}
+
+static int cmd_ls(const struct command *c, int argc, char **argv)
+{
+	int lng = 0, all = 0, ch, status;
+	uext4_fs *fs;
+
+	while ((ch = next_opt(c, argc, argv, "la")) != -1) {
+		if (ch == 'l')
+			lng = 1;
+		else if (ch == 'a')
+			all = 1;
+		else
+			return usage_error(c, NULL);
+	}
+	if (argc - optind < 1 || argc - optind > 2)
+		return usage_error(c, argc - optind ? "too many arguments" : "missing IMAGE");
+	if (open_image(c, argv[optind], &fs))
+		return 1;
+	status = ls_path(c, fs, argc - optind == 2 ? argv[optind + 1] : "/", lng, all);
+	return close_image(c, argv[optind], fs, status);
+}
+
+/* -------------------------------------------------------------------- stat */
+
+static void print_stat(uext4_fs *fs, const char *path, const struct uext4_stat *st)
+{
+	char mode[11], t[80], target[4097];
+	ssize_t n;
+
+	printf("  File: %s", path);
+	if (S_ISLNK(st->mode)) {
+		n = uext4_readlink(fs, st->ino, target, sizeof(target) - 1);
+		if (n >= 0) {
+			target[(size_t)n < sizeof(target) ? (size_t)n : sizeof(target) - 1] = '\0';
+			printf(" -> %s", target);
+		}
+	}
+	printf("\n  Size: %-15llu Blocks: %-10llu %s\n", (unsigned long long)st->size,
+	       (unsigned long long)st->blocks, type_name(st));
+	printf("Inode: %-11llu Links: %-5u", (unsigned long long)st->ino, st->nlink);
+	if (S_ISCHR(st->mode) || S_ISBLK(st->mode))
+		printf(" Device type: %u,%u", major(st->rdev), minor(st->rdev));
+	printf("\n");
+	mode_string(st->mode, mode);
+	printf("Access: (%04o/%s)  Uid: (%5u)   Gid: (%5u)\n", st->mode & 07777, mode,
+	       st->uid, st->gid);
+	format_time(&st->atime, t, sizeof(t));
+	printf("Access: %s\n", t);
+	format_time(&st->mtime, t, sizeof(t));
+	printf("Modify: %s\n", t);
+	format_time(&st->ctime, t, sizeof(t));
+	printf("Change: %s\n", t);
+	if (st->crtime.tv_sec || st->crtime.tv_nsec)
+		format_time(&st->crtime, t, sizeof(t));
+	else
+		snprintf(t, sizeof(t), "-");
+	printf(" Birth: %s\n", t);
+	printf("Generation: %-10u Flags: 0x%08x\n", st->generation, st->flags);
+}
+
+static int cmd_stat(const struct command *c, int argc, char **argv)
+{
+	struct uext4_stat st;
+	uext4_fs *fs;
+	uint64_t ino;
+	int status = 0;
+
+	if (next_opt(c, argc, argv, "") != -1)
+		return usage_error(c, NULL);
+	if (argc - optind != 2)
+		return usage_error(c, argc - optind > 2 ? "too many arguments" : "missing IMAGE or PATH");
+	if (open_image(c, argv[optind], &fs))
+		return 1;
+	status = resolve(c, fs, argv[optind + 1], 0, &ino, &st);
+	if (!status)
+		print_stat(fs, argv[optind + 1], &st);
+	return close_image(c, argv[optind], fs, status);
+}
+
+/* --------------------------------------------------------------------- cat */
+
+static int cat_file(const struct command *c, uext4_fs *fs, const char *path)
+{
+	struct uext4_stat st;
+	uext4_file *f;
+	uint64_t ino, off = 0;
+	char *buf;
+	ssize_t n;
+	int ret;
+
+	if (resolve(c, fs, path, 1, &ino, &st))
+		return 1;
+	if (S_ISDIR(st.mode))
+		return fail(c, path, -EISDIR);
+	ret = uext4_open(fs, ino, O_RDONLY, &f);
+	if (ret < 0)
+		return fail(c, path, ret);
+	buf = malloc(CHUNK);
+	if (!buf) {
+		uext4_release(f);
+		return fail(c, path, -ENOMEM);
+	}
+	while ((n = uext4_pread(f, buf, CHUNK, off)) > 0) {
+		ret = write_all(STDOUT_FILENO, buf, (size_t)n);
+		if (ret < 0) {
+			n = ret;
+			break;
+		}
+		off += (uint64_t)n;
+	}
+	free(buf);
+	uext4_release(f);
+	return n < 0 ? fail(c, path, n) : 0;
+}
+
+static int cmd_cat(const struct command *c, int argc, char **argv)
+{
+	uext4_fs *fs;
+	int status = 0;
+
+	if (next_opt(c, argc, argv, "") != -1)
+		return usage_error(c, NULL);
+	if (argc - optind < 2)
+		return usage_error(c, "missing IMAGE or PATH");
+	if (open_image(c, argv[optind], &fs))
+		return 1;
+	for (int i = optind + 1; i < argc; i++)
+		if (cat_file(c, fs, argv[i]))
+			status = 1;
+	return close_image(c, argv[optind], fs, status);
+}
+
+/* ---------------------------------------------------------------- getfattr */
+
+static void print_base64(const unsigned char *v, size_t n)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	printf("0s");
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t w = (uint32_t)v[i] << 16;
+		if (i + 1 < n)
+			w |= (uint32_t)v[i + 1] << 8;
+		if (i + 2 < n)
+			w |= v[i + 2];
+		putchar(tab[(w >> 18) & 63]);
+		putchar(tab[(w >> 12) & 63]);
+		putchar(i + 1 < n ? tab[(w >> 6) & 63] : '=');
+		putchar(i + 2 < n ? tab[w & 63] : '=');
+	}
+}
+
+/* getfattr(1)'s choice: text when at most 1/8 of the bytes (ignoring one
+ * trailing NUL) are unprintable, else base64. */
+static void print_xattr_value(const unsigned char *v, size_t n)
+{
+	size_t len = (n && v[n - 1] == 0) ? n - 1 : n, nonprint = 0;
+
+	for (size_t i = 0; i < len; i++)
+		if (v[i] < 32 || v[i] >= 127)
+			nonprint++;
+	if (len < nonprint * 8) {
+		print_base64(v, n);
+		return;
+	}
+	putchar('"');
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] == '"' || v[i] == '\\')
+			printf("\\%c", v[i]);
+		else if (v[i] < 32 || v[i] == 127)
+			printf("\\%03o", v[i]);
+		else
+			putchar(v[i]);
+	}
+	putchar('"');
+}
+
+/* values: 0 prints the name only, 2 "name=value", 1 (for -n) also the
+ * "# file:" header first, but only once the attribute is known to exist. */
+static int print_xattr(const struct command *c, uext4_fs *fs, uint64_t ino,
+		       const char *path, const char *name, int values)
+{
+	ssize_t n;
+	unsigned char *buf;
+	char what[4400];
+
+	if (!values) {
+		printf("%s\n", name);
+		return 0;
+	}
+	snprintf(what, sizeof(what), "%s: %s", path, name);
+	n = uext4_getxattr(fs, ino, name, NULL, 0);
+	if (n < 0)
+		return fail(c, what, n == -ENODATA ? -ENODATA : n);
+	buf = malloc((size_t)n + 1);
+	if (!buf)
+		return fail(c, what, -ENOMEM);
+	n = uext4_getxattr(fs, ino, name, buf, (size_t)n);
+	if (n < 0) {
+		free(buf);
+		return fail(c, what, n);
+	}
+	if (values == 1)
+		printf("# file: %s\n", path);
+	printf("%s=", name);
+	print_xattr_value(buf, (size_t)n);
+	printf("\n");
+	free(buf);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names from listxattr, sorted like getfattr prints them. */
+static int xattr_names(uext4_fs *fs, uint64_t ino, char **buf, char ***names, size_t *count)
+{
+	ssize_t n = uext4_listxattr(fs, ino, NULL, 0);
+	size_t k = 0;
+
+	*buf = NULL;
+	*names = NULL;
+	*count = 0;
+	if (n <= 0)
+		return (int)n;
+	*buf = malloc((size_t)n + 1);
+	*names = calloc((size_t)n, sizeof(char *));
+	if (!*buf || !*names)
+		return -ENOMEM;
+	n = uext4_listxattr(fs, ino, *buf, (size_t)n);
+	if (n < 0)
+		return (int)n;
+	(*buf)[n] = '\0';
+	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(*buf + i) + 1)
+		if ((*buf)[i])
+			(*names)[k++] = *buf + i;
+	if (k)
+		qsort(*names, k, sizeof(char *), cmp_str);
+	*count = k;
+	return 0;
+}
+
+static int dump_xattrs(const struct command *c, uext4_fs *fs, uint64_t ino, const char *path,
+		       const regex_t *match, int values)
+{
+	char *buf, **names;
+	size_t count;
+	int ret = xattr_names(fs, ino, &buf, &names, &count), status = 0, header = 0;
+
+	if (ret < 0) {
+		free(buf);
+		free(names);
+		return fail(c, path, ret);
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (match && regexec(match, names[i], 0, NULL, 0))
+			continue;
+		if (!header++)
+			printf("# file: %s\n", path);
+		if (print_xattr(c, fs, ino, path, names[i], values ? 2 : 0))
+			status = 1;
+	}
+	if (header)
+		printf("\n");
+	free(buf);
+	free(names);
+	return status;
+}
+
+static int cmd_getfattr(const struct command *c, int argc, char **argv)
+{
+	const char *name = NULL, *pattern = NULL;
+	int values = 0, ch, status;
+	regex_t re;
+	uext4_fs *fs;
+	uint64_t ino;
+
+	while ((ch = next_opt(c, argc, argv, "n:dm:")) != -1) {
+		if (ch == 'n')
+			name = optarg;
+		else if (ch == 'd')
+			values = 1;
+		else if (ch == 'm')
+			pattern = optarg;
+		else
+			return usage_error(c, NULL);
+	}
+	if (argc - optind != 2)
+		return usage_error(c, argc - optind > 2 ? "too many arguments" : "missing IMAGE or PATH");
+	if (pattern && regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB))
+		return usage_error(c, "bad -m pattern");
+	if (open_image(c, argv[optind], &fs)) {
+		if (pattern)
+			regfree(&re);
+		return 1;
+	}
+	status = resolve(c, fs, argv[optind + 1], 1, &ino, NULL);
+	if (!status && name) {
+		status = print_xattr(c, fs, ino, argv[optind + 1], name, 1);
+		if (!status)
+			printf("\n");
+	} else if (!status) {
+		status = dump_xattrs(c, fs, ino, argv[optind + 1], pattern ? &re : NULL, values);
+	}
+	if (pattern)
+		regfree(&re);
+	return close_image(c, argv[optind], fs, status);
+}
+
+/* ------------------------------------------------------------------- mount */
+
+/* Split a copy: strtok on argv itself would change what ps shows. */
+static int parse_mount_opts(const struct command *c, struct uext4_fuse_opts *o,
+			    const char *arg)
+{
+	char err[256], *save = NULL, *list = strdup(arg);
+	int ret = 0;
+
+	if (!list)
+		return -1;
+	for (char *opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		if (uext4_fuse_parse_opt(o, opt, err, sizeof(err)) < 0) {
+			fprintf(stderr, "uext4 %s: -o %s: %s\n", c->name, opt, err);
+			ret = -1;
+			break;
+		}
+	}
+	free(list);
+	return ret;
+}
+
+static int check_mountpoint(const struct command *c, const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st))
+		return fail(c, mnt, -errno);
+	if (!S_ISDIR(st.st_mode))
+		return fail(c, mnt, -ENOTDIR);
+	return 0;
+}
+
+static int cmd_mount(const struct command *c, int argc, char **argv)
+{
+	struct uext4_fuse_opts o;
+	int foreground = 0, ch, ret;
+	const char *image, *mnt;
+	uext4_fs *fs;
+
+	uext4_fuse_opts_init(&o);
+	while ((ch = next_opt(c, argc, argv, "fo:")) != -1) {
+		if (ch == 'f')
+			foreground = 1;
+		else if (ch == 'o') {
+			if (parse_mount_opts(c, &o, optarg))
+				return usage_error(c, NULL);
+		} else
+			return usage_error(c, NULL);
+	}
+	if (argc - optind != 2)
+		return usage_error(c, argc - optind > 2 ? "too many arguments" : "missing IMAGE or MOUNTPOINT");
+	image = argv[optind];
+	mnt = argv[optind + 1];
+	o.fsname = image;
+	if (check_mountpoint(c, mnt))
+		return 1;
+	if (!foreground) {
+		o.ready_fd = uext4_fuse_daemonize();   /* the parent exits inside */
+		if (o.ready_fd < 0)
+			return fail(c, "fork", -errno);
+	}
+	if (open_image(c, image, &fs))
+		return 1;
+	ret = uext4_fuse_run(fs, mnt, &o);
+	return close_image(c, image, fs, ret < 0 ? 1 : 0);
+}
+
+/* -------------------------------------------------------- version and help */
+
+static int cmd_version(const struct command *c, int argc, char **argv)
+{
+	if (argc > 1)
+		return usage_error(c, "too many arguments");
+	printf("uext4 %s\n", uext4_version());
+	return 0;
+}
+
+static void print_overview(FILE *out);
+
+static int cmd_help(const struct command *c, int argc, char **argv)
+{
+	const struct command *t;
+
+	if (argc < 2) {
+		print_overview(stdout);
+		return 0;
+	}
+	if (argc > 2)
+		return usage_error(c, "too many arguments");
+	t = find_command(argv[1]);
+	if (!t) {
+		fprintf(stderr, "uext4 help: unknown command '%s'\n", argv[1]);
+		print_overview(stderr);
+		return 2;
+	}
+	print_manual(stdout, t);
+	return 0;
+}
+
+/* ------------------------------------------------------------ the table */
+
+#define EXIT_TEXT \
+	"EXIT STATUS\n" \
+	"    0  success\n" \
+	"    1  an error (missing image or path, corrupt structure, I/O error)\n" \
+	"    2  wrong usage\n"
+
+static const struct command commands[] = {
+	{ "info", cmd_info, "IMAGE", "show the superblock summary of an image",
+	  "DESCRIPTION\n"
+	  "    Prints what the superblock says about IMAGE, like dumpe2fs -h: volume\n"
+	  "    name, UUID, features, state, block and inode counts, free counts, sizes,\n"
+	  "    group geometry, flex group size, directory hash, times, mount counts,\n"
+	  "    journal and orphan file inodes.  The image is opened read-only.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 info disk.img\n" },
+	{ "ls", cmd_ls, "[-l] [-a] IMAGE [PATH]", "list a directory in an image",
+	  "DESCRIPTION\n"
+	  "    Lists the directory PATH (default /) of IMAGE, one name per line,\n"
+	  "    sorted bytewise.  PATH is absolute in the image; \"a/b\" means \"/a/b\".\n"
+	  "    If PATH is not a directory, only PATH itself is listed.\n"
+	  "\nOPTIONS\n"
+	  "    -l  long format like `ls -ln --time-style=long-iso`: mode, links, uid,\n"
+	  "        gid, size (major, minor for devices), mtime, name, and -> target\n"
+	  "        for symbolic links.  A symlink PATH is shown, not followed.\n"
+	  "    -a  include the . and .. entries\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 ls disk.img /etc\n"
+	  "    uext4 ls -la disk.img /\n" },
+	{ "stat", cmd_stat, "IMAGE PATH", "show an inode's metadata",
+	  "DESCRIPTION\n"
+	  "    Prints the inode PATH of IMAGE like stat(1): name (and symlink target),\n"
+	  "    size, 512-byte blocks, type, inode number, links, device numbers for\n"
+	  "    device nodes, access mode in octal and as a string, uid, gid, access,\n"
+	  "    modify, change and birth times with nanoseconds, generation and ext4\n"
+	  "    inode flags.  A final symbolic link is not followed.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 stat disk.img /etc/passwd\n" },
+	{ "cat", cmd_cat, "IMAGE PATH...", "copy files out of an image to stdout",
+	  "DESCRIPTION\n"
+	  "    Writes the contents of each PATH of IMAGE to standard output, streaming\n"
+	  "    1 MiB at a time (holes read as zeros).  Symbolic links are followed.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 cat disk.img /etc/hostname\n"
+	  "    uext4 cat disk.img /big.iso > big.iso\n" },
+	{ "getfattr", cmd_getfattr, "[-d] [-n NAME] [-m REGEX] IMAGE PATH",
+	  "show extended attributes",
+	  "DESCRIPTION\n"
+	  "    Prints the extended attributes of PATH in IMAGE in getfattr(1)'s format:\n"
+	  "    a \"# file: PATH\" line, then one attribute per line sorted by name, and\n"
+	  "    a blank line.  Values that are mostly printable are shown quoted with\n"
+	  "    octal escapes; others in base64 with a 0s prefix.  Unlike getfattr(1),\n"
+	  "    every namespace (user, trusted, security, system) is shown by default.\n"
+	  "\nOPTIONS\n"
+	  "    -d        show values, not only names\n"
+	  "    -n NAME   show only the attribute NAME (with its value)\n"
+	  "    -m REGEX  show only names matching the extended regular expression\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 getfattr -d disk.img /file\n"
+	  "    uext4 getfattr -n user.comment disk.img /file\n" },
+	{ "mount", cmd_mount, "[-f] [-o OPTION[,OPTION...]] IMAGE MOUNTPOINT",
+	  "mount an image with FUSE",
+	  "DESCRIPTION\n"
+	  "    Mounts IMAGE on MOUNTPOINT through FUSE.  Without -f the command\n"
+	  "    returns once the mount is ready and a background process serves it;\n"
+	  "    if mounting fails it prints why and exits 1.  Unmount with\n"
+	  "    `fusermount3 -u MOUNTPOINT` (or umount as root); the server then\n"
+	  "    closes the image.  Non-root users mount through fusermount3.\n"
+	  "    Mounts are read-only for now.\n"
+	  "\nOPTIONS\n"
+	  "    -f              stay in the foreground (Ctrl-C unmounts)\n"
+	  "    -o ro           read-only (the default)\n"
+	  "    -o allow_other  let other users access the mount (non-root needs\n"
+	  "                    user_allow_other in /etc/fuse.conf)\n"
+	  "    -o loop=pool|st|mt\n"
+	  "                    request loop: pool (default) is a fixed set of\n"
+	  "                    threads reading /dev/fuse; st is libfuse's single\n"
+	  "                    thread; mt is libfuse's on-demand thread pool\n"
+	  "    -o threads=N    threads for pool (default 4) or the mt maximum\n"
+	  "    -o max_idle=N   mt: idle threads kept (fewer means thread churn)\n"
+	  "    -o clone_fd     mt: one /dev/fuse descriptor per thread\n"
+	  "    -o timeout=S    kernel caching of names and attributes, seconds\n"
+	  "                    (default 1000000 for read-only mounts)\n"
+	  "    -o debug        trace FUSE requests on stderr (use with -f)\n"
+	  "    Other options are passed to the kernel (e.g. -o max_read=131072).\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 mount disk.img /mnt && ls /mnt && fusermount3 -u /mnt\n"
+	  "    uext4 mount -f -o loop=st,debug disk.img /mnt\n" },
+	{ "version", cmd_version, "", "print the version",
+	  "DESCRIPTION\n"
+	  "    Prints the version of uext4.\n" },
+	{ "help", cmd_help, "[COMMAND]", "show help for uext4 or a command",
+	  "DESCRIPTION\n"
+	  "    Without COMMAND, lists the commands; with one, prints its manual.\n"
+	  "    `uext4 COMMAND --help` does the same.\n" },
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void print_manual(FILE *out, const struct command *c)
+{
+	fprintf(out, "NAME\n    uext4 %s - %s\n\nSYNOPSIS\n    uext4 %s %s\n\n%s\n%s",
+		c->name, c->summary, c->name, c->synopsis, c->manual, EXIT_TEXT);
+}
+
+static void print_overview(FILE *out)
+{
+	fprintf(out, "NAME\n    uext4 - ext4 in userspace: inspect and mount ext4 images\n\n"
+		"SYNOPSIS\n    uext4 COMMAND [OPTIONS] IMAGE [ARGS]\n    uext4 help COMMAND\n\n"
+		"DESCRIPTION\n    Reads ext4 filesystem images (files or block devices) without\n"
+		"    the kernel's ext4 driver.  Paths inside an image are absolute\n"
+		"    (\"/dir/file\"); \"dir/file\" is taken relative to the root.\n\n"
+		"COMMANDS\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "    %-9s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
+		"    uext4 cat disk.img /etc/fstab\n    uext4 mount disk.img /mnt\n\n%s", EXIT_TEXT);
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: uext4 COMMAND [OPTIONS] IMAGE [ARGS]\n"
+			"Try 'uext4 help' for more information.\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		print_overview(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version"))
+		argv[1] = "version";
+	c = find_command(argv[1]);
+	if (!c) {
+		fprintf(stderr, "uext4: unknown command '%s'\n"
+			"usage: uext4 COMMAND [OPTIONS] IMAGE [ARGS]\n"
+			"Try 'uext4 help' for more information.\n", argv[1]);
+		return 2;
+	}
+	if (wants_help(argc - 1, argv + 1)) {
+		print_manual(stdout, c);
+		return 0;
+	}
+	optind = 1;
+	return c->run(c, argc - 1, argv + 1);
+}

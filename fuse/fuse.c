@@ -1,0 +1,748 @@
+/*
+ * fuse.c - uext4's FUSE server on libfuse3's low-level API.
+ *
+ * Inode numbers pass straight through (FUSE_ROOT_ID == 1 maps to ext4's root
+ * inode 2).  The filesystem is read-only for now: every modifying request
+ * answers EROFS.  Since the mount is ours alone, read-only mounts use very
+ * long entry/attribute timeouts and keep the page cache across opens.
+ */
+#define FUSE_USE_VERSION 312
+#include "fuse.h"
+#include "loop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define RO_TIMEOUT 1e6          /* seconds: nobody else changes a ro image */
+#define RW_TIMEOUT 1.0
+#define MAX_IO (1u << 20)       /* readahead / write size we ask for */
+
+/* Per-mount state; immutable once the session runs. */
+struct server {
+	uext4_fs *fs;
+	int read_only;
+	double timeout;
+	uint32_t block_size;
+};
+
+static struct server *srv(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* FUSE's root is 1, ext4's is 2; inode 1 (bad blocks) is never exposed. */
+static uint64_t to_ext4(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? UEXT4_ROOT_INO : ino;
+}
+
+static fuse_ino_t to_fuse(uint64_t ino)
+{
+	return ino == UEXT4_ROOT_INO ? FUSE_ROOT_ID : ino;
+}
+
+static void to_stat(const struct server *s, const struct uext4_stat *u, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = to_fuse(u->ino);
+	st->st_mode = u->mode;
+	st->st_nlink = u->nlink;
+	st->st_uid = u->uid;
+	st->st_gid = u->gid;
+	st->st_size = (off_t)u->size;
+	st->st_blocks = (blkcnt_t)u->blocks;
+	st->st_rdev = u->rdev;
+	st->st_blksize = s->block_size;
+	st->st_atim = u->atime;
+	st->st_mtim = u->mtime;
+	st->st_ctim = u->ctime;
+}
+
+/* Library errors are negative errnos; EUCLEAN (corruption) passes through. */
+static void reply_err(fuse_req_t req, long ret)
+{
+	int e = ret < 0 ? (int)-ret : EIO;
+
+	fuse_reply_err(req, e ? e : EIO);
+}
+
+static void fill_entry(const struct server *s, const struct uext4_stat *u,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = to_fuse(u->ino);
+	e->generation = u->generation;
+	e->attr_timeout = s->timeout;
+	e->entry_timeout = s->timeout;
+	to_stat(s, u, &e->attr);
+}
+
+/* ------------------------------------------------------------- session */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct server *s = userdata;
+	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_READDIRPLUS |
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+
+	if (s->read_only)
+		want |= FUSE_CAP_CACHE_SYMLINKS;
+	conn->want |= want & conn->capable;
+	/* Page-cache invalidation on mtime change is pointless on a private ro
+	 * mount and costs a GETATTR per open. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	conn->max_readahead = MAX_IO;
+	conn->max_write = MAX_IO;
+	conn->time_gran = 1;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct server *s = srv(req);
+	struct uext4_stat u;
+	struct fuse_entry_param e;
+	int ret = uext4_lookup(s->fs, to_ext4(parent), name, &u);
+
+	if (ret == -ENOENT && s->read_only) {
+		/* Negative entry: cache the absence as long as a presence. */
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = s->timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fill_entry(s, &u, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	uext4_forget(srv(req)->fs, to_ext4(ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	for (size_t i = 0; i < count; i++)
+		uext4_forget(srv(req)->fs, to_ext4(f[i].ino), f[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct server *s = srv(req);
+	struct uext4_stat u;
+	struct stat st;
+	int ret = uext4_getattr(s->fs, to_ext4(ino), &u);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	to_stat(s, &u, &st);
+	fuse_reply_attr(req, &st, s->timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4097];
+	ssize_t n = uext4_readlink(srv(req)->fs, to_ext4(ino), buf, sizeof(buf) - 1);
+
+	if (n < 0) {
+		reply_err(req, n);
+		return;
+	}
+	if ((size_t)n >= sizeof(buf)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+/* ---------------------------------------------------------------- files */
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct server *s = srv(req);
+	uext4_file *f;
+	int ret;
+
+	if (s->read_only && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	ret = uext4_open(s->fs, to_ext4(ino), fi->flags, &f);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = s->read_only;
+	fi->noflush = 1;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		uext4_release(f);       /* the opener was interrupted */
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	uext4_file *f = (uext4_file *)(uintptr_t)fi->fh;
+	char *buf;
+	ssize_t n;
+
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = uext4_pread(f, buf, size, (uint64_t)off);
+	if (n < 0)
+		reply_err(req, n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	uext4_release((uext4_file *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+/* ---------------------------------------------------------- directories */
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct server *s = srv(req);
+	struct uext4_stat u;
+	int ret = uext4_getattr(s->fs, to_ext4(ino), &u);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	if (!S_ISDIR(u.mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	fi->fh = 0;
+	fi->cache_readdir = s->read_only;
+	fi->keep_cache = s->read_only;
+	fuse_reply_open(req, fi);
+}
+
+/* State of one READDIR(PLUS) reply being filled by uext4_readdir(). */
+struct dirfill {
+	fuse_req_t req;
+	struct server *s;
+	int plus;
+	char *buf;
+	size_t size, used;
+	int err;                /* a getattr failure (plus only) */
+};
+
+static int is_dot_or_dotdot(const char *name, size_t len)
+{
+	return (len == 1 && name[0] == '.') ||
+	       (len == 2 && name[0] == '.' && name[1] == '.');
+}
+
+/* Add an entry with attributes; every entry but . and .. counts as a
+ * lookup for the kernel, exactly like a LOOKUP reply. */
+static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t ino,
+		     unsigned dtype, off_t next)
+{
+	struct fuse_entry_param e;
+	struct uext4_stat u;
+	size_t need = fuse_add_direntry_plus(d->req, NULL, 0, name, NULL, next);
+	int ret;
+
+	if (d->used + need > d->size)
+		return 1;
+	memset(&e, 0, sizeof(e));
+	if (is_dot_or_dotdot(name, len)) {
+		e.attr.st_ino = to_fuse(ino);
+		e.attr.st_mode = dtype << 12;
+	} else {
+		ret = uext4_getattr(d->s->fs, ino, &u);
+		if (ret < 0) {
+			d->err = ret;
+			return 1;
+		}
+		fill_entry(d->s, &u, &e);
+	}
+	d->used += fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used,
+					  name, &e, next);
+	return 0;
+}
+
+static int fill_one(void *ctx, const char *name, size_t len, uint64_t ino,
+		    unsigned dtype, uint64_t next_cookie)
+{
+	struct dirfill *d = ctx;
+	char nm[256];
+	struct stat st;
+	size_t n;
+
+	if (len == 0 || len >= sizeof(nm))
+		return 0;       /* cannot happen on a valid image; skip */
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	if (d->plus)
+		return fill_plus(d, nm, len, ino, dtype, (off_t)next_cookie);
+	memset(&st, 0, sizeof(st));
+	st.st_ino = to_fuse(ino);
+	st.st_mode = dtype << 12;
+	n = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, nm, &st,
+			      (off_t)next_cookie);
+	if (d->used + n > d->size)
+		return 1;
+	d->used += n;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
+{
+	struct dirfill d = { .req = req, .s = srv(req), .plus = plus, .size = size };
+	int ret;
+
+	d.buf = malloc(size ? size : 1);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ret = uext4_readdir(d.s->fs, to_ext4(ino), (uint64_t)off, fill_one, &d);
+	if (ret < 0 && d.used == 0)
+		reply_err(req, ret);
+	else if (d.err && d.used == 0)
+		reply_err(req, d.err);
+	else
+		fuse_reply_buf(req, d.buf, d.used);   /* partial is fine: resumes later */
+	free(d.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, 0);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, 1);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+/* --------------------------------------------------------------- xattrs */
+
+/* size 0 asks for the length; a too-small buffer is ERANGE. */
+static void reply_xattr_result(fuse_req_t req, ssize_t n, const char *buf, size_t size)
+{
+	if (n < 0)
+		reply_err(req, n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else if ((size_t)n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = uext4_getxattr(srv(req)->fs, to_ext4(ino), name, buf, size);
+	reply_xattr_result(req, n, buf, size);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = uext4_listxattr(srv(req)->fs, to_ext4(ino), buf, size);
+	reply_xattr_result(req, n, buf, size);
+	free(buf);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct uext4_statfs u;
+	struct statvfs sv;
+	int ret = uext4_statfs(srv(req)->fs, &u);
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = u.block_size;
+	sv.f_blocks = u.blocks;
+	sv.f_bfree = u.blocks_free;
+	sv.f_bavail = u.blocks_avail;
+	sv.f_files = u.inodes;
+	sv.f_ffree = sv.f_favail = u.inodes_free;
+	sv.f_fsid = u.fsid;
+	sv.f_namemax = u.name_max;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* ------------------------------------------- modifications: not yet (EROFS) */
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	fuse_reply_err(req, EROFS);
+}
+
+static const struct fuse_lowlevel_ops uext4_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.readlink = op_readlink,
+	.open = op_open,
+	.read = op_read,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.statfs = op_statfs,
+	.setattr = op_setattr,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_unlink,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.write = op_write,
+	.create = op_create,
+	.setxattr = op_setxattr,
+	.removexattr = op_removexattr,
+};
+
+/* -------------------------------------------------------------- options */
+
+void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->read_only = 1;
+	o->timeout = -1;
+	o->loop = UEXT4_FUSE_LOOP_POOL;
+	o->max_idle = -1;
+	o->ready_fd = -1;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return (*s && !*end && !errno && *out <= max && s[0] != '-') ? 0 : -1;
+}
+
+static int append_extra(struct uext4_fuse_opts *o, const char *opt)
+{
+	size_t have = strlen(o->extra), add = strlen(opt);
+
+	if (have + add + 2 > sizeof(o->extra))
+		return -1;
+	if (have)
+		o->extra[have++] = ',';
+	memcpy(o->extra + have, opt, add + 1);
+	return 0;
+}
+
+int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, size_t errlen)
+{
+	unsigned long v;
+	enum uext4_loop_kind k;
+
+	if (!strcmp(opt, "ro"))
+		o->read_only = 1;
+	else if (!strcmp(opt, "rw")) {
+		snprintf(err, errlen, "read-write mounts are not supported yet");
+		return -EINVAL;
+	} else if (!strcmp(opt, "allow_other"))
+		o->allow_other = 1;
+	else if (!strcmp(opt, "debug"))
+		o->debug = 1;
+	else if (!strcmp(opt, "clone_fd"))
+		o->clone_fd = 1;
+	else if (!strncmp(opt, "loop=", 5)) {
+		if (uext4_loop_parse(opt + 5, &k)) {
+			snprintf(err, errlen, "bad loop '%s' (st, mt or pool)", opt + 5);
+			return -EINVAL;
+		}
+		o->loop = (enum uext4_fuse_loop)k;
+	} else if (!strncmp(opt, "threads=", 8)) {
+		if (parse_uint(opt + 8, 1024, &v) || v == 0) {
+			snprintf(err, errlen, "bad threads '%s' (1..1024)", opt + 8);
+			return -EINVAL;
+		}
+		o->threads = (unsigned)v;
+	} else if (!strncmp(opt, "max_idle=", 9)) {
+		if (parse_uint(opt + 9, 1024, &v)) {
+			snprintf(err, errlen, "bad max_idle '%s'", opt + 9);
+			return -EINVAL;
+		}
+		o->max_idle = (int)v;
+	} else if (!strncmp(opt, "timeout=", 8)) {
+		char *end;
+		o->timeout = strtod(opt + 8, &end);
+		if (end == opt + 8 || *end || o->timeout < 0) {
+			snprintf(err, errlen, "bad timeout '%s'", opt + 8);
+			return -EINVAL;
+		}
+	} else if (!*opt) {
+		return 0;
+	} else if (append_extra(o, opt)) {
+		snprintf(err, errlen, "too many mount options");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* fuse's option parser treats ',' and '\' specially: escape them. */
+static void escape_opt(const char *in, char *out, size_t outlen)
+{
+	size_t j = 0;
+
+	for (; *in && j + 3 < outlen; in++) {
+		if (*in == ',' || *in == '\\')
+			out[j++] = '\\';
+		out[j++] = *in;
+	}
+	out[j] = '\0';
+}
+
+static int build_mount_opts(const struct uext4_fuse_opts *o, char *buf, size_t len)
+{
+	char fsname[1100];
+	int n;
+
+	escape_opt(o->fsname ? o->fsname : "uext4", fsname, sizeof(fsname));
+	n = snprintf(buf, len, "fsname=%s,subtype=uext4,default_permissions%s%s%s%s",
+		     fsname, o->read_only ? ",ro" : "", o->allow_other ? ",allow_other" : "",
+		     o->extra[0] ? "," : "", o->extra);
+	return (n < 0 || (size_t)n >= len) ? -1 : 0;
+}
+
+/* ---------------------------------------------------------- daemon mode */
+
+int uext4_fuse_daemonize(void)
+{
+	int p[2], status;
+	pid_t pid;
+	char c;
+	ssize_t n;
+
+	if (pipe(p))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		return p[1];
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		_exit(0);               /* mounted; the child serves it */
+	/* The child died before the mount was ready; it printed why. */
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status))
+		_exit(WEXITSTATUS(status));
+	_exit(1);
+}
+
+/* The mount is live: detach from the terminal and release the parent. */
+static void signal_ready(int fd)
+{
+	int null = open("/dev/null", O_RDWR);
+	char c = 0;
+
+	setsid();
+	if (chdir("/")) {
+		/* "/" always exists; nothing sensible to do otherwise */
+	}
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		if (null > 2)
+			close(null);
+	}
+	while (write(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	close(fd);
+}
+
+/* ----------------------------------------------------------------- run */
+
+static int serve(struct fuse_session *se, const char *mountpoint,
+		 const struct uext4_fuse_opts *o)
+{
+	struct uext4_loop_opts lo = {
+		.kind = (enum uext4_loop_kind)o->loop,
+		.threads = o->threads,
+		.max_idle = o->max_idle,
+		.clone_fd = o->clone_fd,
+	};
+	int ret;
+
+	if (fuse_set_signal_handlers(se)) {
+		fprintf(stderr, "uext4 mount: cannot set signal handlers\n");
+		return -EIO;
+	}
+	if (fuse_session_mount(se, mountpoint)) {
+		/* libfuse/fusermount3 printed the reason */
+		fuse_remove_signal_handlers(se);
+		return -EIO;
+	}
+	if (o->ready_fd >= 0)
+		signal_ready(o->ready_fd);
+	ret = uext4_loop_run(se, &lo);
+	fuse_session_unmount(se);
+	fuse_remove_signal_handlers(se);
+	return ret < 0 ? ret : 0;
+}
+
+int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
+{
+	struct server s = { .fs = fs, .read_only = 1 };
+	struct uext4_statfs sf;
+	char mopts[2300];
+	char *argv[5];
+	int argc = 0, ret;
+
+	if (!o->read_only)
+		fprintf(stderr, "uext4 mount: read-write is not supported yet; mounting read-only\n");
+	s.timeout = o->timeout >= 0 ? o->timeout : (s.read_only ? RO_TIMEOUT : RW_TIMEOUT);
+	ret = uext4_statfs(fs, &sf);
+	s.block_size = ret < 0 ? 4096 : sf.block_size;
+	if (build_mount_opts(o, mopts, sizeof(mopts))) {
+		fprintf(stderr, "uext4 mount: mount options too long\n");
+		return -EINVAL;
+	}
+	argv[argc++] = "uext4";
+	argv[argc++] = "-o";
+	argv[argc++] = mopts;
+	if (o->debug)
+		argv[argc++] = "-d";
+	argv[argc] = NULL;
+
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_session *se = fuse_session_new(&args, &uext4_ops, sizeof(uext4_ops), &s);
+	if (!se) {
+		fprintf(stderr, "uext4 mount: cannot create FUSE session (bad options?)\n");
+		fuse_opt_free_args(&args);
+		return -EINVAL;
+	}
+	ret = serve(se, mountpoint, o);
+	fuse_session_destroy(se);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,145 @@
+/*
+ * loop.c - request loops for the FUSE server; see loop.h.
+ */
+#include "loop.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind)
+{
+	if (!strcmp(s, "st"))
+		*kind = UEXT4_LOOP_ST;
+	else if (!strcmp(s, "mt"))
+		*kind = UEXT4_LOOP_MT;
+	else if (!strcmp(s, "pool"))
+		*kind = UEXT4_LOOP_POOL;
+	else
+		return -1;
+	return 0;
+}
+
+const char *uext4_loop_name(enum uext4_loop_kind kind)
+{
+	switch (kind) {
+	case UEXT4_LOOP_ST: return "st";
+	case UEXT4_LOOP_MT: return "mt";
+	case UEXT4_LOOP_POOL: return "pool";
+	}
+	return "?";
+}
+
+static int run_mt(struct fuse_session *se, const struct uext4_loop_opts *o)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	int ret;
+
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, o->clone_fd ? 1 : 0);
+	if (o->max_idle >= 0)
+		fuse_loop_cfg_set_idle_threads(cfg, (unsigned)o->max_idle);
+	if (o->threads)
+		fuse_loop_cfg_set_max_threads(cfg, o->threads);
+	ret = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return ret;
+}
+
+/*
+ * The pool.  Every worker owns its fuse_buf; the session itself is safe for
+ * concurrent receive/process (libfuse's own MT loop does the same on one fd).
+ * Only the calling thread keeps signals unblocked, so a SIGINT/SIGTERM caught
+ * by fuse_set_signal_handlers() interrupts *its* read; it then cancels the
+ * other workers, which are blocked in read(2) (a cancellation point).
+ * Cancellation is disabled while a request is processed so a reply is never
+ * cut in half.
+ */
+struct pool_worker {
+	struct fuse_session *se;
+	pthread_t tid;
+	int started;
+	int err;                /* negative errno from receive, or 0 */
+};
+
+static void pool_serve(struct pool_worker *w)
+{
+	struct fuse_buf buf;
+	int res;
+
+	memset(&buf, 0, sizeof(buf));
+	while (!fuse_session_exited(w->se)) {
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		res = fuse_session_receive_buf(w->se, &buf);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		if (res == -EINTR)
+			continue;
+		if (res <= 0) {
+			if (res < 0)
+				w->err = res;
+			fuse_session_exit(w->se);
+			break;
+		}
+		fuse_session_process_buf(w->se, &buf);
+	}
+	free(buf.mem);
+}
+
+static void *pool_thread(void *arg)
+{
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pool_serve(arg);
+	return NULL;
+}
+
+static int run_pool(struct fuse_session *se, const struct uext4_loop_opts *o)
+{
+	unsigned n = o->threads ? o->threads : 4, i;
+	struct pool_worker *w = calloc(n, sizeof(*w));
+	sigset_t all, old;
+	int ret = 0;
+
+	if (!w)
+		return -ENOMEM;
+	/* Helpers start with every signal blocked: signals go to thread 0. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	for (i = 1; i < n; i++) {
+		w[i].se = se;
+		w[i].started = pthread_create(&w[i].tid, NULL, pool_thread, &w[i]) == 0;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	w[0].se = se;
+	pool_serve(&w[0]);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+
+	for (i = 1; i < n; i++)
+		if (w[i].started)
+			pthread_cancel(w[i].tid);
+	for (i = 1; i < n; i++)
+		if (w[i].started)
+			pthread_join(w[i].tid, NULL);
+	for (i = 0; i < n; i++)
+		if (w[i].err && w[i].err != -ENODEV && !ret)
+			ret = w[i].err;
+	free(w);
+	fuse_session_reset(se);
+	return ret;
+}
+
+int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o)
+{
+	switch (o->kind) {
+	case UEXT4_LOOP_ST:
+		return fuse_session_loop(se);
+	case UEXT4_LOOP_MT:
+		return run_mt(se, o);
+	case UEXT4_LOOP_POOL:
+		return run_pool(se, o);
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,38 @@
+/*
+ * loop.h - request loops for uext4's FUSE server (and bench/nullfs.c).
+ *
+ * Three ways to serve /dev/fuse:
+ *   ST    libfuse's single-threaded fuse_session_loop().
+ *   MT    libfuse's fuse_session_loop_mt() (optionally clone_fd; threads are
+ *         created on demand and, past max_idle, destroyed again).
+ *   POOL  our own fixed pool: N threads created once, each blocking in
+ *         fuse_session_receive_buf() on the session fd and processing what
+ *         it reads.  No thread creation/destruction, no hand-off between a
+ *         reader and a worker.
+ */
+#ifndef UEXT4_FUSE_LOOP_H
+#define UEXT4_FUSE_LOOP_H
+
+#ifndef FUSE_USE_VERSION
+#define FUSE_USE_VERSION 312
+#endif
+#include <fuse_lowlevel.h>
+
+enum uext4_loop_kind { UEXT4_LOOP_ST = 0, UEXT4_LOOP_MT, UEXT4_LOOP_POOL };
+
+struct uext4_loop_opts {
+	enum uext4_loop_kind kind;
+	unsigned threads;       /* POOL: worker count; MT: max_threads (0 = default) */
+	int max_idle;           /* MT: max idle threads (-1 = libfuse default) */
+	int clone_fd;           /* MT: one /dev/fuse fd per worker */
+};
+
+/* Parse "st", "mt" or "pool"; returns -1 if unknown. */
+int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind);
+const char *uext4_loop_name(enum uext4_loop_kind kind);
+
+/* Serve requests until the session exits (unmount or signal).  Returns
+ * what fuse_session_loop() returns: 0, -errno, or a signal number. */
+int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o);
+
+#endif
