@@ -446,6 +446,63 @@ int bread(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind, struct
 	return 0;
 }
 
+bool bcache_uptodate(struct bcache *bc, uint64_t blocknr)
+{
+	uint64_t h = hash_block(blocknr);
+	struct bc_shard *s = shard_of(bc, h);
+	struct buf *b;
+	bool ret;
+
+	ulock_lock(&s->lock);
+	b = hash_lookup(s, h, blocknr);
+	ret = b && buf_uptodate(b);
+	ulock_unlock(&s->lock);
+	return ret;
+}
+
+/* Install one block read ahead, unless it is cached or being read. */
+static void install_ahead(struct bcache *bc, uint64_t blocknr, const uint8_t *data,
+			  enum uext4_meta_kind kind)
+{
+	struct buf *b;
+
+	if (get_buf(bc, blocknr, &b))
+		return;
+	if (!buf_uptodate(b) && ulock_trylock(&b->lock)) {
+		if (!buf_uptodate(b)) {
+			memcpy(b->data, data, bc->block_size);
+			b->kind = (uint8_t)kind;
+			atomic_fetch_or_explicit(&b->state, BUF_UPTODATE, memory_order_release);
+			count_add(&shard_of(bc, hash_block(blocknr))->reads[kind], 1);
+		}
+		ulock_unlock(&b->lock);
+	}
+	brelse(bc, b);
+}
+
+void bcache_readahead(struct bcache *bc, uint64_t start, uint32_t count,
+		      enum uext4_meta_kind kind)
+{
+	size_t len = (size_t)count * bc->block_size;
+	uint8_t *tmp;
+
+	if (count == 0 || start > UINT64_MAX / bc->block_size - count)
+		return;
+	if ((unsigned)kind >= UEXT4_META_NKINDS)
+		kind = UEXT4_META_OTHER;
+	tmp = malloc(len);
+	if (!tmp)
+		return;
+	/* Best effort: a failed read is reported by the bread() that follows. */
+	if (bdev_read(bc->dev, tmp, len, start * bc->block_size) == 0) {
+		for (uint32_t i = 0; i < count; i++)
+			install_ahead(bc, start + i, tmp + (size_t)i * bc->block_size, kind);
+	} else {
+		fs_clear_err();
+	}
+	free(tmp);
+}
+
 int bget(struct bcache *bc, uint64_t blocknr, struct buf **out)
 {
 	*out = NULL;

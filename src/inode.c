@@ -17,6 +17,7 @@
 
 #define ICACHE_SHARDS 64
 #define ICACHE_MAX_UNUSED (64 * 1024)
+#define INODE_READAHEAD_BLOCKS 32
 
 struct icache_shard {
 	struct ulock lock;          /* protects everything below */
@@ -278,6 +279,26 @@ static int check_in_use(struct inode *n, uint64_t blk)
 	return 0;
 }
 
+/*
+ * Inode-table readahead, as the kernel's inode_readahead_blks: one device
+ * read brings in the next blocks of the table, but only blocks that hold
+ * inodes in use (below bg_itable_unused), never blocks of unused inodes.
+ */
+static void inode_table_readahead(struct uext4_fs *fs, uint64_t ino, uint64_t blk)
+{
+	uint32_t group = (uint32_t)((ino - 1) / fs->inodes_per_group);
+	const struct group_info *gi = &fs->groups[group];
+	uint32_t used = fs->inodes_per_group;
+	uint64_t end;
+
+	if ((fs->metadata_csum || fs->gdt_csum) && gi->itable_unused <= used)
+		used -= gi->itable_unused;
+	end = gi->inode_table + DIV_ROUND_UP(used, fs->inodes_per_block);
+	end = MIN(end, blk + INODE_READAHEAD_BLOCKS);
+	if (end > blk + 1 && !bcache_uptodate(fs->bc, blk))
+		bcache_readahead(fs->bc, blk, (uint32_t)(end - blk), UEXT4_META_INODE_TABLE);
+}
+
 static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 {
 	uint64_t blk;
@@ -292,6 +313,7 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	if (!n)
 		return fs_err(ENOMEM, "out of memory for inode %llu", (unsigned long long)ino);
 	n->ino = ino;
+	inode_table_readahead(fs, ino, blk);
 	err = bread(fs->bc, blk, UEXT4_META_INODE_TABLE, &b);
 	if (err) {
 		free(n);

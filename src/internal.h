@@ -108,6 +108,12 @@ static inline bool buf_verified(struct buf *b)
 static inline void buf_set_verified(struct buf *b)
 { atomic_fetch_or_explicit(&b->state, BUF_VERIFIED, memory_order_release); }
 void bcache_counters(struct bcache *bc, struct uext4_counters *c);
+/* Is blocknr cached and uptodate? */
+bool bcache_uptodate(struct bcache *bc, uint64_t blocknr);
+/* Read count blocks from start in one device read and cache those not yet
+ * cached (best effort; errors surface in the bread() that follows). */
+void bcache_readahead(struct bcache *bc, uint64_t start, uint32_t count,
+		      enum uext4_meta_kind kind);
 /* Count a device read done outside the cache (file data). */
 void bcache_count_read(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nblocks);
 

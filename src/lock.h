@@ -55,6 +55,15 @@ static inline void ulock_lock(struct ulock *l)
 	pthread_mutex_lock(&l->m);
 }
 
+/* Non-blocking: cannot deadlock, so only recorded when it succeeds. */
+static inline int ulock_trylock(struct ulock *l)
+{
+	if (pthread_mutex_trylock(&l->m) != 0)
+		return 0;
+	lockdep_acquire(l->rank, l);
+	return 1;
+}
+
 static inline void ulock_unlock(struct ulock *l)
 {
 	pthread_mutex_unlock(&l->m);
