@@ -52,7 +52,7 @@ static fuse_ino_t to_fuse(uint64_t ino)
 static void to_stat(const struct server *s, const struct uext4_stat *u, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = to_fuse(u->ino);
+	st->st_ino = u->ino;  /* what the kernel shows: root is 2, not the FUSE node id */
 	st->st_mode = u->mode;
 	st->st_nlink = u->nlink;
 	st->st_uid = u->uid;
@@ -278,7 +278,7 @@ static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t i
 		return 1;
 	memset(&e, 0, sizeof(e));
 	if (is_dot_or_dotdot(name, len)) {
-		e.attr.st_ino = to_fuse(ino);
+		e.attr.st_ino = ino;
 		e.attr.st_mode = dtype << 12;
 	} else {
 		ret = uext4_getattr(d->s->fs, ino, &u);
@@ -308,7 +308,7 @@ static int fill_one(void *ctx, const char *name, size_t len, uint64_t ino,
 	if (d->plus)
 		return fill_plus(d, nm, len, ino, dtype, (off_t)next_cookie);
 	memset(&st, 0, sizeof(st));
-	st.st_ino = to_fuse(ino);
+	st.st_ino = ino;
 	st.st_mode = dtype << 12;
 	n = fuse_add_direntry(d->req, d->buf + d->used, d->size - d->used, nm, &st,
 			      (off_t)next_cookie);

@@ -1,0 +1,41 @@
+#!/bin/bash
+# scripts/run.sh (make run) - install dependencies, build, create uext4.img
+# if absent, and mount it on ./mnt with our FUSE server.
+#
+# The mount is read-only for now: the write path is the next issue.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PKGS="build-essential pkg-config libfuse3-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod"
+
+missing=()
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+		echo "installing: ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ||
+			{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; }
+	else
+		echo "warning: missing packages (install them as root): ${missing[*]}" >&2
+	fi
+fi
+[ -e /dev/fuse ] || modprobe fuse 2> /dev/null || true
+
+make
+
+if [ ! -e uext4.img ]; then
+	echo "creating uext4.img: 1 GiB sparse, ext4"
+	truncate -s 1G uext4.img
+	mke2fs -q -t ext4 uext4.img
+fi
+mkdir -p mnt
+if mountpoint -q mnt; then
+	echo "mnt is already a mount point (a previous 'make run'?):"
+	findmnt mnt || true
+	echo "unmount it first with:  fusermount3 -u mnt"
+	exit 1
+fi
+echo "mounting uext4.img on mnt READ-ONLY (-o ro): writing is the next issue"
+build/uext4 mount -o ro uext4.img mnt
+echo "mounted.  Unmount with:  fusermount3 -u mnt"

@@ -1,0 +1,133 @@
+#!/bin/bash
+# run.sh - run every test (behind `make check`; build first: make check does).
+#
+# Runs, for each build that exists:
+#   release  build/        every test
+#   asan     build/asan/   every test (ASan+UBSan)
+#   tsan     build/tsan/   the concurrency tests (name contains thread,
+#                          concur, race or parallel)
+# A test is a program build/<mode>/tests/NAME (from tests/NAME.c) or a script
+# tests/NAME.sh.  Not run directly: helper tools (walk) and programs that
+# have a tests/NAME.sh wrapper (the wrapper runs them).  lib.sh, mktree.sh
+# and run.sh are not tests.  Scripts get UEXT4_BUILD=build dir and
+# UEXT4=build dir/uext4 in their environment.
+#
+# Exit status of a test: 0 pass, 77 skip, anything else fail.  Each test's
+# output goes to build/test-logs/MODE-NAME.log; failures' logs are printed.
+# Per-test timeout: TEST_TIMEOUT (600 s) or a "# test-timeout: N" line in a
+# script.  Options: MODES="release asan" limits the builds, TESTS="oracle
+# threads" limits the tests.
+set -uo pipefail
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP" || exit 1
+# BUILDROOT=dir runs the builds in dir, dir/asan, dir/tsan (make BUILDDIR=...).
+BUILDROOT=${BUILDROOT:-build}
+case "$BUILDROOT" in /*) LOGDIR=$BUILDROOT/test-logs ;; *) LOGDIR=$TOP/$BUILDROOT/test-logs ;; esac
+mkdir -p "$LOGDIR"
+HELPERS=" walk "
+MODES=${MODES:-release asan tsan}
+TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+PASS=0 FAILN=0 SKIPN=0
+FAILED_LOGS=()
+
+builddir() {
+	case "$1" in release) echo "$BUILDROOT" ;; *) echo "$BUILDROOT/$1" ;; esac
+}
+
+is_concurrency_test() {
+	case "$1" in *thread* | *concur* | *race* | *parallel*) return 0 ;; esac
+	return 1
+}
+
+wanted() { # wanted NAME: in TESTS (if set)
+	[ -z "${TESTS:-}" ] && return 0
+	case " $TESTS " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+script_timeout() {
+	local t
+	t=$(sed -n 's/^# test-timeout: *\([0-9][0-9]*\).*/\1/p' "$1" | head -1)
+	echo "${t:-$TEST_TIMEOUT}"
+}
+
+# run_one MODE NAME TIMEOUT CMD...
+run_one() {
+	local mode=$1 name=$2 limit=$3 log rc start secs result
+	shift 3
+	log=$LOGDIR/$mode-$name.log
+	start=$(date +%s)
+	{
+		echo "# $mode $name: $*"
+		echo "# UEXT4_BUILD=$UEXT4_BUILD"
+	} > "$log"
+	timeout -k 30 "$limit" "$@" >> "$log" 2>&1 < /dev/null
+	rc=$?
+	secs=$(($(date +%s) - start))
+	case $rc in
+	0) result=PASS; PASS=$((PASS + 1)) ;;
+	77) result=SKIP; SKIPN=$((SKIPN + 1)) ;;
+	124 | 137) result="FAIL (timeout after ${limit}s)"; FAILN=$((FAILN + 1)); FAILED_LOGS+=("$log") ;;
+	*) result="FAIL (exit $rc)"; FAILN=$((FAILN + 1)); FAILED_LOGS+=("$log") ;;
+	esac
+	if [ "$result" = SKIP ]; then
+		result="SKIP ($(grep -m1 -i 'skip' "$log" | cut -c1-100))"
+	fi
+	printf '%-8s %-28s %4ss  %s\n' "$mode" "$name" "$secs" "$result"
+}
+
+run_mode() {
+	local mode=$1 b name f
+	b=$(builddir "$mode")
+	if [ ! -d "$b/tests" ]; then
+		printf '%-8s %-28s %4s   %s\n' "$mode" "-" "" "SKIP (no $b/tests: build with make BUILD=$mode)"
+		SKIPN=$((SKIPN + 1))
+		return
+	fi
+	case "$b" in /*) ;; *) b=$TOP/$b ;; esac
+	export UEXT4_BUILD=$b UEXT4=$b/uext4
+	for f in "$b"/tests/*; do
+		[ -f "$f" ] && [ -x "$f" ] || continue
+		name=$(basename "$f")
+		case "$HELPERS" in *" $name "*) continue ;; esac
+		[ -e "$TOP/tests/$name.sh" ] && continue
+		[ "$mode" = tsan ] && ! is_concurrency_test "$name" && continue
+		wanted "$name" || continue
+		run_one "$mode" "$name" "$TEST_TIMEOUT" "$f"
+	done
+	for f in tests/*.sh; do
+		name=$(basename "$f" .sh)
+		case "$name" in lib | mktree | run) continue ;; esac
+		[ "$mode" = tsan ] && ! is_concurrency_test "$name" && continue
+		wanted "$name" || continue
+		run_one "$mode" "$name.sh" "$(script_timeout "$f")" bash "$f"
+	done
+}
+
+# TSan needs a non-randomised address space layout on newer kernels.
+TSAN_SETARCH=
+if setarch "$(uname -m)" -R true 2> /dev/null; then TSAN_SETARCH=1; fi
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+echo "uext4 tests: modes: $MODES; logs in $LOGDIR"
+for mode in $MODES; do
+	if [ "$mode" = tsan ] && [ -n "$TSAN_SETARCH" ] && [ -z "${UEXT4_SETARCH:-}" ]; then
+		# Re-run just this mode without ASLR; counts come back in a file.
+		UEXT4_SETARCH=1 MODES=tsan setarch "$(uname -m)" -R "$0" > "$LOGDIR/.tsan-run" 2>&1
+		grep -v '^uext4 tests:\|passed,.*failed,.*skipped$' "$LOGDIR/.tsan-run"
+		read -r p _ f _ s _ < <(grep 'passed,.*failed,.*skipped$' "$LOGDIR/.tsan-run" | tail -1 | tr -d ',')
+		PASS=$((PASS + ${p:-0})) FAILN=$((FAILN + ${f:-1})) SKIPN=$((SKIPN + ${s:-0}))
+		continue
+	fi
+	run_mode "$mode"
+done
+
+for log in "${FAILED_LOGS[@]}"; do
+	echo
+	echo "======== $log (last 150 lines)"
+	tail -n 150 "$log"
+done
+echo "$PASS passed, $FAILN failed, $SKIPN skipped"
+[ "$FAILN" = 0 ]

@@ -1,0 +1,14 @@
+#!/bin/bash
+# threads.sh - run build/tests/threads (8 threads walking one mounted image)
+# on the "lite" image: every part of mktree.sh, small enough for TSan.
+# THREADS_SEED=N reproduces a run.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+setup_traps
+BIN=$UEXT4_BUILD/tests/threads
+[ -x "$BIN" ] || fail "$BIN not built (run make)"
+img=$(image_get lite) || fail "could not build the lite image"
+"$BIN" "$img" ${THREADS_SEED:+"$THREADS_SEED"}
+rc=$?
+fsck_clean "$img" || rc=1
+exit $rc
