@@ -418,9 +418,10 @@ void inode_to_stat(struct uext4_fs *fs, const struct inode *n, struct uext4_stat
 	st->gid = n->gid;
 	st->size = n->size;
 	st->blocks = n->blocks;
-	/* Like ext4_getattr(): inline data occupies no block, but report its
-	 * sectors so that tools such as tar don't take the file for a hole. */
-	if (n->flags & EXT4_INLINE_DATA_FL)
+	/* Like ext4_file_getattr() (regular files only): inline data occupies
+	 * no block, but report its sectors so that tools such as tar don't
+	 * take the file for a hole. */
+	if ((n->flags & EXT4_INLINE_DATA_FL) && S_ISREG(n->mode))
 		st->blocks += (n->size + 511) >> 9;
 	if (S_ISCHR(n->mode) || S_ISBLK(n->mode))
 		st->rdev = decode_rdev(inode_raw(n));
