@@ -302,9 +302,21 @@ static uint64_t reserved_blocks(uext4_fs *fs)
 	return r;
 }
 
+/*
+ * The kernel keeps a pool of 2% of the blocks (at most 4096) on extent file
+ * systems for metadata it may need later (ext4_calculate_resv_clusters);
+ * statfs counts it as unavailable, and so do we, so df agrees.
+ */
+static uint64_t kernel_reserve(uext4_fs *fs)
+{
+	if (!FS_HAS_INCOMPAT(fs, EXTENTS))
+		return 0;
+	return MIN(fs->blocks_count / 50, 4096);
+}
+
 int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st)
 {
-	uint64_t free_blocks, free_inodes, resv = reserved_blocks(fs);
+	uint64_t free_blocks, free_inodes, resv = reserved_blocks(fs) + kernel_reserve(fs);
 	uint64_t overhead = le32(fs->sb.s_overhead_clusters);
 
 	sum_free(fs, &free_blocks, &free_inodes);

@@ -97,6 +97,10 @@ check_kind() {
 	if [ -x "$UEXT4" ] && [[ " $FUSE_KINDS " == *" $kind "* ]]; then
 		if fuse_mount "$img" "$fmnt"; then
 			"$WALK" posix "$fmnt" > "$WORK/$kind.fuse" || bad "walk posix on the FUSE mount reported errors"
+			# statfs: df must agree (block size, counts, reserve).
+			local fmt="bsize=%S blocks=%b free=%f avail=%a files=%c ffree=%d namemax=%l"
+			[ "$(stat -f -c "$fmt" "$kmnt")" = "$(stat -f -c "$fmt" "$fmnt")" ] ||
+				bad "$kind: statfs differs: kernel [$(stat -f -c "$fmt" "$kmnt")] FUSE [$(stat -f -c "$fmt" "$fmnt")]"
 			fuse_umount "$fmnt"
 			compare "$kind: kernel vs FUSE" "$WORK/$kind.kernel" "$WORK/$kind.fuse"
 		else
