@@ -65,12 +65,23 @@ struct pool_worker {
 	int err;                /* negative errno from receive, or 0 */
 };
 
+/* Cancellation cleanup: the buffer libfuse allocated for this worker. */
+static void free_buf_mem(void *arg)
+{
+	struct fuse_buf *buf = arg;
+
+	free(buf->mem);
+	buf->mem = NULL;
+}
+
 static void pool_serve(struct pool_worker *w)
 {
 	struct fuse_buf buf;
 	int res;
 
 	memset(&buf, 0, sizeof(buf));
+	/* Workers are cancelled while blocked in read(2) at unmount. */
+	pthread_cleanup_push(free_buf_mem, &buf);
 	while (!fuse_session_exited(w->se)) {
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		res = fuse_session_receive_buf(w->se, &buf);
@@ -85,7 +96,7 @@ static void pool_serve(struct pool_worker *w)
 		}
 		fuse_session_process_buf(w->se, &buf);
 	}
-	free(buf.mem);
+	pthread_cleanup_pop(1);
 }
 
 static void *pool_thread(void *arg)
