@@ -15,6 +15,10 @@ command -v setfattr > /dev/null || skip "setfattr (attr package) missing"
 export TZ=UTC LC_ALL=C
 
 T=$(mktemp_dir)
+# The daemon's stderr is gone once it detaches: sanitizer reports go to files.
+for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+	export "$v=${!v:+${!v}:}log_path=$T/san"
+done
 SRC=$T/tree
 IMG=$T/fuse.img
 MNT=$T/mnt
@@ -101,5 +105,9 @@ rc=$?
 
 note "e2fsck -fn"
 fsck_clean "$IMG" || bad "e2fsck"
+note "no sanitizer reports (daemon included)"
+for f in "$T"/san.*; do
+	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
+done
 [ $FAILS = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

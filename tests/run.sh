@@ -38,7 +38,7 @@ builddir() {
 
 is_concurrency_test() {
 	case "$1" in *thread* | *concur* | *race* | *parallel*) return 0 ;; esac
-	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro.sh) return 0 ;; esac
+	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro) return 0 ;; esac
 	return 1
 }
 
