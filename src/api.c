@@ -7,6 +7,7 @@
  */
 #include "internal.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +67,12 @@ static int iget_dir(uext4_fs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
-static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, uint64_t *ino)
+/* Look name up in dir; *dtype gets the entry's DT_* type (DT_UNKNOWN
+ * without the filetype feature). */
+static int lookup_ino_type(uext4_fs *fs, uint64_t dir, const char *name, size_t len,
+			   uint64_t *ino, unsigned *dtype)
 {
 	struct inode *d;
-	unsigned ftype;
 	int err;
 
 	if (len == 0)
@@ -79,9 +82,33 @@ static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, 
 			      EXT4_NAME_LEN);
 	if ((err = iget_dir(fs, dir, &d)))
 		return err;
-	err = dir_lookup(fs, d, name, len, ino, &ftype);
+	err = dir_lookup(fs, d, name, len, ino, dtype);
 	iput(fs, d);
 	return err;
+}
+
+static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, uint64_t *ino)
+{
+	unsigned dtype;
+
+	return lookup_ino_type(fs, dir, name, len, ino, &dtype);
+}
+
+/* Is ino a symlink?  The directory entry's type answers without loading
+ * the inode, unless the image has no filetype feature. */
+static int is_symlink(uext4_fs *fs, uint64_t ino, unsigned dtype, bool *link)
+{
+	struct uext4_stat st;
+	int err;
+
+	if (dtype != DT_UNKNOWN) {
+		*link = dtype == DT_LNK;
+		return 0;
+	}
+	if ((err = uext4_getattr(fs, ino, &st)))
+		return err;
+	*link = S_ISLNK(st.mode);
+	return 0;
 }
 
 int uext4_lookup(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
@@ -240,7 +267,8 @@ static int resolve_from(struct walk *w, uint64_t start, const char *path, int fo
 	while (*p) {
 		const char *end;
 		uint64_t dir = cur, next;
-		struct uext4_stat st;
+		unsigned dtype;
+		bool link;
 		int err;
 
 		while (*p == '/')
@@ -248,15 +276,17 @@ static int resolve_from(struct walk *w, uint64_t start, const char *path, int fo
 		if (!*p)
 			break;
 		end = strchrnul(p, '/');
-		if ((err = lookup_ino(w->fs, dir, p, (size_t)(end - p), &next)))
+		if ((err = lookup_ino_type(w->fs, dir, p, (size_t)(end - p), &next, &dtype)))
 			return err;
 		cur = next;
 		p = end;
 		while (*p == '/')
 			p++;
-		if ((err = uext4_getattr(w->fs, cur, &st)))
+		if (!*p && !follow)
+			break;
+		if ((err = is_symlink(w->fs, cur, dtype, &link)))
 			return err;
-		if (S_ISLNK(st.mode) && (*p || follow)) {
+		if (link) {
 			if ((err = follow_link(w, dir, &cur)))
 				return err;
 		}

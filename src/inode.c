@@ -371,6 +371,15 @@ void iput(struct uext4_fs *fs, struct inode *n)
 
 	if (!n)
 		return;
+	/* Fast path: not the last reference.  1 -> 0 (going on the LRU) and
+	 * 0 -> 1 (lookup_locked) only happen under the shard lock. */
+	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
+	while (r > 1) {
+		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r - 1,
+							  memory_order_release,
+							  memory_order_relaxed))
+			return;
+	}
 	s = shard_of(fs->icache, n->ino);
 	ulock_lock(&s->lock);
 	if (atomic_fetch_sub(&n->refcount, 1) == 1) {
