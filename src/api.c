@@ -7,7 +7,6 @@
  */
 #include "internal.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,12 +66,10 @@ static int iget_dir(uext4_fs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
-/* Look name up in dir; *dtype gets the entry's DT_* type (DT_UNKNOWN
- * without the filetype feature). */
-static int lookup_ino_type(uext4_fs *fs, uint64_t dir, const char *name, size_t len,
-			   uint64_t *ino, unsigned *dtype)
+static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, uint64_t *ino)
 {
 	struct inode *d;
+	unsigned dtype;
 	int err;
 
 	if (len == 0)
@@ -82,33 +79,9 @@ static int lookup_ino_type(uext4_fs *fs, uint64_t dir, const char *name, size_t 
 			      EXT4_NAME_LEN);
 	if ((err = iget_dir(fs, dir, &d)))
 		return err;
-	err = dir_lookup(fs, d, name, len, ino, dtype);
+	err = dir_lookup(fs, d, name, len, ino, &dtype);
 	iput(fs, d);
 	return err;
-}
-
-static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, uint64_t *ino)
-{
-	unsigned dtype;
-
-	return lookup_ino_type(fs, dir, name, len, ino, &dtype);
-}
-
-/* Is ino a symlink?  The directory entry's type answers without loading
- * the inode, unless the image has no filetype feature. */
-static int is_symlink(uext4_fs *fs, uint64_t ino, unsigned dtype, bool *link)
-{
-	struct uext4_stat st;
-	int err;
-
-	if (dtype != DT_UNKNOWN) {
-		*link = dtype == DT_LNK;
-		return 0;
-	}
-	if ((err = uext4_getattr(fs, ino, &st)))
-		return err;
-	*link = S_ISLNK(st.mode);
-	return 0;
 }
 
 int uext4_lookup(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
@@ -224,20 +197,44 @@ void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup)
 	inode_forget(fs, ino, nlookup);
 }
 
-/* --- path resolution --- */
+/* --- path resolution ---
+ *
+ * The walk carries a reference from each directory to the next, so each
+ * component costs one lookup in the directory and one iget() of the child.
+ */
 
 struct walk {
 	uext4_fs *fs;
 	int links_left;     /* symlinks we may still follow */
 };
 
-static int resolve_from(struct walk *w, uint64_t start, const char *path, int follow,
-			uint64_t *out);
+static int walk_from(struct walk *w, struct inode *start, const char *path, int follow,
+		     struct inode **out);
 
-/* Replace *cur (reached through a symlink in directory dir) by its target. */
-static int follow_link(struct walk *w, uint64_t dir, uint64_t *cur)
+/* The child `name` of dir, referenced. */
+static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size_t len,
+		       struct inode **child)
+{
+	uint64_t ino;
+	unsigned dtype;
+	int err;
+
+	if (!S_ISDIR(dir->mode))
+		return fs_err(ENOTDIR, "inode %llu is not a directory",
+			      (unsigned long long)dir->ino);
+	if (len > EXT4_NAME_LEN)
+		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", len,
+			      EXT4_NAME_LEN);
+	if ((err = dir_lookup(w->fs, dir, name, len, &ino, &dtype)))
+		return err;
+	return iget(w->fs, ino, child);
+}
+
+/* Resolve symlink `link` found in directory dir to a referenced inode. */
+static int walk_link(struct walk *w, struct inode *dir, struct inode *link, struct inode **out)
 {
 	size_t cap = w->fs->block_size + 1;
+	struct inode *start = dir;
 	char *target;
 	ssize_t len;
 	int err;
@@ -247,68 +244,98 @@ static int follow_link(struct walk *w, uint64_t dir, uint64_t *cur)
 	/* Heap, not stack: links nest up to SYMLOOP_MAX deep. */
 	if (!(target = malloc(cap)))
 		return fs_err(ENOMEM, "out of memory");
-	len = uext4_readlink(w->fs, *cur, target, cap - 1);
+	len = symlink_read(w->fs, link, target, cap - 1);
 	if (len < 0) {
 		free(target);
 		return (int)len;
 	}
 	target[MIN((size_t)len, cap - 1)] = '\0';
-	err = resolve_from(w, target[0] == '/' ? UEXT4_ROOT_INO : dir, target, 1, cur);
+	if (target[0] == '/') {
+		err = iget(w->fs, UEXT4_ROOT_INO, &start);
+	} else {
+		igrab(dir); /* walk_from() takes over this reference */
+		err = 0;
+	}
+	if (!err)
+		err = walk_from(w, start, target, 1, out);
 	free(target);
 	return err;
 }
 
-static int resolve_from(struct walk *w, uint64_t start, const char *path, int follow,
-			uint64_t *out)
+/* Walk path from start, whose reference the walk takes over. */
+static int walk_from(struct walk *w, struct inode *start, const char *path, int follow,
+		     struct inode **out)
 {
-	uint64_t cur = start;
-	const char *p = path;
+	struct inode *cur = start, *next;
+	const char *p = path, *end;
+	int err = 0;
 
-	while (*p) {
-		const char *end;
-		uint64_t dir = cur, next;
-		unsigned dtype;
-		bool link;
-		int err;
-
+	for (;;) {
 		while (*p == '/')
 			p++;
 		if (!*p)
 			break;
 		end = strchrnul(p, '/');
-		if ((err = lookup_ino_type(w->fs, dir, p, (size_t)(end - p), &next, &dtype)))
-			return err;
-		cur = next;
-		p = end;
-		while (*p == '/')
-			p++;
-		if (!*p && !follow)
+		if ((err = walk_lookup(w, cur, p, (size_t)(end - p), &next)))
 			break;
-		if ((err = is_symlink(w->fs, cur, dtype, &link)))
-			return err;
-		if (link) {
-			if ((err = follow_link(w, dir, &cur)))
-				return err;
+		for (p = end; *p == '/'; p++)
+			;
+		if (S_ISLNK(next->mode) && (*p || follow)) {
+			struct inode *target;
+
+			err = walk_link(w, cur, next, &target);
+			iput(w->fs, next);
+			if (err)
+				break;
+			next = target;
 		}
+		iput(w->fs, cur);
+		cur = next;
+	}
+	if (err) {
+		iput(w->fs, cur);
+		return err;
 	}
 	*out = cur;
 	return 0;
 }
 
-int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino)
+static int resolve_inode(uext4_fs *fs, const char *path, int follow, struct inode **out)
 {
 	struct walk w = {.fs = fs, .links_left = SYMLOOP_MAX};
+	struct inode *root;
+	int err;
 
 	fs_clear_err();
-	return resolve_from(&w, UEXT4_ROOT_INO, path, follow, ino);
+	if ((err = iget(fs, UEXT4_ROOT_INO, &root)))
+		return err;
+	return walk_from(&w, root, path, follow, out);
+}
+
+int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino)
+{
+	struct inode *n;
+	int err = resolve_inode(fs, path, follow, &n);
+
+	if (err)
+		return err;
+	*ino = n->ino;
+	iput(fs, n);
+	return 0;
 }
 
 int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st)
 {
-	uint64_t ino;
-	int err = uext4_resolve(fs, path, 0, &ino);
+	struct inode *n;
+	int err = resolve_inode(fs, path, 0, &n);
 
-	return err ? err : uext4_getattr(fs, ino, st);
+	if (err)
+		return err;
+	urw_rdlock(&n->lock);
+	inode_to_stat(fs, n, st);
+	urw_unlock(&n->lock);
+	iput(fs, n);
+	return 0;
 }
 
 /* --- whole-file-system facts --- */

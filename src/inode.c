@@ -364,6 +364,12 @@ int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
+void igrab(struct inode *n)
+{
+	/* The caller holds a reference, so this is never the 0 -> 1 step. */
+	atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
 void iput(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s;

@@ -230,6 +230,8 @@ void icache_destroy(struct icache *ic);
 /* Get an inode (loading and verifying it); drop with iput(). */
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out);
 void iput(struct uext4_fs *fs, struct inode *inode);
+/* Another reference to an inode the caller already holds. */
+void igrab(struct inode *inode);
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
 void inode_to_stat(struct uext4_fs *fs, const struct inode *inode, struct uext4_stat *st);
 /* Block and offset of an inode in its inode table. */
