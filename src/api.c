@@ -250,14 +250,10 @@ static int walk_link(struct walk *w, struct inode *dir, struct inode *link, stru
 		return (int)len;
 	}
 	target[MIN((size_t)len, cap - 1)] = '\0';
-	if (target[0] == '/') {
-		err = iget(w->fs, UEXT4_ROOT_INO, &start);
-	} else {
-		igrab(dir); /* walk_from() takes over this reference */
-		err = 0;
-	}
-	if (!err)
-		err = walk_from(w, start, target, 1, out);
+	if (target[0] == '/')
+		start = w->fs->root;
+	igrab(start); /* walk_from() takes over this reference */
+	err = walk_from(w, start, target, 1, out);
 	free(target);
 	return err;
 }
@@ -303,13 +299,10 @@ static int walk_from(struct walk *w, struct inode *start, const char *path, int 
 static int resolve_inode(uext4_fs *fs, const char *path, int follow, struct inode **out)
 {
 	struct walk w = {.fs = fs, .links_left = SYMLOOP_MAX};
-	struct inode *root;
-	int err;
 
 	fs_clear_err();
-	if ((err = iget(fs, UEXT4_ROOT_INO, &root)))
-		return err;
-	return walk_from(&w, root, path, follow, out);
+	igrab(fs->root); /* no cache lock: the mount holds a reference */
+	return walk_from(&w, fs->root, path, follow, out);
 }
 
 int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino)

@@ -165,6 +165,7 @@ struct uext4_fs {
 	bool read_only;
 	uint16_t want_extra_isize;
 	struct group_info *groups;  /* groups_count entries, read-mostly */
+	struct inode *root;         /* referenced from mount to unmount */
 	struct ext4_super_block sb; /* copy of the on-disk superblock */
 };
 

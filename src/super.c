@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Incompat features this version reads and understands. */
 #define SUPPORTED_INCOMPAT                                                           \
@@ -408,6 +409,15 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 	}
 	if ((err = load_group_descs(fs)))
 		goto fail;
+	/* Like the kernel, refuse a file system whose root is unreadable; the
+	 * reference held until unmount lets path walks start lock-free. */
+	if ((err = iget(fs, EXT4_ROOT_INO, &fs->root)))
+		goto fail;
+	if (!S_ISDIR(fs->root->mode)) {
+		err = fs_corrupt("root inode %u is not a directory (mode 0%o)", EXT4_ROOT_INO,
+				 fs->root->mode);
+		goto fail;
+	}
 	*out = fs;
 	return 0;
 fail:
@@ -419,6 +429,8 @@ void super_umount(struct uext4_fs *fs)
 {
 	if (!fs)
 		return;
+	if (fs->root)
+		iput(fs, fs->root);
 	if (fs->icache)
 		icache_destroy(fs->icache);
 	if (fs->bc)
