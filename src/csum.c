@@ -83,60 +83,18 @@ int csum_verify_super(struct uext4_fs *fs, const struct ext4_super_block *sb)
 
 /* ------------------------------------------------------------- group descriptors */
 
-static bool is_power_of(uint32_t n, uint32_t base)
-{
-	while (n > 1 && n % base == 0)
-		n /= base;
-	return n == 1;
-}
-
-bool csum_group_has_super(struct uext4_fs *fs, uint32_t group)
-{
-	if (group == 0)
-		return true;
-	if (FS_HAS_COMPAT(fs, SPARSE_SUPER2))
-		return group == le32(fs->sb.s_backup_bgs[0]) || group == le32(fs->sb.s_backup_bgs[1]);
-	if (group <= 1 || !FS_HAS_RO_COMPAT(fs, SPARSE_SUPER))
-		return true;
-	if (!(group & 1))
-		return false;
-	return is_power_of(group, 3) || is_power_of(group, 5) || is_power_of(group, 7);
-}
-
-uint64_t csum_group_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset)
-{
-	uint32_t desc_size = fs->desc_size ? fs->desc_size : EXT4_MIN_DESC_SIZE;
-	uint32_t per_block = fs->block_size / desc_size;
-	uint32_t nr, first_group;
-	uint64_t sb_block = fs->block_size == 1024 ? 1 : 0;
-	uint64_t has_super;
-
-	if (per_block == 0)
-		per_block = 1;
-	nr = group / per_block;
-	*offset = (group % per_block) * desc_size;
-	if (!FS_HAS_INCOMPAT(fs, META_BG) || nr < le32(fs->sb.s_first_meta_bg))
-		return sb_block + nr + 1;
-	/* meta_bg: the descriptors of a meta group sit in its first group,
-	 * after the superblock backup if that group has one. */
-	first_group = nr * per_block;
-	has_super = csum_group_has_super(fs, first_group) ? 1 : 0;
-	if (fs->block_size == 1024 && nr == 0 && fs->first_data_block == 0)
-		has_super++;
-	return (uint64_t)first_group * fs->blocks_per_group + fs->first_data_block + has_super;
-}
-
 int csum_read_group_desc(struct uext4_fs *fs, uint32_t group, struct ext4_group_desc *gd)
 {
 	uint32_t offset, len = MIN(fs->desc_size, (uint32_t)sizeof(*gd));
-	uint64_t blk = csum_group_desc_location(fs, group, &offset);
+	uint64_t blk;
 	struct buf *b;
 	int err;
 
 	memset(gd, 0, sizeof(*gd));
-	if (group >= fs->groups_count || len == 0 || offset + len > fs->block_size)
+	if (group >= fs->groups_count || len == 0 || fs->desc_size > fs->block_size)
 		return fs_corrupt("group descriptor %u: group or descriptor size %u out of range",
 				  group, fs->desc_size);
+	blk = super_desc_location(fs, group, &offset);
 	err = bread(fs->bc, blk, UEXT4_META_GROUP_DESC, &b);
 	if (err)
 		return err;
@@ -185,7 +143,7 @@ int csum_verify_group_desc(struct uext4_fs *fs, uint32_t group, const void *gd)
 	got = get_le16((const uint8_t *)gd + GD_CSUM_OFFSET);
 	if (got == want)
 		return 0;
-	blk = csum_group_desc_location(fs, group, &offset);
+	blk = super_desc_location(fs, group, &offset);
 	return fs_corrupt("group descriptor %u (block %llu): checksum 0x%04x expected 0x%04x",
 			  group, (unsigned long long)blk, got, want);
 }

@@ -10,13 +10,8 @@
 
 #include "internal.h"
 
-/* Block holding group's descriptor and the byte offset inside it
- * (kernel descriptor_loc(), meta_bg aware). */
-uint64_t csum_group_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset);
 /* Copy group's raw descriptor (first MIN(desc_size, 64) bytes, the rest
  * zeroed) through the buffer cache. */
 int csum_read_group_desc(struct uext4_fs *fs, uint32_t group, struct ext4_group_desc *gd);
-/* Does group hold a superblock backup (sparse_super, sparse_super2)? */
-bool csum_group_has_super(struct uext4_fs *fs, uint32_t group);
 
 #endif

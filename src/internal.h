@@ -175,6 +175,11 @@ struct uext4_fs {
 
 int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out);
 void super_umount(struct uext4_fs *fs);
+/* Does group g hold a superblock backup (sparse_super, sparse_super2)? */
+bool super_group_has_super(struct uext4_fs *fs, uint32_t g);
+/* Block holding group's descriptor, and its byte offset there (meta_bg
+ * aware, as the kernel's descriptor_loc()). */
+uint64_t super_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset);
 /* Names of the feature bits set in the three masks, space separated. */
 void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
 			 char *buf, size_t size);

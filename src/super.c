@@ -159,8 +159,7 @@ static bool is_power_of(uint32_t n, uint32_t base)
 	return n == 1;
 }
 
-/* Does group g hold a superblock backup (and so group descriptors)? */
-static bool group_has_super(struct uext4_fs *fs, uint32_t g)
+bool super_group_has_super(struct uext4_fs *fs, uint32_t g)
 {
 	if (g == 0)
 		return true;
@@ -173,22 +172,23 @@ static bool group_has_super(struct uext4_fs *fs, uint32_t g)
 	return is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7);
 }
 
-static uint64_t group_first_block(struct uext4_fs *fs, uint32_t g)
+uint64_t super_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset)
 {
-	return (uint64_t)fs->first_data_block + (uint64_t)g * fs->blocks_per_group;
-}
+	uint32_t per_block = fs->block_size / fs->desc_size;
+	uint32_t nr = group / per_block, first_group;
+	uint64_t sb_block = fs->block_size == 1024 ? 1 : 0;
+	uint64_t has_super;
 
-/* Block that holds group descriptor block number `idx` (0-based). */
-static uint64_t desc_block(struct uext4_fs *fs, uint32_t idx)
-{
-	uint32_t dpb = fs->block_size / fs->desc_size;
-	uint32_t first_meta = le32(fs->sb.s_first_meta_bg);
-
-	if (!FS_HAS_INCOMPAT(fs, META_BG) || idx < first_meta)
-		return fs->first_data_block + 1 + idx;
-	/* meta_bg: each meta group keeps its descriptor block in its first group. */
-	uint32_t g = idx * dpb;
-	return group_first_block(fs, g) + (group_has_super(fs, g) ? 1 : 0);
+	*offset = (group % per_block) * fs->desc_size;
+	if (!FS_HAS_INCOMPAT(fs, META_BG) || nr < le32(fs->sb.s_first_meta_bg))
+		return sb_block + nr + 1;
+	/* meta_bg: the descriptors of a meta group sit in its first group,
+	 * after the superblock backup if that group has one. */
+	first_group = nr * per_block;
+	has_super = super_group_has_super(fs, first_group) ? 1 : 0;
+	if (fs->block_size == 1024 && nr == 0 && fs->first_data_block == 0)
+		has_super++; /* the superblock is in block 1 */
+	return (uint64_t)first_group * fs->blocks_per_group + fs->first_data_block + has_super;
 }
 
 static int check_range(struct uext4_fs *fs, uint32_t g, const char *what, uint64_t blk,
@@ -249,7 +249,8 @@ static int load_group_descs(struct uext4_fs *fs)
 	if (!fs->groups)
 		return fs_err(ENOMEM, "out of memory for %u group descriptors", fs->groups_count);
 	for (uint32_t i = 0; i < nblocks; i++) {
-		uint64_t blk = desc_block(fs, i);
+		uint32_t off;
+		uint64_t blk = super_desc_location(fs, i * dpb, &off);
 		struct buf *b;
 		int err;
 
