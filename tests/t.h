@@ -205,6 +205,25 @@ struct t_attr {
 	char err[128];          /* "" or what failed for this path */
 };
 
+#ifdef UEXT4_H
+/* The stat fields of a canonical line, from the library's view. */
+static inline void t_attr_from_stat(const struct uext4_stat *st, struct t_attr *a)
+{
+	a->ino = st->ino;
+	a->mode = st->mode;
+	a->nlink = st->nlink;
+	a->uid = st->uid;
+	a->gid = st->gid;
+	a->size = st->size;
+	a->blocks = st->blocks;
+	a->rdev_major = major((dev_t)st->rdev);
+	a->rdev_minor = minor((dev_t)st->rdev);
+	a->mtime = st->mtime;
+	a->ctime = st->ctime;
+	a->atime = st->atime;
+}
+#endif
+
 /* A growing string. */
 struct t_buf {
 	char *s;

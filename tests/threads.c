@@ -60,18 +60,7 @@ static long getx(void *ctx, const char *name, char **val)
 static void read_attr(struct walker *w, const struct uext4_stat *st, const char *path,
 		      struct t_attr *a)
 {
-	a->ino = st->ino;
-	a->mode = st->mode;
-	a->nlink = st->nlink;
-	a->uid = st->uid;
-	a->gid = st->gid;
-	a->size = st->size;
-	a->blocks = st->blocks;
-	a->rdev_major = major((dev_t)st->rdev);
-	a->rdev_minor = minor((dev_t)st->rdev);
-	a->mtime = st->mtime;
-	a->ctime = st->ctime;
-	a->atime = st->atime;
+	t_attr_from_stat(st, a);
 	if (S_ISLNK(st->mode)) {
 		a->link = t_xmalloc(8192);
 		ssize_t n = uext4_readlink(g_fs, st->ino, a->link, 8192);

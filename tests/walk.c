@@ -299,18 +299,7 @@ static void lib_data(uext4_fs *fs, uint64_t ino, const char *rel, struct t_attr 
 static void lib_attr(uext4_fs *fs, const struct uext4_stat *st, const char *rel,
 		     struct t_attr *a)
 {
-	a->ino = st->ino;
-	a->mode = st->mode;
-	a->nlink = st->nlink;
-	a->uid = st->uid;
-	a->gid = st->gid;
-	a->size = st->size;
-	a->blocks = st->blocks;
-	a->rdev_major = major((dev_t)st->rdev);
-	a->rdev_minor = minor((dev_t)st->rdev);
-	a->mtime = st->mtime;
-	a->ctime = st->ctime;
-	a->atime = st->atime;
+	t_attr_from_stat(st, a);
 	if (S_ISLNK(st->mode) && (g_fields & TF_LINK)) {
 		a->link = t_xmalloc(8192);
 		ssize_t n = uext4_readlink(fs, st->ino, a->link, 8192);
