@@ -11,6 +11,7 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -196,6 +197,69 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		uext4_release(f);       /* the opener was interrupted */
 }
 
+/*
+ * Each worker thread keeps one read buffer and grows it as needed: reads
+ * are up to max_read (1 MiB), and a malloc of that size per request is an
+ * mmap, page faults and a munmap every time.  The key's destructor frees it
+ * when a thread ends (pool workers are cancelled at unmount).
+ */
+struct read_buf {
+	char *mem;
+	size_t cap;
+};
+
+static pthread_key_t read_buf_key;
+static pthread_once_t read_buf_once = PTHREAD_ONCE_INIT;
+
+static void read_buf_free(void *p)
+{
+	struct read_buf *rb = p;
+
+	free(rb->mem);
+	free(rb);
+}
+
+static void read_buf_init(void)
+{
+	pthread_key_create(&read_buf_key, read_buf_free);
+}
+
+static char *thread_read_buf(size_t size)
+{
+	struct read_buf *rb;
+
+	pthread_once(&read_buf_once, read_buf_init);
+	rb = pthread_getspecific(read_buf_key);
+	if (!rb) {
+		rb = calloc(1, sizeof(*rb));
+		if (!rb || pthread_setspecific(read_buf_key, rb)) {
+			free(rb);
+			return NULL;
+		}
+	}
+	if (rb->cap < size) {
+		char *mem = realloc(rb->mem, size);
+
+		if (!mem)
+			return NULL;
+		rb->mem = mem;
+		rb->cap = size;
+	}
+	return rb->mem;
+}
+
+static void release_thread_read_buf(void)
+{
+	struct read_buf *rb;
+
+	pthread_once(&read_buf_once, read_buf_init);
+	rb = pthread_getspecific(read_buf_key);
+	if (rb) {
+		pthread_setspecific(read_buf_key, NULL);
+		read_buf_free(rb);
+	}
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -207,7 +271,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	buf = malloc(size ? size : 1);
+	buf = thread_read_buf(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -217,7 +281,6 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		reply_err(req, n);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -710,6 +773,7 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 	if (o->ready_fd >= 0)
 		signal_ready(o->ready_fd);
 	ret = uext4_loop_run(se, &lo);
+	release_thread_read_buf(); /* this thread keeps running: no destructor */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	return ret < 0 ? ret : 0;
