@@ -140,6 +140,77 @@ void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup);
 int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino);
 int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st);
 
+/* ------------------------------------------------------------ write path
+ * Every call below returns -EROFS on a read-only mount.  New inodes are
+ * owned by the calling thread's identity (uext4_set_caller(); root by
+ * default), with the group of a setgid parent directory.  The library does
+ * not check permissions (the FUSE frontend lets the kernel do it with
+ * default_permissions); it does enforce that only root (uid 0) may use the
+ * reserved blocks.
+ */
+
+/* Identity of the calling thread for new inodes and reserved blocks. */
+void uext4_set_caller(uint32_t uid, uint32_t gid);
+
+/* Create a regular file (fails with -EEXIST if name exists). */
+int uext4_create(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		 struct uext4_stat *st);
+/* Any type: S_IFREG, S_IFCHR, S_IFBLK (rdev = makedev() value), S_IFIFO, S_IFSOCK. */
+int uext4_mknod(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode, uint64_t rdev,
+		struct uext4_stat *st);
+int uext4_mkdir(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		struct uext4_stat *st);
+int uext4_symlink(uext4_fs *fs, uint64_t dir, const char *name, const char *target,
+		  struct uext4_stat *st);
+/* New name newdir/newname for inode ino (not a directory). */
+int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
+	       struct uext4_stat *st);
+int uext4_unlink(uext4_fs *fs, uint64_t dir, const char *name);
+int uext4_rmdir(uext4_fs *fs, uint64_t dir, const char *name);
+
+#define UEXT4_RENAME_NOREPLACE 1u  /* fail with -EEXIST if the target exists */
+#define UEXT4_RENAME_EXCHANGE 2u   /* swap the two names atomically */
+int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
+		 const char *newname, unsigned flags);
+
+/* setattr: the fields named in valid are changed; ctime is set to now
+ * unless UEXT4_SET_CTIME gives it. */
+#define UEXT4_SET_MODE (1u << 0)        /* permission bits (type bits ignored) */
+#define UEXT4_SET_UID (1u << 1)
+#define UEXT4_SET_GID (1u << 2)
+#define UEXT4_SET_SIZE (1u << 3)        /* truncate or extend with zeros */
+#define UEXT4_SET_ATIME (1u << 4)
+#define UEXT4_SET_MTIME (1u << 5)
+#define UEXT4_SET_ATIME_NOW (1u << 6)
+#define UEXT4_SET_MTIME_NOW (1u << 7)
+#define UEXT4_SET_CTIME (1u << 8)
+struct uext4_setattr {
+	uint32_t valid;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+};
+int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
+		  struct uext4_stat *st);
+
+/* Write at any offset; extends the file and fills holes as needed.  A file
+ * opened with O_APPEND writes at its end.  Returns bytes written. */
+ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off);
+/* mode: 0 or FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE (with KEEP_SIZE),
+ * FALLOC_FL_ZERO_RANGE, FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE
+ * (values of <linux/falloc.h>). */
+int uext4_fallocate(uext4_file *f, int mode, uint64_t off, uint64_t len);
+/* Make the file's data and metadata durable (datasync: skip what isn't
+ * needed to read the data back). */
+int uext4_fsync(uext4_file *f, int datasync);
+/* Make everything durable. */
+int uext4_sync(uext4_fs *fs);
+
+/* flags: 0, XATTR_CREATE or XATTR_REPLACE (values of <sys/xattr.h>). */
+int uext4_setxattr(uext4_fs *fs, uint64_t ino, const char *name, const void *value,
+		   size_t size, int flags);
+int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name);
+
 /* Feature bits to names, for frontends. */
 const char *uext4_version(void);
 

@@ -15,7 +15,27 @@
 struct uext4_file {
 	struct uext4_fs *fs;
 	struct inode *inode;    /* referenced until uext4_release() */
+	int flags;              /* open(2) flags */
 };
+
+/* Identity of the calling thread (uext4_set_caller()); root by default. */
+static _Thread_local uint32_t cur_uid, cur_gid;
+
+void uext4_set_caller(uint32_t uid, uint32_t gid)
+{
+	cur_uid = uid;
+	cur_gid = gid;
+}
+
+uint32_t caller_uid(void)
+{
+	return cur_uid;
+}
+
+uint32_t caller_gid(void)
+{
+	return cur_gid;
+}
 
 #define SYMLOOP_MAX 40
 
@@ -34,8 +54,8 @@ int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
 
 int uext4_umount(uext4_fs *fs)
 {
-	super_umount(fs);
-	return 0;
+	fs_clear_err();
+	return super_umount(fs);
 }
 
 int uext4_getattr(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
@@ -145,6 +165,16 @@ int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out)
 	}
 	f->fs = fs;
 	f->inode = n;
+	f->flags = flags;
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && S_ISREG(n->mode)) {
+		struct uext4_setattr a = {.valid = UEXT4_SET_SIZE, .size = 0};
+
+		err = uext4_setattr(fs, ino, &a, NULL);
+		if (err) {
+			uext4_release(f);
+			return err;
+		}
+	}
 	*out = f;
 	return 0;
 }
@@ -161,7 +191,14 @@ int uext4_release(uext4_file *f)
 {
 	if (!f)
 		return 0;
-	iput(f->fs, f->inode);
+	if ((f->flags & O_ACCMODE) != O_RDONLY && !f->fs->read_only) {
+		/* Preallocated blocks go back when a writer closes. */
+		urw_wrlock(&f->inode->lock);
+		if (f->inode->pa)
+			balloc_release_prealloc(f->fs, f->inode);
+		urw_unlock(&f->inode->lock);
+	}
+	iput(f->fs, f->inode); /* frees an inode unlinked while open */
 	free(f);
 	return 0;
 }
@@ -335,12 +372,8 @@ int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st)
 
 static void sum_free(uext4_fs *fs, uint64_t *blocks, uint64_t *inodes)
 {
-	*blocks = 0;
-	*inodes = 0;
-	for (uint32_t g = 0; g < fs->groups_count; g++) {
-		*blocks += fs->groups[g].free_blocks;
-		*inodes += fs->groups[g].free_inodes;
-	}
+	*blocks = (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0);
+	*inodes = (uint64_t)MAX(pcounter_sum(&fs->hot->free_inodes), 0);
 }
 
 static uint64_t reserved_blocks(uext4_fs *fs)
@@ -389,9 +422,13 @@ static int64_t time_hi(uint32_t lo, uint8_t hi)
 
 int uext4_info(uext4_fs *fs, struct uext4_info *i)
 {
-	const struct ext4_super_block *sb = &fs->sb;
+	struct ext4_super_block sbcopy;
+	const struct ext4_super_block *sb = &sbcopy;
 	uint64_t free_blocks, free_inodes;
 
+	trans_lock_super(fs);
+	sbcopy = fs->sb;
+	trans_unlock_super(fs);
 	memset(i, 0, sizeof(*i));
 	memcpy(i->volume_name, sb->s_volume_name, sizeof(sb->s_volume_name));
 	memcpy(i->uuid, sb->s_uuid, sizeof(i->uuid));
@@ -434,4 +471,171 @@ int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c)
 	memset(c, 0, sizeof(*c));
 	bcache_counters(fs->bc, c);
 	return 0;
+}
+
+/* ================================================================ write path */
+
+static int writable_inode(uext4_fs *fs, uint64_t ino, struct inode **out)
+{
+	fs_clear_err();
+	if (fs->read_only)
+		return fs_err(EROFS, "the file system is mounted read-only");
+	return iget(fs, ino, out);
+}
+
+static struct timespec now_or(uint32_t valid, uint32_t now_bit, struct timespec given)
+{
+	return (valid & now_bit) ? fs_now() : given;
+}
+
+/* The changes of one setattr, inode locked, inside a handle. */
+static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
+{
+	struct timespec now = fs_now();
+	int err;
+
+	if (a->valid & UEXT4_SET_SIZE) {
+		if (S_ISDIR(n->mode))
+			return fs_err(EISDIR, "truncate: inode %llu is a directory",
+				      (unsigned long long)n->ino);
+		if (!S_ISREG(n->mode))
+			return fs_err(EINVAL, "truncate: inode %llu is not a regular file",
+				      (unsigned long long)n->ino);
+		if (a->size != n->size) {
+			if ((err = file_set_size(h, n, a->size)))
+				return err;
+			n->mtime = now;
+		}
+	}
+	if (a->valid & UEXT4_SET_MODE)
+		n->mode = (n->mode & S_IFMT) | (a->mode & 07777);
+	if (a->valid & UEXT4_SET_UID)
+		n->uid = a->uid;
+	if (a->valid & UEXT4_SET_GID)
+		n->gid = a->gid;
+	if (a->valid & (UEXT4_SET_ATIME | UEXT4_SET_ATIME_NOW))
+		n->atime = now_or(a->valid, UEXT4_SET_ATIME_NOW, a->atime);
+	if (a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_NOW))
+		n->mtime = now_or(a->valid, UEXT4_SET_MTIME_NOW, a->mtime);
+	n->ctime = (a->valid & UEXT4_SET_CTIME) ? a->ctime : now;
+	return inode_write(h, n);
+}
+
+int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
+		  struct uext4_stat *st)
+{
+	struct inode *n;
+	struct handle *h;
+	int err = writable_inode(fs, ino, &n);
+
+	if (err)
+		return err;
+	urw_wrlock(&n->lock);
+	if ((a->valid & UEXT4_SET_SIZE) && n->pa)
+		balloc_release_prealloc(fs, n);
+	if (!(err = handle_begin(fs, 16, &h))) {
+		err = apply_setattr(h, n, a);
+		int e2 = handle_end(h);
+		err = err ? err : e2;
+	}
+	if (!err && st)
+		inode_to_stat(fs, n, st);
+	urw_unlock(&n->lock);
+	iput(fs, n);
+	return err;
+}
+
+static int check_file_writable(uext4_file *f)
+{
+	fs_clear_err();
+	if (f->fs->read_only)
+		return fs_err(EROFS, "the file system is mounted read-only");
+	if ((f->flags & O_ACCMODE) == O_RDONLY)
+		return fs_err(EBADF, "inode %llu was opened read-only",
+			      (unsigned long long)f->inode->ino);
+	if (!S_ISREG(f->inode->mode))
+		return fs_err(EINVAL, "inode %llu is not a regular file",
+			      (unsigned long long)f->inode->ino);
+	return 0;
+}
+
+ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
+{
+	int err = check_file_writable(f);
+
+	if (err)
+		return err;
+	if (f->flags & O_APPEND) {
+		urw_rdlock(&f->inode->lock);
+		off = f->inode->size;
+		urw_unlock(&f->inode->lock);
+	}
+	if (size == 0)
+		return 0;
+	return file_pwrite(f->fs, f->inode, buf, size, off);
+}
+
+int uext4_fallocate(uext4_file *f, int mode, uint64_t off, uint64_t len)
+{
+	int err = check_file_writable(f);
+
+	if (err)
+		return err;
+	if (len == 0)
+		return fs_err(EINVAL, "fallocate: length 0");
+	return file_fallocate(f->fs, f->inode, mode, off, len);
+}
+
+int uext4_fsync(uext4_file *f, int datasync)
+{
+	(void)datasync; /* one commit makes both data and metadata durable */
+	fs_clear_err();
+	if (f->fs->read_only)
+		return 0;
+	return trans_commit(f->fs);
+}
+
+int uext4_sync(uext4_fs *fs)
+{
+	fs_clear_err();
+	if (fs->read_only)
+		return 0;
+	return trans_commit(fs);
+}
+
+static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void *value,
+			size_t size, int flags)
+{
+	struct inode *n;
+	struct handle *h;
+	int err = writable_inode(fs, ino, &n);
+
+	if (err)
+		return err;
+	urw_wrlock(&n->lock);
+	if (!(err = handle_begin(fs, 8, &h))) {
+		err = xattr_set(h, n, name, value, size, flags);
+		if (!err) {
+			n->ctime = fs_now();
+			err = inode_write(h, n);
+		}
+		int e2 = handle_end(h);
+		err = err ? err : e2;
+	}
+	urw_unlock(&n->lock);
+	iput(fs, n);
+	return err;
+}
+
+int uext4_setxattr(uext4_fs *fs, uint64_t ino, const char *name, const void *value,
+		   size_t size, int flags)
+{
+	if (!value && size)
+		return fs_err(EINVAL, "setxattr: no value for %zu bytes", size);
+	return change_xattr(fs, ino, name, value ? value : "", size, flags);
+}
+
+int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name)
+{
+	return change_xattr(fs, ino, name, NULL, 0, 0);
 }

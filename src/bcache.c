@@ -33,9 +33,12 @@
  * lock: either evicted from the LRU tail when the shard is over its share of
  * the memory limit, or at its last brelse() if it never became uptodate (a
  * failed read or an unused bget()), so no half-valid buffer stays cached.
- * Dirty buffers are never put on the LRU, hence never evicted; writeback
- * (later issue) will clean them and then put them on the LRU (see
- * buf_became_unreferenced()).
+ * Dirty buffers are never put on the LRU, hence never evicted: the first
+ * bcache_mark_dirty() puts a buffer on its shard's dirty list with a
+ * reference of its own (BUF_ONLIST), which bcache_take_dirty() hands to the
+ * commit; the commit drops it after writing, and the idle buffer goes on
+ * the LRU.  bcache_forget() clears BUF_DIRTY and BUF_UPTODATE of freed
+ * blocks, so the commit skips them and their stale contents are dropped.
  *
  * Memory limit.  Each of the N shards gets mem_limit / N bytes.  N is 64
  * unless the limit is so small that a shard would hold fewer than
@@ -71,7 +74,12 @@ struct bc_shard {
 	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
 	_Atomic uint64_t reads[UEXT4_META_NKINDS];
 	_Atomic uint64_t hits, misses, evictions;
+	struct buf *dirty_head; /* buffers with BUF_ONLIST; lock */
+	_Atomic uint64_t ndirty; /* length of dirty list; written under lock */
 } __attribute__((aligned(CACHELINE)));
+
+/* Private state bit: on its shard's dirty list (holding a reference). */
+#define BUF_ONLIST (1u << 8)
 
 struct bcache {
 	struct bdev *dev;
@@ -79,6 +87,7 @@ struct bcache {
 	uint32_t nshards;       /* power of two */
 	uint32_t shard_shift;   /* 64 - log2(nshards) */
 	size_t buf_alloc_size;  /* header + data, rounded to CACHELINE */
+	uint64_t mem_limit;     /* bytes */
 	struct bc_shard *shards;
 };
 
@@ -164,6 +173,7 @@ struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem
 		goto nomem;
 	bc->dev = dev;
 	bc->block_size = block_size;
+	bc->mem_limit = mem_limit;
 	bc->nshards = choose_nshards(mem_limit / block_size);
 	bc->shard_shift = 64 - (uint32_t)__builtin_ctz(bc->nshards);
 	bc->buf_alloc_size = (sizeof(struct bc_buf) + CACHELINE - 1) / CACHELINE * CACHELINE +
@@ -590,4 +600,168 @@ void bcache_count_read(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nb
 	if ((unsigned)kind >= UEXT4_META_NKINDS)
 		kind = UEXT4_META_OTHER;
 	count_add(&thread_count_shard(bc)->reads[kind], nblocks);
+}
+
+/* ------------------------------------------------------------- write side */
+
+int bget_new(struct bcache *bc, uint64_t blocknr, struct buf **out)
+{
+	struct buf *b;
+	int err = get_buf(bc, blocknr, &b);
+
+	*out = NULL;
+	if (err)
+		return err;
+	ulock_lock(&b->lock);
+	memset(b->data, 0, bc->block_size);
+	b->kind = UEXT4_META_OTHER;
+	atomic_fetch_and_explicit(&b->state, ~BUF_IOERR, memory_order_relaxed);
+	atomic_fetch_or_explicit(&b->state, BUF_UPTODATE | BUF_VERIFIED, memory_order_release);
+	ulock_unlock(&b->lock);
+	*out = b;
+	return 0;
+}
+
+int bget_zero_if_absent(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind,
+			struct buf **out)
+{
+	struct buf *b;
+	int err = get_buf(bc, blocknr, &b);
+
+	*out = NULL;
+	if (err)
+		return err;
+	if (!buf_uptodate(b)) {
+		ulock_lock(&b->lock);
+		if (!buf_uptodate(b)) {
+			memset(b->data, 0, bc->block_size);
+			b->kind = (uint8_t)kind;
+			atomic_fetch_or_explicit(&b->state, BUF_UPTODATE | BUF_VERIFIED,
+						 memory_order_release);
+		}
+		ulock_unlock(&b->lock);
+	}
+	*out = b;
+	return 0;
+}
+
+void bcache_mark_dirty(struct bcache *bc, struct buf *b)
+{
+	uint32_t old = atomic_fetch_or_explicit(&b->state, BUF_DIRTY | BUF_UPTODATE,
+						memory_order_acq_rel);
+	struct bc_shard *s;
+
+	if (old & BUF_ONLIST)
+		return;
+	s = shard_of(bc, hash_block(b->blocknr));
+	ulock_lock(&s->lock);
+	/* Re-check under the lock: two threads may dirty one block at once. */
+	old = atomic_fetch_or_explicit(&b->state, BUF_ONLIST, memory_order_acq_rel);
+	if (!(old & BUF_ONLIST)) {
+		grab_locked(s, b);
+		b->dirty_next = s->dirty_head;
+		s->dirty_head = b;
+		atomic_store_explicit(&s->ndirty,
+				      atomic_load_explicit(&s->ndirty, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	}
+	ulock_unlock(&s->lock);
+}
+
+void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t blk = blocknr + i, h = hash_block(blk);
+		struct bc_shard *s = shard_of(bc, h);
+		struct buf *b, *victim = NULL;
+
+		ulock_lock(&s->lock);
+		b = hash_lookup(s, h, blk);
+		if (b) {
+			atomic_fetch_and_explicit(&b->state,
+						  ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED),
+						  memory_order_acq_rel);
+			if (atomic_load_explicit(&b->refcount, memory_order_relaxed) == 0) {
+				/* Idle and clean: drop it now. */
+				lru_remove(s, b);
+				hash_remove(bc, s, b);
+				victim = b;
+			}
+		}
+		ulock_unlock(&s->lock);
+		if (victim)
+			buf_free(victim);
+	}
+}
+
+size_t bcache_dirty_count(struct bcache *bc)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < bc->nshards; i++)
+		n += atomic_load_explicit(&bc->shards[i].ndirty, memory_order_relaxed);
+	return n;
+}
+
+uint64_t bcache_mem_limit(struct bcache *bc)
+{
+	return bc->mem_limit;
+}
+
+/*
+ * Detach every shard's dirty list.  Buffers still BUF_DIRTY are returned
+ * (with the list's reference, DIRTY cleared); forgotten ones are released.
+ */
+size_t bcache_take_dirty(struct bcache *bc, struct buf ***out)
+{
+	size_t n = 0, cap = bcache_dirty_count(bc) + 16;
+	struct buf **v = malloc(cap * sizeof(*v));
+
+	*out = NULL;
+	if (!v)
+		return (size_t)-1;
+	for (uint32_t i = 0; i < bc->nshards; i++) {
+		struct bc_shard *s = &bc->shards[i];
+		struct buf *list, *drop = NULL;
+
+		ulock_lock(&s->lock);
+		list = s->dirty_head;
+		s->dirty_head = NULL;
+		atomic_store_explicit(&s->ndirty, 0, memory_order_relaxed);
+		ulock_unlock(&s->lock);
+		while (list) {
+			struct buf *b = list, **nv;
+			uint32_t old;
+
+			list = b->dirty_next;
+			b->dirty_next = NULL;
+			old = atomic_fetch_and_explicit(&b->state, ~(BUF_ONLIST | BUF_DIRTY),
+							memory_order_acq_rel);
+			if (!(old & BUF_DIRTY)) {
+				b->dirty_next = drop;
+				drop = b;
+				continue;
+			}
+			if (n == cap) {
+				cap *= 2;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) { /* keep it dirty for the next commit */
+					bcache_mark_dirty(bc, b);
+					brelse(bc, b);
+					continue;
+				}
+				v = nv;
+			}
+			v[n++] = b;
+		}
+		while (drop) {
+			struct buf *next = drop->dirty_next;
+
+			drop->dirty_next = NULL;
+			brelse(bc, drop);
+			drop = next;
+		}
+	}
+	*out = v;
+	return n;
 }

@@ -448,3 +448,138 @@ int csum_verify_orphan_block(struct uext4_fs *fs, uint64_t ino, uint32_t generat
 				  (unsigned long long)ino, got, c);
 	return 0;
 }
+
+/* ================================================================ write side
+ * The commit calls csum_set_buffer() once per dirty block, however many
+ * times the block changed; inodes are summed by inode_write().
+ */
+
+static void put_le16(void *p, uint16_t v)
+{
+	uint16_t x = cpu_to_le16(v);
+
+	memcpy(p, &x, 2);
+}
+
+static void put_le32(void *p, uint32_t v)
+{
+	uint32_t x = cpu_to_le32(v);
+
+	memcpy(p, &x, 4);
+}
+
+void csum_set_inode(struct uext4_fs *fs, uint64_t ino, void *raw)
+{
+	uint8_t *r = raw;
+	uint32_t c;
+
+	if (!fs->metadata_csum)
+		return;
+	c = inode_csum32(fs, ino, r);
+	put_le16(r + INODE_CSUM_LO_OFFSET, (uint16_t)c);
+	if (inode_has_csum_hi(fs, r))
+		put_le16(r + INODE_CSUM_HI_OFFSET, (uint16_t)(c >> 16));
+}
+
+void csum_set_super(struct uext4_fs *fs, struct ext4_super_block *sb)
+{
+	if (!fs->metadata_csum)
+		return;
+	sb->s_checksum = cpu_to_le32(crc32c(~0u, sb, offsetof(struct ext4_super_block, s_checksum)));
+}
+
+void csum_set_group_desc(struct uext4_fs *fs, uint32_t group, void *gd)
+{
+	if (!fs->metadata_csum && !fs->gdt_csum)
+		return;
+	put_le16((uint8_t *)gd + GD_CSUM_OFFSET, group_desc_csum(fs, group, gd));
+}
+
+uint32_t csum_block_bitmap(struct uext4_fs *fs, const void *bitmap)
+{
+	if (!fs->metadata_csum)
+		return 0;
+	return crc32c(fs->csum_seed, bitmap, le32(fs->sb.s_clusters_per_group) / 8);
+}
+
+uint32_t csum_inode_bitmap(struct uext4_fs *fs, const void *bitmap)
+{
+	if (!fs->metadata_csum)
+		return 0;
+	return crc32c(fs->csum_seed, bitmap, fs->inodes_per_group / 8);
+}
+
+static void set_extent_block(struct uext4_fs *fs, struct buf *b)
+{
+	const struct ext4_extent_header *eh = (const void *)b->data;
+	size_t tail = sizeof(*eh) + (size_t)le16(eh->eh_max) * sizeof(struct ext4_extent);
+
+	if (tail + sizeof(struct ext4_extent_tail) > fs->block_size)
+		return; /* malformed; the verifier will say so on read */
+	put_le32(b->data + tail,
+		 crc32c(inode_seed(fs, b->owner, b->owner_gen), b->data, tail));
+}
+
+static void set_dir_leaf(struct uext4_fs *fs, struct buf *b)
+{
+	uint32_t size = fs->block_size - DIRENT_TAIL_SIZE;
+
+	if (!has_dirent_tail(b->data, fs->block_size))
+		return;
+	put_le32(b->data + size + offsetof(struct ext4_dir_entry_tail, det_checksum),
+		 crc32c(inode_seed(fs, b->owner, b->owner_gen), b->data, size));
+}
+
+/* A dx root starts with "." (its own inode); a node with a fake empty
+ * dirent (inode 0) spanning the block. */
+static unsigned dx_count_offset(struct uext4_fs *fs, const uint8_t *p)
+{
+	if (get_le32(p) != 0)
+		return 24 + p[24 + offsetof(struct dx_root_info, info_length)];
+	return 8;
+}
+
+static void set_dx_node(struct uext4_fs *fs, struct buf *b)
+{
+	unsigned off = dx_count_offset(fs, b->data);
+	unsigned limit, count;
+	size_t tail;
+	uint32_t c;
+
+	if (off + 4 > fs->block_size)
+		return;
+	limit = get_le16(b->data + off + offsetof(struct dx_countlimit, limit));
+	count = get_le16(b->data + off + offsetof(struct dx_countlimit, count));
+	tail = (size_t)off + (size_t)limit * sizeof(struct dx_entry);
+	if (count > limit || tail + sizeof(struct dx_tail) > fs->block_size)
+		return;
+	c = crc32c(inode_seed(fs, b->owner, b->owner_gen), b->data,
+		   (size_t)off + (size_t)count * sizeof(struct dx_entry));
+	c = crc32c(c, b->data + tail, offsetof(struct dx_tail, dt_checksum));
+	c = crc32c(c, zeros, 4);
+	put_le32(b->data + tail + offsetof(struct dx_tail, dt_checksum), c);
+}
+
+static void set_xattr_block(struct uext4_fs *fs, struct buf *b)
+{
+	size_t off = offsetof(struct ext4_xattr_header, h_checksum);
+	uint32_t c = crc_le64(fs->csum_seed, b->blocknr);
+
+	c = crc32c(c, b->data, off);
+	c = crc32c(c, zeros, 4);
+	c = crc32c(c, b->data + off + 4, fs->block_size - off - 4);
+	put_le32(b->data + off, c);
+}
+
+void csum_set_buffer(struct uext4_fs *fs, struct buf *b)
+{
+	if (!fs->metadata_csum)
+		return;
+	switch (b->csum_kind) {
+	case CSUM_DIR_LEAF: set_dir_leaf(fs, b); break;
+	case CSUM_DX_NODE: set_dx_node(fs, b); break;
+	case CSUM_EXTENT: set_extent_block(fs, b); break;
+	case CSUM_XATTR: set_xattr_block(fs, b); break;
+	default: break; /* bitmaps, descriptors, inodes, super: set elsewhere */
+	}
+}

@@ -1,6 +1,8 @@
 /*
- * dir.c - directory lookup and listing: linear (block) directories and
- * inline-data directories; htree directories are dispatched to htree.c.
+ * dir.c - directories: lookup and listing of linear (block) and
+ * inline-data directories (htree directories are dispatched to htree.c),
+ * and the write side (add, remove, retarget, make, is_empty) for all
+ * three formats, described at "write side" below.
  *
  * Format (Documentation/filesystems/ext4/directory.rst): a directory is a
  * file of blocks; each block is a chain of dirents (inode, rec_len,
@@ -577,25 +579,26 @@ static bool dir_is_htree(struct uext4_fs *fs, const struct inode *dir)
 	return (dir->flags & EXT4_INDEX_FL) && FS_HAS_COMPAT(fs, DIR_INDEX);
 }
 
+int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		      uint64_t *ino, unsigned *ftype)
+{
+	if (len == 0 || len > EXT4_NAME_LEN)
+		return fs_err(len ? ENAMETOOLONG : ENOENT, "bad name length %zu", len);
+	if (dir->flags & EXT4_INLINE_DATA_FL)
+		return inline_lookup_locked(fs, dir, name, len, ino, ftype);
+	if (dir_is_htree(fs, dir))
+		return htree_lookup_locked(fs, dir, name, len, ino, ftype);
+	return dir_linear_lookup_locked(fs, dir, name, len, ino, ftype);
+}
+
 int dir_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 	       uint64_t *ino, unsigned *ftype)
 {
-	uint32_t flags;
 	int err;
 
-	if (len == 0 || len > EXT4_NAME_LEN)
-		return fs_err(len ? ENAMETOOLONG : ENOENT, "bad name length %zu", len);
 	urw_rdlock(&dir->lock);
-	flags = dir->flags;
-	if (flags & EXT4_INLINE_DATA_FL)
-		err = inline_lookup_locked(fs, dir, name, len, ino, ftype);
-	else if (!dir_is_htree(fs, dir))
-		err = dir_linear_lookup_locked(fs, dir, name, len, ino, ftype);
-	else
-		err = 1;
+	err = dir_lookup_locked(fs, dir, name, len, ino, ftype);
 	urw_unlock(&dir->lock);
-	if (err == 1)
-		err = htree_lookup(fs, dir, name, len, ino, ftype);
 	return err;
 }
 
@@ -614,4 +617,694 @@ int dir_iterate(struct uext4_fs *fs, struct inode *dir, uint64_t cookie,
 	if (htree)
 		return htree_iterate(fs, dir, cookie, fill, ctx);
 	return linear_iterate(fs, dir, cookie, fill, ctx);
+}
+
+/* ================================================================ write side
+ *
+ * The caller holds dir->lock for writing and a handle (api.c).  Linear
+ * directories never move an existing entry (an insert takes a deleted
+ * entry's space or splits a live entry's slack, a removal merges the entry
+ * into the one before it), so readdir byte cookies stay valid.  A linear
+ * directory that outgrows its first block becomes an htree (htree.c), as
+ * the kernel's make_indexed_dir.  Inline directories move to a block on
+ * the first add (ext4_convert_inline_data) and are edited in place
+ * otherwise.
+ */
+
+unsigned dir_rec_len_disk(const struct uext4_fs *fs, unsigned len)
+{
+	if (fs->block_size < 65536)
+		return len;
+	if (len == 65536)
+		return 65535;
+	return (len & 65532) | ((len >> 16) & 3);
+}
+
+unsigned dir_leaf_space(const struct uext4_fs *fs)
+{
+	return fs->block_size - (fs->metadata_csum ? DIR_TAIL_LEN : 0);
+}
+
+void dir_leaf_set_tail(const struct uext4_fs *fs, uint8_t *data)
+{
+	struct ext4_dir_entry_tail *t;
+
+	if (!fs->metadata_csum)
+		return;
+	t = (struct ext4_dir_entry_tail *)(data + fs->block_size - DIR_TAIL_LEN);
+	memset(t, 0, sizeof(*t));
+	t->det_rec_len = cpu_to_le16(DIR_TAIL_LEN);
+	t->det_reserved_ft = EXT4_FT_DIR_CSUM;
+}
+
+void dirent_put(const struct uext4_fs *fs, uint8_t *at, uint64_t ino, unsigned rec_len,
+		const char *name, unsigned len, unsigned ftype)
+{
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)at;
+
+	de->inode = cpu_to_le32((uint32_t)ino);
+	de->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, rec_len));
+	de->name_len = (uint8_t)len;
+	/* Without the filetype feature this byte is the high half of a
+	 * 16-bit name length: it must stay 0. */
+	de->file_type = FS_HAS_INCOMPAT(fs, FILETYPE) ? (uint8_t)ftype : 0;
+	memcpy(de->name, name, len);
+}
+
+void dir_leaf_dirty(struct handle *h, struct inode *dir, struct buf *b)
+{
+	handle_dirty(h, b, CSUM_DIR_LEAF, dir->ino, dir->generation);
+}
+
+void dir_dx_dirty(struct handle *h, struct inode *dir, struct buf *b)
+{
+	handle_dirty(h, b, CSUM_DX_NODE, dir->ino, dir->generation);
+}
+
+int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		       unsigned need, unsigned *off)
+{
+	struct dir_ent e;
+
+	for (unsigned o = 0; o < lf->end; o += e.rec_len) {
+		int err = dir_leaf_entry(fs, dir, lf, o, &e);
+		unsigned used;
+
+		if (err)
+			return err;
+		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
+		if (e.rec_len - used >= need) {
+			*off = o;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void dir_leaf_put(const struct uext4_fs *fs, uint8_t *data, unsigned off, uint64_t ino,
+		  const char *name, unsigned len, unsigned ftype)
+{
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)(data + off);
+	unsigned rec = dir_rec_len(fs, de->rec_len);
+
+	if (le32(de->inode)) {
+		unsigned used = EXT4_DIR_REC_LEN(de->name_len);
+
+		de->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, used));
+		off += used;
+		rec -= used;
+	}
+	dirent_put(fs, data + off, ino, rec, name, len, ftype);
+}
+
+int dir_leaf_locate(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		    const char *name, size_t len, unsigned *off, unsigned *prev)
+{
+	unsigned before = NO_PREV;
+	struct dir_ent e;
+
+	for (unsigned o = 0; o < lf->end; before = o, o += e.rec_len) {
+		int err = dir_leaf_entry(fs, dir, lf, o, &e);
+
+		if (err)
+			return err;
+		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+			*off = o;
+			*prev = before;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int dir_append_block(struct handle *h, struct inode *dir, uint64_t *lblk, struct buf **out)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t n = dir->size >> fs->log_block_size;
+	struct block_map m;
+	struct buf *b;
+	int err;
+
+	if (dir->size & (fs->block_size - 1))
+		return fs_corrupt("directory inode %lu: size %lu is not a multiple of the "
+				  "block size", (unsigned long)dir->ino, (unsigned long)dir->size);
+	if (n >= UINT32_MAX)
+		return fs_err(ENOSPC, "directory inode %lu is too large", (unsigned long)dir->ino);
+	err = inode_map_blocks(h, dir, n, 1, MAP_CREATE, &m);
+	if (err)
+		return err;
+	if (m.pblk == 0 || m.pblk >= fs->blocks_count)
+		return fs_err(EIO, "directory inode %lu: block %lu mapped to %lu",
+			      (unsigned long)dir->ino, (unsigned long)n, (unsigned long)m.pblk);
+	if ((err = bget_new(fs->bc, m.pblk, &b)))
+		return err;
+	if ((err = handle_create_access(h, b))) {
+		brelse(fs->bc, b);
+		return err;
+	}
+	dir->size = (n + 1) << fs->log_block_size;
+	if ((err = inode_write(h, dir))) {
+		brelse(fs->bc, b);
+		return err;
+	}
+	*lblk = n;
+	*out = b;
+	return 0;
+}
+
+/* A name's directory entry goes in a new block of its own. */
+static int linear_append(struct handle *h, struct inode *dir, const char *name, size_t len,
+			 uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t lblk;
+	struct buf *b;
+	int err = dir_append_block(h, dir, &lblk, &b);
+
+	if (err)
+		return err;
+	dirent_put(fs, b->data, ino, dir_leaf_space(fs), name, (unsigned)len, ftype);
+	dir_leaf_set_tail(fs, b->data);
+	dir_leaf_dirty(h, dir, b);
+	brelse(fs->bc, b);
+	return 0;
+}
+
+/* Put the entry in leaf lblk if it has room: 1 done, 0 full, or error. */
+static int linear_try_block(struct handle *h, struct inode *dir, uint64_t lblk,
+			    const char *name, size_t len, uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dir_leaf lf;
+	unsigned off;
+	int r = dir_read_leaf(fs, dir, lblk, &lf);
+
+	if (r == -ENODATA)
+		return 0;       /* a hole: the kernel skips it too */
+	if (r)
+		return r;
+	r = dir_leaf_find_room(fs, dir, &lf, EXT4_DIR_REC_LEN(len), &off);
+	if (r > 0) {
+		int err = handle_write_access(h, lf.b);
+
+		if (err) {
+			r = err;
+		} else {
+			dir_leaf_put(fs, lf.b->data, off, ino, name, (unsigned)len, ftype);
+			dir_leaf_dirty(h, dir, lf.b);
+		}
+	}
+	dir_release_leaf(fs, &lf);
+	return r;
+}
+
+static int linear_add(struct handle *h, struct inode *dir, const char *name, size_t len,
+		      uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t nblocks;
+	int r = dir_nblocks(fs, dir, &nblocks);
+
+	for (uint64_t lblk = 0; !r && lblk < nblocks; lblk++)
+		r = linear_try_block(h, dir, lblk, name, len, ino, ftype);
+	if (r)
+		return r < 0 ? r : 0;
+	if (nblocks == 1 && FS_HAS_COMPAT(fs, DIR_INDEX))
+		return htree_make_indexed(h, dir, name, len, ino, ftype);
+	return linear_append(h, dir, name, len, ino, ftype);
+}
+
+/* --------------------------------------------- inline directories (write) */
+
+/* Offset of the last entry of the inline data (validated), for the
+ * conversion to a block: that entry's rec_len is stretched to the end. */
+static int inline_last_entry(struct uext4_fs *fs, struct inode *dir,
+			     const struct inline_dir *id, unsigned *last)
+{
+	struct dir_ent e;
+
+	*last = 0;
+	for (unsigned off = EXT4_INLINE_DOTDOT_SIZE; off < id->size; off += e.rec_len) {
+		int err = inline_entry(fs, dir, id, off, &e);
+
+		if (err)
+			return err;
+		*last = off;
+	}
+	return 0;
+}
+
+/* Point i_block at the directory's single block pblk (extents when the
+ * file system has them, else the first direct block pointer). */
+static void set_single_block(struct uext4_fs *fs, struct inode *dir, uint64_t pblk)
+{
+	struct ext4_inode *raw = inode_raw_mut(dir);
+
+	memset(raw->i_block, 0, sizeof(raw->i_block));
+	if (FS_HAS_INCOMPAT(fs, EXTENTS)) {
+		struct ext4_extent_header *eh = (struct ext4_extent_header *)raw->i_block;
+		struct ext4_extent *ex = (struct ext4_extent *)(eh + 1);
+
+		eh->eh_magic = cpu_to_le16(EXT4_EXT_MAGIC);
+		eh->eh_entries = cpu_to_le16(1);
+		eh->eh_max = cpu_to_le16(4);
+		eh->eh_depth = 0;
+		ex->ee_block = 0;
+		ex->ee_len = cpu_to_le16(1);
+		ex->ee_start_hi = cpu_to_le16((uint16_t)(pblk >> 32));
+		ex->ee_start_lo = cpu_to_le32((uint32_t)pblk);
+		dir->flags |= EXT4_EXTENTS_FL;
+	} else {
+		raw->i_block[0] = cpu_to_le32((uint32_t)pblk);
+	}
+}
+
+/* Fill a block with ".", ".." and the inline dirents at the same readdir
+ * positions (inline byte o is at o + 20 in the block, as ext4's inline
+ * readdir positions are), the last entry stretched to the block end. */
+static void inline_fill_block(struct uext4_fs *fs, struct inode *dir,
+			      const struct inline_dir *id, unsigned last, uint8_t *data)
+{
+	unsigned shift = 2 * DIRENT_MIN_LEN - EXT4_INLINE_DOTDOT_SIZE;
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)(data + last + shift);
+
+	dirent_put(fs, data, dir->ino, DIRENT_MIN_LEN, ".", 1, EXT4_FT_DIR);
+	dirent_put(fs, data + DIRENT_MIN_LEN, id->parent, DIRENT_MIN_LEN, "..", 2, EXT4_FT_DIR);
+	memcpy(data + 2 * DIRENT_MIN_LEN, id->data + EXT4_INLINE_DOTDOT_SIZE,
+	       id->size - EXT4_INLINE_DOTDOT_SIZE);
+	de->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, dir_leaf_space(fs) - last - shift));
+	dir_leaf_set_tail(fs, data);
+}
+
+/* Move an inline directory into a block of its own.  The block is
+ * allocated first, so a full file system changes nothing. */
+static int inline_to_block(struct handle *h, struct inode *dir)
+{
+	struct uext4_fs *fs = h->fs;
+	struct inline_dir id;
+	uint64_t pblk;
+	uint32_t got;
+	unsigned last;
+	struct buf *b;
+	int err;
+
+	if ((err = inline_load(fs, dir, &id)))
+		return err;
+	if ((err = inline_last_entry(fs, dir, &id, &last)))
+		goto out;
+	if (id.size + 2 * DIRENT_MIN_LEN > dir_leaf_space(fs)) {
+		err = fs_corrupt("directory inode %lu: %u bytes of inline data do not fit a "
+				 "block", (unsigned long)dir->ino, id.size);
+		goto out;
+	}
+	if ((err = balloc_alloc(h, dir, 0, 1, &pblk, &got)))
+		goto out;
+	err = xattr_set_raw(h, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0, 0);
+	if (err == -ENODATA)
+		err = 0;
+	if (!err && !(err = bget_new(fs->bc, pblk, &b))) {
+		err = handle_create_access(h, b);
+		if (!err) {
+			inline_fill_block(fs, dir, &id, last, b->data);
+			dir_leaf_dirty(h, dir, b);
+		}
+		brelse(fs->bc, b);
+	}
+	if (err) {
+		balloc_free(h, dir, pblk, 1, BALLOC_METADATA);
+		goto out;
+	}
+	dir->flags &= ~EXT4_INLINE_DATA_FL;
+	set_single_block(fs, dir, pblk);
+	inode_add_blocks(fs, dir, 1);
+	dir->size = fs->block_size;
+	err = inode_write(h, dir);
+out:
+	free(id.data);
+	return err;
+}
+
+/* Write an edited inline buffer back: i_block, and the system.data xattr
+ * when the change was in its part. */
+static int inline_store(struct handle *h, struct inode *dir, const struct inline_dir *id,
+			unsigned changed_off)
+{
+	int err = 0;
+
+	memcpy(inode_raw_mut(dir)->i_block, id->data, INLINE_IBLOCK_SIZE);
+	if (changed_off >= INLINE_IBLOCK_SIZE)
+		err = xattr_set_raw(h, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4,
+				    id->data + INLINE_IBLOCK_SIZE, id->size - INLINE_IBLOCK_SIZE, 0);
+	return err ? err : inode_write(h, dir);
+}
+
+/* Find name in the inline data: 1 and its offset and the previous
+ * entry's in the same region, 0 if absent, or an error. */
+static int inline_locate(struct uext4_fs *fs, struct inode *dir, const struct inline_dir *id,
+			 const char *name, size_t len, unsigned *off, unsigned *prev)
+{
+	unsigned before = NO_PREV;
+	struct dir_ent e;
+
+	for (unsigned o = EXT4_INLINE_DOTDOT_SIZE; o < id->size; before = o, o += e.rec_len) {
+		int err = inline_entry(fs, dir, id, o, &e);
+
+		if (err)
+			return err;
+		if (o == INLINE_IBLOCK_SIZE)
+			before = NO_PREV;       /* the xattr part is a region of its own */
+		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+			*off = o;
+			*prev = before;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int not_found(struct inode *dir, const char *name, size_t len)
+{
+	return fs_err(ENOENT, "no entry '%.*s' in directory inode %lu", (int)MIN(len, 255), name,
+		      (unsigned long)dir->ino);
+}
+
+static int stale(struct inode *dir, const char *name, size_t len, uint64_t found,
+		 uint64_t want)
+{
+	return fs_err(ESTALE, "directory inode %lu: entry '%.*s' points to inode %lu, not %lu",
+		      (unsigned long)dir->ino, (int)MIN(len, 255), name, (unsigned long)found,
+		      (unsigned long)want);
+}
+
+/* Remove (new_ino 0) or retarget an inline entry; ".." is the parent
+ * number at the start of i_block. */
+static int inline_change(struct handle *h, struct inode *dir, const char *name, size_t len,
+			 uint64_t want_ino, uint64_t new_ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	struct inline_dir id;
+	unsigned off = 0, prev = NO_PREV;
+	int r;
+
+	if ((r = inline_load(fs, dir, &id)))
+		return r;
+	if (new_ino && len == 2 && name[0] == '.' && name[1] == '.') {
+		*(uint32_t *)id.data = cpu_to_le32((uint32_t)new_ino);
+		r = inline_store(h, dir, &id, 0);
+		goto out;
+	}
+	r = inline_locate(fs, dir, &id, name, len, &off, &prev);
+	if (r <= 0) {
+		r = r ? r : not_found(dir, name, len);
+		goto out;
+	}
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)(id.data + off);
+	if (new_ino) {
+		de->inode = cpu_to_le32((uint32_t)new_ino);
+		de->file_type = FS_HAS_INCOMPAT(fs, FILETYPE) ? (uint8_t)ftype : 0;
+	} else if (le32(de->inode) != want_ino) {
+		r = stale(dir, name, len, le32(de->inode), want_ino);
+		goto out;
+	} else if (prev == NO_PREV) {
+		de->inode = 0;
+	} else {
+		struct ext4_dir_entry_2 *pde = (struct ext4_dir_entry_2 *)(id.data + prev);
+
+		pde->rec_len = cpu_to_le16((uint16_t)(le16(pde->rec_len) + le16(de->rec_len)));
+	}
+	r = inline_store(h, dir, &id, off);
+out:
+	free(id.data);
+	return r;
+}
+
+/* ------------------------------------------------------------ entry points (write) */
+
+static void touch_dir(struct inode *dir)
+{
+	dir->mtime = dir->ctime = fs_now();
+}
+
+int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino,
+	    unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN)
+		return fs_err(len ? ENAMETOOLONG : EINVAL, "bad name length %zu", len);
+	if (dir->flags & EXT4_INLINE_DATA_FL) {
+		if ((err = inline_to_block(h, dir)))
+			return err;
+	}
+	if (dir_is_htree(fs, dir))
+		err = htree_add(h, dir, name, len, ino, ftype);
+	else
+		err = linear_add(h, dir, name, len, ino, ftype);
+	if (err)
+		return err;
+	touch_dir(dir);
+	return inode_write(h, dir);
+}
+
+/* Find name in a block directory (linear or htree leaves). */
+static int find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		     struct dir_slot *s)
+{
+	uint64_t nblocks;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	if (dir_is_htree(fs, dir))
+		return htree_find_slot(fs, dir, name, len, s);
+	if ((r = dir_nblocks(fs, dir, &nblocks)))
+		return r;
+	for (uint64_t lblk = 0; lblk < nblocks; lblk++) {
+		r = dir_read_leaf(fs, dir, lblk, &s->lf);
+		if (r == -ENODATA)
+			continue;
+		if (r)
+			return r;
+		r = dir_leaf_locate(fs, dir, &s->lf, name, len, &s->off, &s->prev);
+		if (r > 0) {
+			s->ino = le32(((struct ext4_dir_entry_2 *)(s->lf.b->data + s->off))->inode);
+			return 0;
+		}
+		dir_release_leaf(fs, &s->lf);
+		if (r < 0)
+			return r;
+	}
+	return not_found(dir, name, len);
+}
+
+/* Merge the entry at s->off into the one before it, or free it in place
+ * when it is the first of its block (ext4_generic_delete_entry). */
+static void slot_delete(struct uext4_fs *fs, struct dir_slot *s)
+{
+	uint8_t *data = s->lf.b->data;
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)(data + s->off);
+
+	if (s->prev == NO_PREV) {
+		de->inode = 0;
+	} else {
+		struct ext4_dir_entry_2 *pde = (struct ext4_dir_entry_2 *)(data + s->prev);
+		unsigned len = dir_rec_len(fs, pde->rec_len) + dir_rec_len(fs, de->rec_len);
+
+		pde->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, len));
+	}
+}
+
+int dir_remove(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dir_slot s;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN)
+		return fs_err(len ? ENAMETOOLONG : ENOENT, "bad name length %zu", len);
+	if (dir->flags & EXT4_INLINE_DATA_FL) {
+		err = inline_change(h, dir, name, len, ino, 0, 0);
+	} else {
+		if ((err = find_slot(fs, dir, name, len, &s)))
+			return err;
+		if (s.ino != ino)
+			err = stale(dir, name, len, s.ino, ino);
+		else if (!(err = handle_write_access(h, s.lf.b))) {
+			slot_delete(fs, &s);
+			dir_leaf_dirty(h, dir, s.lf.b);
+		}
+		dir_release_leaf(fs, &s.lf);
+	}
+	if (err)
+		return err;
+	touch_dir(dir);
+	return inode_write(h, dir);
+}
+
+/* "." or ".." of an htree directory: in the root, outside the index. */
+static int htree_dot_slot(struct uext4_fs *fs, struct inode *dir, size_t len, struct dir_slot *s)
+{
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	if ((err = inode_bread(fs, dir, 0, UEXT4_META_DIR, &s->lf.b)))
+		return err == -ENODATA ? fs_corrupt("htree directory inode %lu: no root block",
+						    (unsigned long)dir->ino) : err;
+	s->lf.end = fs->block_size;
+	s->dx_root = true;
+	s->off = len == 1 ? 0 : DIRENT_MIN_LEN;
+	s->prev = NO_PREV;
+	const struct ext4_dir_entry_2 *de = (const struct ext4_dir_entry_2 *)(s->lf.b->data + s->off);
+	if (de->name_len != len || memcmp(de->name, "..", len) != 0) {
+		dir_release_leaf(fs, &s->lf);
+		return fs_corrupt("htree directory inode %lu root: no '%.*s' entry",
+				  (unsigned long)dir->ino, (int)len, "..");
+	}
+	return 0;
+}
+
+int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t len,
+		 uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	bool dots = len <= 2 && name[0] == '.' && (len == 1 || name[1] == '.');
+	struct dir_slot s;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN || ino == 0 || ino > fs->inodes_count)
+		return fs_err(EINVAL, "retarget: bad name length %zu or inode %lu", len,
+			      (unsigned long)ino);
+	if (dir->flags & EXT4_INLINE_DATA_FL) {
+		err = inline_change(h, dir, name, len, 0, ino, ftype);
+	} else {
+		if (dots && dir_is_htree(fs, dir))
+			err = htree_dot_slot(fs, dir, len, &s);
+		else
+			err = find_slot(fs, dir, name, len, &s);
+		if (err)
+			return err;
+		if (!(err = handle_write_access(h, s.lf.b))) {
+			struct ext4_dir_entry_2 *de =
+				(struct ext4_dir_entry_2 *)(s.lf.b->data + s.off);
+
+			de->inode = cpu_to_le32((uint32_t)ino);
+			de->file_type = FS_HAS_INCOMPAT(fs, FILETYPE) ? (uint8_t)ftype : 0;
+			if (s.dx_root)
+				dir_dx_dirty(h, dir, s.lf.b);
+			else
+				dir_leaf_dirty(h, dir, s.lf.b);
+		}
+		dir_release_leaf(fs, &s.lf);
+	}
+	if (err)
+		return err;
+	/* Rename over a name changes the directory; a moved directory's ".."
+	 * update does not (the kernel leaves its mtime alone too). */
+	if (!dots)
+		touch_dir(dir);
+	return inode_write(h, dir);
+}
+
+int dir_make(struct handle *h, struct inode *dir, uint64_t parent)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t lblk;
+	struct buf *b;
+	int err;
+
+	if (dir->size != 0)
+		return fs_err(EEXIST, "directory inode %lu already has blocks",
+			      (unsigned long)dir->ino);
+	if (dir->flags & EXT4_INLINE_DATA_FL) {
+		/* A new directory is made as a block directory even on
+		 * inline_data file systems (e2fsck and the kernel accept it). */
+		struct ext4_inode *raw = inode_raw_mut(dir);
+
+		dir->flags &= ~EXT4_INLINE_DATA_FL;
+		memset(raw->i_block, 0, sizeof(raw->i_block));
+		if (FS_HAS_INCOMPAT(fs, EXTENTS)) {
+			struct ext4_extent_header *eh = (struct ext4_extent_header *)raw->i_block;
+
+			eh->eh_magic = cpu_to_le16(EXT4_EXT_MAGIC);
+			eh->eh_max = cpu_to_le16(4);
+			dir->flags |= EXT4_EXTENTS_FL;
+		}
+	}
+	dir->flags &= ~EXT4_INDEX_FL;   /* linear until it outgrows a block */
+	if ((err = dir_append_block(h, dir, &lblk, &b)))
+		return err;
+	dirent_put(fs, b->data, dir->ino, DIRENT_MIN_LEN, ".", 1, EXT4_FT_DIR);
+	dirent_put(fs, b->data + DIRENT_MIN_LEN, parent, dir_leaf_space(fs) - DIRENT_MIN_LEN,
+		   "..", 2, EXT4_FT_DIR);
+	dir_leaf_set_tail(fs, b->data);
+	dir_leaf_dirty(h, dir, b);
+	brelse(fs->bc, b);
+	return inode_write(h, dir);
+}
+
+static bool is_dots(const struct dir_ent *e)
+{
+	return e->name_len <= 2 && e->name[0] == '.' && (e->name_len == 1 || e->name[1] == '.');
+}
+
+static int inline_is_empty(struct uext4_fs *fs, struct inode *dir)
+{
+	struct inline_dir id;
+	struct dir_ent e;
+	int r = inline_load(fs, dir, &id);
+
+	if (r)
+		return r;
+	r = 1;
+	for (unsigned off = EXT4_INLINE_DOTDOT_SIZE; r == 1 && off < id.size; off += e.rec_len) {
+		int err = inline_entry(fs, dir, &id, off, &e);
+
+		if (err)
+			r = err;
+		else if (e.ino)
+			r = 0;
+	}
+	free(id.data);
+	return r;
+}
+
+/* 1 if leaf lblk holds nothing but "." and "..", 0 if it does, or error.
+ * htree index blocks read as one empty entry (nodes) or "." and ".."
+ * (root), so every block of any directory can be scanned this way. */
+static int block_is_empty(struct uext4_fs *fs, struct inode *dir, uint64_t lblk)
+{
+	struct dir_leaf lf;
+	struct dir_ent e;
+	int r = dir_read_leaf(fs, dir, lblk, &lf);
+
+	if (r == -ENODATA)
+		return 1;
+	if (r)
+		return r;
+	r = 1;
+	for (unsigned off = 0; r == 1 && off < lf.end; off += e.rec_len) {
+		int err = dir_leaf_entry(fs, dir, &lf, off, &e);
+
+		if (err)
+			r = err;
+		else if (e.ino && !is_dots(&e))
+			r = 0;
+	}
+	dir_release_leaf(fs, &lf);
+	return r;
+}
+
+int dir_is_empty(struct uext4_fs *fs, struct inode *dir)
+{
+	uint64_t nblocks;
+	int r;
+
+	if (dir->flags & EXT4_INLINE_DATA_FL)
+		return inline_is_empty(fs, dir);
+	if ((r = dir_nblocks(fs, dir, &nblocks)))
+		return r;
+	r = 1;
+	for (uint64_t lblk = 0; r == 1 && lblk < nblocks; lblk++)
+		r = block_is_empty(fs, dir, lblk);
+	return r;
 }

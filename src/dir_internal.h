@@ -2,9 +2,10 @@
  * dir_internal.h - what dir.c and htree.c share: reading and validating
  * directory leaf blocks.  Not used outside the directory code.
  *
- * Locking: every function here is called with dir->lock held as a reader
- * (the caller keeps i_block and i_size stable); none takes a lock besides
- * the buffer cache's.
+ * Locking: every read function here is called with dir->lock held (the
+ * caller keeps i_block and i_size stable), every write function with
+ * dir->lock held for writing and a handle open; none takes a lock besides
+ * the buffer cache's (and the allocators' inside dir_append_block).
  */
 #ifndef UEXT4_DIR_INTERNAL_H
 #define UEXT4_DIR_INTERNAL_H
@@ -50,5 +51,60 @@ unsigned dir_dtype(const struct uext4_fs *fs, unsigned file_type);
 /* Linear search of a block-mapped directory, dir->lock held. */
 int dir_linear_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
 			     size_t len, uint64_t *ino, unsigned *ftype);
+
+/* htree lookup with dir->lock already held (htree.c). */
+int htree_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
+			size_t len, uint64_t *ino, unsigned *ftype);
+
+/* ------------------------------------------------------------ write side
+ * Called with dir->lock held for writing and a handle open.
+ */
+
+/* Where an entry was found, for changing it: the leaf (buffer held), the
+ * entry's offset and the offset of the entry before it in the same block
+ * (NO_PREV when it is the block's first). */
+#define NO_PREV UINT32_MAX
+struct dir_slot {
+	struct dir_leaf lf;
+	unsigned off, prev;
+	bool dx_root;           /* the block is the htree root (dx checksum) */
+	uint64_t ino;
+};
+
+/* rec_len as stored on disk (inverse of dir_rec_len). */
+unsigned dir_rec_len_disk(const struct uext4_fs *fs, unsigned len);
+/* Bytes usable by dirents in a leaf block (block size minus the tail). */
+unsigned dir_leaf_space(const struct uext4_fs *fs);
+/* Initialise the checksum tail of a leaf (no-op without metadata_csum). */
+void dir_leaf_set_tail(const struct uext4_fs *fs, uint8_t *data);
+/* Write a dirent at at (file type dropped without the filetype feature). */
+void dirent_put(const struct uext4_fs *fs, uint8_t *at, uint64_t ino, unsigned rec_len,
+		const char *name, unsigned len, unsigned ftype);
+/* Find an entry whose slack (or free space) holds need bytes: 1 and *off,
+ * 0 when the leaf is full, or an error. */
+int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		       unsigned need, unsigned *off);
+/* Put a new entry in the room found at off (splitting a live entry). */
+void dir_leaf_put(const struct uext4_fs *fs, uint8_t *data, unsigned off, uint64_t ino,
+		  const char *name, unsigned len, unsigned ftype);
+/* Find name in a leaf with the previous entry: 1 found, 0 not, or error. */
+int dir_leaf_locate(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		    const char *name, size_t len, unsigned *off, unsigned *prev);
+/* Append a zero-filled block to the directory (size grows by a block);
+ * the buffer is returned with create access taken. */
+int dir_append_block(struct handle *h, struct inode *dir, uint64_t *lblk, struct buf **out);
+/* Mark a leaf / index block dirty with its checksum kind. */
+void dir_leaf_dirty(struct handle *h, struct inode *dir, struct buf *b);
+void dir_dx_dirty(struct handle *h, struct inode *dir, struct buf *b);
+
+/* htree.c write side. */
+int htree_add(struct handle *h, struct inode *dir, const char *name, size_t len,
+	      uint64_t ino, unsigned ftype);
+/* Turn a one-block linear directory into an htree, then add the name. */
+int htree_make_indexed(struct handle *h, struct inode *dir, const char *name, size_t len,
+		       uint64_t ino, unsigned ftype);
+/* Find name's entry in an htree's leaves (not "." / ".."). */
+int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		    struct dir_slot *s);
 
 #endif

@@ -1,6 +1,8 @@
 /*
- * htree.c - hash-indexed (dx) directories: lookup by name hash and
- * readdir in hash order.
+ * htree.c - hash-indexed (dx) directories: lookup by name hash, readdir
+ * in hash order, and the write side (conversion of a one-block linear
+ * directory, insertion with leaf and index splits, finding an entry to
+ * remove or retarget), described at "write side" below.
  *
  * Format (Documentation/filesystems/ext4/directory.rst, "Hash Tree
  * Directories"): block 0 is the dx root: a "." dirent (rec_len 12), a ".."
@@ -39,7 +41,8 @@
  * 0xffffffff could two entries share a position.)
  *
  * Locking: dir->lock is held as a reader while index and leaf blocks are
- * read; readdir drops it before calling the filldir callback.
+ * read; readdir drops it before calling the filldir callback.  Writers
+ * hold it for writing, so a reader never sees a half-split leaf or index.
  */
 #include "dir_internal.h"
 
@@ -407,8 +410,8 @@ static bool is_dot_or_dotdot(const char *name, size_t len)
 	return len <= 2 && name[0] == '.' && (len == 1 || name[1] == '.');
 }
 
-static int htree_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
-			       size_t len, uint64_t *ino, unsigned *ftype)
+int htree_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
+			size_t len, uint64_t *ino, unsigned *ftype)
 {
 	struct dx_path p = { .structural = false };
 	char why[512];
@@ -675,4 +678,498 @@ int htree_iterate(struct uext4_fs *fs, struct inode *dir, uint64_t cookie,
 	free(hb.e);
 	free(hb.names);
 	return err;
+}
+
+/* ================================================================ write side
+ *
+ * Insertion follows the kernel's ext4_dx_add_entry(): probe to the leaf
+ * for the name's hash and put the entry there; a full leaf is split by
+ * hash (do_split: the upper half of the entries, by hash and by size,
+ * moves to a new block whose index entry carries the continuation bit when
+ * its first hash equals the last hash left behind); when the index block
+ * that must take the new leaf is full, one index level is split (or the
+ * root moves down a level, add_level) and the insertion starts again.
+ * Index depth is limited to 2 levels (3 with large_dir), then -ENOSPC.
+ * htree directories never shrink.  Caller: dir->lock held for writing and
+ * a handle open.
+ */
+
+static unsigned dx_root_limit(const struct uext4_fs *fs)
+{
+	return (fs->block_size - DX_ROOT_ENTRIES_OFF) / sizeof(struct dx_entry) -
+	       (fs->metadata_csum ? 1 : 0);
+}
+
+static unsigned dx_node_limit(const struct uext4_fs *fs)
+{
+	return (fs->block_size - DX_NODE_ENTRIES_OFF) / sizeof(struct dx_entry) -
+	       (fs->metadata_csum ? 1 : 0);
+}
+
+static struct dx_entry *frame_entries(struct dx_frame *f)
+{
+	return (struct dx_entry *)f->entries;
+}
+
+static struct dx_countlimit *frame_cl(struct dx_frame *f)
+{
+	return (struct dx_countlimit *)f->entries;
+}
+
+static bool frame_full(struct dx_frame *f)
+{
+	return f->count >= le16(frame_cl(f)->limit);
+}
+
+static void frame_set_count(struct dx_frame *f, unsigned count)
+{
+	frame_cl(f)->count = cpu_to_le16((uint16_t)count);
+	f->count = count;
+}
+
+/* Insert {hash, block} right after entry f->at (dx_insert_block). */
+static void frame_insert(struct dx_frame *f, uint32_t hash, uint64_t block)
+{
+	struct dx_entry *e = frame_entries(f);
+	unsigned at = f->at + 1;
+
+	memmove(&e[at + 1], &e[at], (f->count - at) * sizeof(*e));
+	e[at].hash = cpu_to_le32(hash);
+	e[at].block = cpu_to_le32((uint32_t)block);
+	frame_set_count(f, f->count + 1);
+}
+
+/* An empty index node: the fake dirent spanning the block and the
+ * countlimit (the dx tail, if any, stays zero from bget_new). */
+static struct dx_entry *dx_init_node(const struct uext4_fs *fs, uint8_t *data, unsigned count)
+{
+	struct dx_countlimit *cl = (struct dx_countlimit *)(data + DX_NODE_ENTRIES_OFF);
+	struct ext4_dir_entry_2 *fake = (struct ext4_dir_entry_2 *)data;
+
+	fake->inode = 0;
+	fake->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, fs->block_size));
+	fake->name_len = 0;
+	fake->file_type = 0;
+	cl->limit = cpu_to_le16((uint16_t)dx_node_limit(fs));
+	cl->count = cpu_to_le16((uint16_t)count);
+	return (struct dx_entry *)cl;
+}
+
+/* Split the full index node of level (>= 1) in two; its parent has room. */
+static int dx_split_node(struct handle *h, struct inode *dir, struct dx_path *p, unsigned level)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dx_frame *f = &p->f[level], *parent = &p->f[level - 1];
+	unsigned count = f->count, keep = count / 2;
+	uint32_t hash2 = entry_hash(&f->entries[keep]);
+	struct dx_entry *dst;
+	uint64_t lblk;
+	struct buf *nb;
+	int err;
+
+	if ((err = handle_write_access(h, f->b)) || (err = handle_write_access(h, parent->b)))
+		return err;
+	if ((err = dir_append_block(h, dir, &lblk, &nb)))
+		return err;
+	dst = dx_init_node(fs, nb->data, count - keep);
+	/* Entry 0 of the new node: its hash field is the countlimit. */
+	dst[0].block = f->entries[keep].block;
+	memcpy(&dst[1], &f->entries[keep + 1], (count - keep - 1) * sizeof(*dst));
+	frame_set_count(f, keep);
+	frame_insert(parent, hash2, lblk);
+	dir_dx_dirty(h, dir, nb);
+	dir_dx_dirty(h, dir, f->b);
+	dir_dx_dirty(h, dir, parent->b);
+	brelse(fs->bc, nb);
+	return 0;
+}
+
+/* The root is full: its entries move to a new node below it (add_level). */
+static int dx_add_level(struct handle *h, struct inode *dir, struct dx_path *p)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dx_frame *root = &p->f[0];
+	struct dx_root_info *info = (struct dx_root_info *)(root->b->data + DX_ROOT_INFO_OFF);
+	struct dx_entry *dst;
+	uint64_t lblk;
+	struct buf *nb;
+	int err;
+
+	if ((err = handle_write_access(h, root->b)))
+		return err;
+	if ((err = dir_append_block(h, dir, &lblk, &nb)))
+		return err;
+	dst = dx_init_node(fs, nb->data, root->count);
+	dst[0].block = root->entries[0].block;
+	memcpy(&dst[1], &root->entries[1], (root->count - 1) * sizeof(*dst));
+	frame_set_count(root, 1);
+	frame_entries(root)[0].block = cpu_to_le32((uint32_t)lblk);
+	info->indirect_levels++;
+	dir_dx_dirty(h, dir, nb);
+	dir_dx_dirty(h, dir, root->b);
+	brelse(fs->bc, nb);
+	return 0;
+}
+
+/*
+ * The deepest index block is full: make room by splitting the lowest
+ * level whose parent has room, or by adding a level when every level up
+ * to the root is full.  The caller probes again afterwards.
+ */
+static int dx_make_index_room(struct handle *h, struct inode *dir, struct dx_path *p)
+{
+	struct uext4_fs *fs = h->fs;
+	unsigned max_levels = FS_HAS_INCOMPAT(fs, LARGEDIR) ? 3 : 2;
+	unsigned level = p->levels - 1;
+
+	while (level > 0 && frame_full(&p->f[level - 1]))
+		level--;
+	if (level > 0)
+		return dx_split_node(h, dir, p, level);
+	if (p->levels >= max_levels)
+		return fs_err(ENOSPC, "htree directory inode %lu: directory index full "
+			      "(%u levels%s)", (unsigned long)dir->ino, p->levels,
+			      max_levels < 3 ? ", no large_dir feature" : "");
+	return dx_add_level(h, dir, p);
+}
+
+/* One live entry of a leaf being split. */
+struct split_ent {
+	uint32_t hash;
+	uint16_t off, size;
+};
+
+static int split_cmp(const void *x, const void *y)
+{
+	const struct split_ent *a = x, *b = y;
+
+	if (a->hash != b->hash)
+		return a->hash < b->hash ? -1 : 1;
+	return (int)a->off - (int)b->off;
+}
+
+/* The live entries of a leaf with their hashes, sorted by hash. */
+static int split_map(struct uext4_fs *fs, struct inode *dir, const struct dx_path *p,
+		     const struct dir_leaf *lf, struct split_ent *map, unsigned *n)
+{
+	struct dir_ent e;
+	int err;
+
+	*n = 0;
+	for (unsigned off = 0; off < lf->end; off += e.rec_len) {
+		if ((err = dir_leaf_entry(fs, dir, lf, off, &e)))
+			return err;
+		if (!e.ino)
+			continue;
+		if ((err = dirhash(p->hash_version, fs->hash_seed, e.name, e.name_len,
+				   &map[*n].hash, NULL)))
+			return err;
+		map[*n].off = (uint16_t)off;
+		map[*n].size = (uint16_t)EXT4_DIR_REC_LEN(e.name_len);
+		(*n)++;
+	}
+	qsort(map, *n, sizeof(*map), split_cmp);
+	return 0;
+}
+
+/* Where to split: the entries that fill about the upper half of the
+ * block by size move (kernel do_split); at least one stays. */
+static unsigned split_point(const struct uext4_fs *fs, const struct split_ent *map, unsigned n)
+{
+	unsigned size = 0, move = 0;
+
+	for (unsigned i = n; i-- > 0;) {
+		if (size + map[i].size / 2 > fs->block_size / 2)
+			break;
+		size += map[i].size;
+		move++;
+	}
+	if (move >= n)
+		move = n - 1;
+	return n - move;
+}
+
+/* Write map[from..to) from the old block copy into data, packed, the last
+ * entry stretched to the end of the leaf space. */
+static void pack_leaf(const struct uext4_fs *fs, uint8_t *data, const uint8_t *old,
+		      const struct split_ent *map, unsigned from, unsigned to)
+{
+	unsigned off = 0, last = 0;
+
+	memset(data, 0, fs->block_size);
+	for (unsigned i = from; i < to; i++) {
+		memcpy(data + off, old + map[i].off, map[i].size);
+		last = off;
+		off += map[i].size;
+		((struct ext4_dir_entry_2 *)(data + last))->rec_len =
+			cpu_to_le16((uint16_t)dir_rec_len_disk(fs, map[i].size));
+	}
+	((struct ext4_dir_entry_2 *)(data + last))->rec_len =
+		cpu_to_le16((uint16_t)dir_rec_len_disk(fs, dir_leaf_space(fs) - last));
+	dir_leaf_set_tail(fs, data);
+}
+
+/*
+ * Split the full leaf lf (write access taken) at the deepest frame, whose
+ * index block has room.  *target gets the buffer where an entry of hash
+ * belongs (lf's or the new one's; the other one is released).
+ */
+static int dx_split_leaf(struct handle *h, struct inode *dir, struct dx_path *p,
+			 struct dir_leaf *lf, uint32_t hash, struct buf **target)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dx_frame *f = &p->f[p->levels - 1];
+	unsigned n, split, maxn = fs->block_size / DIRENT_MIN_LEN + 1;
+	struct split_ent *map = malloc(maxn * sizeof(*map));
+	uint8_t *old = malloc(fs->block_size);
+	uint32_t hash2;
+	uint64_t lblk;
+	struct buf *nb;
+	int err;
+
+	if (!map || !old) {
+		err = fs_err(ENOMEM, "htree split: out of memory");
+		goto out;
+	}
+	if ((err = split_map(fs, dir, p, lf, map, &n)))
+		goto out;
+	if (n < 2) {
+		err = fs_corrupt("htree directory inode %lu leaf %lu: full with %u entries",
+				 (unsigned long)dir->ino, (unsigned long)lf->lblk, n);
+		goto out;
+	}
+	if ((err = handle_write_access(h, f->b)))
+		goto out;
+	if ((err = dir_append_block(h, dir, &lblk, &nb)))
+		goto out;
+	split = split_point(fs, map, n);
+	hash2 = map[split].hash;
+	memcpy(old, lf->b->data, fs->block_size);
+	pack_leaf(fs, lf->b->data, old, map, 0, split);
+	pack_leaf(fs, nb->data, old, map, split, n);
+	frame_insert(f, hash2 | (hash2 == map[split - 1].hash ? 1u : 0u), lblk);
+	dir_leaf_dirty(h, dir, lf->b);
+	dir_leaf_dirty(h, dir, nb);
+	dir_dx_dirty(h, dir, f->b);
+	if (hash >= hash2) {
+		*target = nb;
+		dir_release_leaf(fs, lf);
+	} else {
+		*target = lf->b;
+		lf->b = NULL;
+		brelse(fs->bc, nb);
+	}
+out:
+	free(map);
+	free(old);
+	return err;
+}
+
+/* Put the entry into the leaf buffer b if it has room: 1, 0 full, error. */
+static int leaf_try_put(struct handle *h, struct inode *dir, struct dir_leaf *lf,
+			const char *name, size_t len, uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	unsigned off;
+	int r = dir_leaf_find_room(fs, dir, lf, EXT4_DIR_REC_LEN(len), &off);
+
+	if (r <= 0)
+		return r;
+	if ((r = handle_write_access(h, lf->b)))
+		return r;
+	dir_leaf_put(fs, lf->b->data, off, ino, name, (unsigned)len, ftype);
+	dir_leaf_dirty(h, dir, lf->b);
+	return 1;
+}
+
+/* One attempt: 1 inserted, 0 index room was made (probe again), error. */
+static int htree_add_once(struct handle *h, struct inode *dir, const char *name, size_t len,
+			  uint64_t ino, unsigned ftype, struct dx_path *p)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dir_leaf lf = { .b = NULL };
+	struct buf *target = NULL;
+	uint32_t hash;
+	int r;
+
+	if ((r = dx_read_root(fs, dir, p)) ||
+	    (r = dirhash(p->hash_version, fs->hash_seed, name, len, &hash, NULL)) ||
+	    (r = dx_descend(fs, dir, hash, p)) || (r = dx_read_leaf(fs, dir, p, &lf)))
+		goto out;
+	if ((r = leaf_try_put(h, dir, &lf, name, len, ino, ftype)))
+		goto out;
+	if (frame_full(&p->f[p->levels - 1])) {
+		r = dx_make_index_room(h, dir, p);
+		goto out;
+	}
+	if ((r = handle_write_access(h, lf.b)) ||
+	    (r = dx_split_leaf(h, dir, p, &lf, hash, &target)))
+		goto out;
+	struct dir_leaf tl = { .b = target, .end = dir_leaf_space(fs) };
+	r = leaf_try_put(h, dir, &tl, name, len, ino, ftype);
+	brelse(fs->bc, target);
+	if (r == 0)
+		r = fs_err(ENOSPC, "htree directory inode %lu: no room for '%.*s' after a "
+			   "leaf split", (unsigned long)dir->ino, (int)len, name);
+out:
+	dir_release_leaf(fs, &lf);
+	path_release(fs, p);
+	return r;
+}
+
+int htree_add(struct handle *h, struct inode *dir, const char *name, size_t len,
+	      uint64_t ino, unsigned ftype)
+{
+	/* Each retry splits one index level or adds one: a few suffice. */
+	for (int tries = 0; tries < 2 * DX_MAX_LEVELS + 2; tries++) {
+		struct dx_path p;
+		int r = htree_add_once(h, dir, name, len, ino, ftype, &p);
+
+		if (r)
+			return r < 0 ? r : 0;
+	}
+	return fs_err(EIO, "htree directory inode %lu: no room after splitting the index",
+		      (unsigned long)dir->ino);
+}
+
+/* Copy the live entries of block 0 after "." and ".." into data (a new
+ * leaf), packed, the last one stretched to the end of the leaf space. */
+static int move_root_entries(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+			     unsigned first, uint8_t *data)
+{
+	unsigned off = 0, last = 0;
+	bool any = false;
+	struct dir_ent e;
+	int err;
+
+	for (unsigned o = first; o < lf->end; o += e.rec_len) {
+		if ((err = dir_leaf_entry(fs, dir, lf, o, &e)))
+			return err;
+		if (!e.ino)
+			continue;
+		unsigned size = EXT4_DIR_REC_LEN(e.name_len);
+		memcpy(data + off, lf->b->data + o, size);
+		((struct ext4_dir_entry_2 *)(data + off))->rec_len =
+			cpu_to_le16((uint16_t)dir_rec_len_disk(fs, size));
+		last = off;
+		off += size;
+		any = true;
+	}
+	if (!any)
+		memset(data, 0, DIRENT_HDR_LEN);
+	((struct ext4_dir_entry_2 *)(data + last))->rec_len =
+		cpu_to_le16((uint16_t)dir_rec_len_disk(fs, dir_leaf_space(fs) - last));
+	dir_leaf_set_tail(fs, data);
+	return 0;
+}
+
+/* Turn block 0 (now holding "." and ".." only) into the dx root pointing
+ * at leaf 1. */
+static void build_root(const struct uext4_fs *fs, uint8_t *data)
+{
+	struct ext4_dir_entry_2 *dotdot = (struct ext4_dir_entry_2 *)(data + DIRENT_MIN_LEN);
+	struct dx_root_info *info = (struct dx_root_info *)(data + DX_ROOT_INFO_OFF);
+	struct dx_countlimit *cl = (struct dx_countlimit *)(data + DX_ROOT_ENTRIES_OFF);
+	struct dx_entry *e = (struct dx_entry *)cl;
+	uint8_t version = fs->def_hash_version;
+
+	if (version > DX_HASH_TEA)
+		version = DX_HASH_HALF_MD4;     /* the root stores the signed base */
+	dotdot->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, fs->block_size - DIRENT_MIN_LEN));
+	memset(data + DX_ROOT_INFO_OFF, 0, fs->block_size - DX_ROOT_INFO_OFF);
+	info->hash_version = version;
+	info->info_length = 8;
+	cl->limit = cpu_to_le16((uint16_t)dx_root_limit(fs));
+	cl->count = cpu_to_le16(1);
+	e[0].block = cpu_to_le32(1);
+}
+
+/* Block 0 must start with "." (rec_len 12) and "..": returns the offset
+ * of the entry after "..". */
+static int root_dots_end(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+			 unsigned *first)
+{
+	struct dir_ent dot, dotdot;
+	int err;
+
+	if ((err = dir_leaf_entry(fs, dir, lf, 0, &dot)))
+		return err;
+	if ((err = dir_leaf_entry(fs, dir, lf, dot.rec_len, &dotdot)))
+		return err;
+	if (dot.name_len != 1 || dot.name[0] != '.' || dot.rec_len != DIRENT_MIN_LEN ||
+	    dotdot.name_len != 2 || memcmp(dotdot.name, "..", 2) != 0)
+		return fs_corrupt("directory inode %lu block 0: does not start with '.' and '..'",
+				  (unsigned long)dir->ino);
+	*first = DIRENT_MIN_LEN + dotdot.rec_len;
+	return 0;
+}
+
+int htree_make_indexed(struct handle *h, struct inode *dir, const char *name, size_t len,
+		       uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dir_leaf lf;
+	unsigned first = 0;
+	uint64_t lblk;
+	struct buf *nb;
+	int err;
+
+	if (dir->size != fs->block_size)
+		return fs_corrupt("directory inode %lu: indexing a directory of %lu bytes",
+				  (unsigned long)dir->ino, (unsigned long)dir->size);
+	if ((err = dir_read_leaf(fs, dir, 0, &lf)))
+		return err == -ENODATA ? fs_corrupt("directory inode %lu: hole at block 0",
+						    (unsigned long)dir->ino) : err;
+	if ((err = root_dots_end(fs, dir, &lf, &first)) ||
+	    (err = handle_write_access(h, lf.b)))
+		goto out;
+	if ((err = dir_append_block(h, dir, &lblk, &nb)))
+		goto out;
+	err = move_root_entries(fs, dir, &lf, first, nb->data);
+	if (!err) {
+		build_root(fs, lf.b->data);
+		dir->flags |= EXT4_INDEX_FL;
+		dir_leaf_dirty(h, dir, nb);
+		dir_dx_dirty(h, dir, lf.b);
+		/* The buffer now holds an index block: its leaf verification
+		 * state no longer applies, but it is ours and current. */
+	}
+	brelse(fs->bc, nb);
+	if (!err)
+		err = inode_write(h, dir);
+out:
+	dir_release_leaf(fs, &lf);
+	return err ? err : htree_add(h, dir, name, len, ino, ftype);
+}
+
+int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		    struct dir_slot *s)
+{
+	struct dx_path p;
+	uint32_t hash, next;
+	int r, more = 1;
+
+	if ((r = dx_read_root(fs, dir, &p)) ||
+	    (r = dirhash(p.hash_version, fs->hash_seed, name, len, &hash, NULL)) ||
+	    (r = dx_descend(fs, dir, hash, &p)))
+		goto out;
+	while (more > 0) {
+		if ((r = dx_read_leaf(fs, dir, &p, &s->lf)))
+			goto out;
+		r = dir_leaf_locate(fs, dir, &s->lf, name, len, &s->off, &s->prev);
+		if (r > 0) {
+			s->ino = le32(((struct ext4_dir_entry_2 *)(s->lf.b->data + s->off))->inode);
+			r = 0;
+			goto out;
+		}
+		dir_release_leaf(fs, &s->lf);
+		if (r < 0)
+			goto out;
+		more = dx_next_leaf(fs, dir, &p, &hash, &next);
+	}
+	r = more < 0 ? more : fs_err(ENOENT, "no entry '%.*s' in directory inode %lu", (int)len,
+				     name, (unsigned long)dir->ino);
+out:
+	path_release(fs, &p);
+	return r;
 }

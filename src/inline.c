@@ -16,9 +16,10 @@
  * on this inode either; the raw inode is stable while the file system is
  * read-only.  Call them WITHOUT inode->lock held: on a corrupt image
  * system.data may point to an EA inode, whose read takes an inode lock of
- * the same rank.
+ * the same rank.  (The write side, at the end, is called with the lock
+ * held: see its comment.)
  */
-#include "internal.h"
+#include "data_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,4 +109,123 @@ ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t
 	if (n < 0)
 		return n;
 	return (ssize_t)(done + (size_t)n);
+}
+
+/* ================================================================ write side
+ *
+ * Called with inode->lock held for writing and a handle.  New files are
+ * never made inline; an inline file (made by the kernel or mke2fs -d) is
+ * written in place only while the write stays inside i_block's 60 bytes
+ * and the file has no system.data bytes beyond them; anything else moves
+ * the data into blocks first.  The system.data reads here go through
+ * xattr_get_raw() with the inode lock held: only an image whose
+ * system.data names an EA inode (corrupt: the kernel never does that)
+ * could make it take another inode lock.
+ */
+
+int inline_try_write(struct handle *h, struct inode *inode, const void *buf, size_t size,
+		     uint64_t off)
+{
+	uint8_t *iblock = (uint8_t *)inode_raw_mut(inode)->i_block;
+	ssize_t xlen;
+
+	if (off > EXT4_MIN_INLINE_DATA_SIZE || size > EXT4_MIN_INLINE_DATA_SIZE - off)
+		return 0;
+	xlen = inline_xattr_len(h->fs, inode);
+	if (xlen < 0)
+		return (int)xlen;
+	if (xlen > 0)
+		return 0;
+	/* Bytes between the old end and off read as zeros already (i_block
+	 * past i_size is kept zero). */
+	memcpy(iblock + off, buf, size);
+	if (off + size > inode->size)
+		inode->size = off + size;
+	return 1;
+}
+
+int inline_convert(struct handle *h, struct inode *inode)
+{
+	struct uext4_fs *fs = h->fs;
+	size_t cap = 0, len;
+	uint64_t size = inode->size;
+	uint8_t *data;
+	ssize_t n;
+	int err;
+
+	if (!(inode->flags & EXT4_INLINE_DATA_FL))
+		return 0;
+	if ((err = inline_size(fs, inode, &cap)))
+		return err;
+	len = (size_t)MIN((uint64_t)cap, size);
+	data = malloc(len ? len : 1);
+	if (!data)
+		return fs_err(ENOMEM, "inline data of inode %lu: out of memory",
+			      (unsigned long)inode->ino);
+	n = inline_pread(fs, inode, data, len, 0);
+	if (n < 0) {
+		free(data);
+		return (int)n;
+	}
+	len = (size_t)n;
+	err = xattr_set_raw(h, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+			    INLINE_XATTR_NAMELEN, NULL, 0, 0);
+	if (err == -ENODATA)
+		err = 0;
+	if (err) {
+		free(data);
+		return err;
+	}
+	inode->flags &= ~EXT4_INLINE_DATA_FL;
+	if (FS_HAS_INCOMPAT(fs, EXTENTS)) {
+		inode->flags |= EXT4_EXTENTS_FL;
+		extent_init_root(inode);
+	} else {
+		memset(inode_raw_mut(inode)->i_block, 0, sizeof(inode_raw_mut(inode)->i_block));
+	}
+	/* i_size stays; the data goes back as blocks (a hole after it). */
+	err = file_write_locked(h, inode, data, len, 0);
+	free(data);
+	if (!err)
+		err = inode_write(h, inode);
+	return err;
+}
+
+int inline_set_size(struct handle *h, struct inode *inode, uint64_t size)
+{
+	uint8_t *iblock = (uint8_t *)inode_raw_mut(inode)->i_block;
+	ssize_t xlen;
+	int err = 0;
+
+	if (size >= inode->size) {
+		inode->size = size;
+		return 0;
+	}
+	/* Shrinking: what lies past the new end must read as zeros later. */
+	if (size < EXT4_MIN_INLINE_DATA_SIZE)
+		memset(iblock + size, 0, EXT4_MIN_INLINE_DATA_SIZE - size);
+	xlen = inline_xattr_len(h->fs, inode);
+	if (xlen < 0)
+		return (int)xlen;
+	if (xlen > 0 && size < EXT4_MIN_INLINE_DATA_SIZE + (uint64_t)xlen) {
+		size_t keep = size > EXT4_MIN_INLINE_DATA_SIZE
+				      ? (size_t)(size - EXT4_MIN_INLINE_DATA_SIZE) : 0;
+		uint8_t *val = malloc((size_t)xlen);
+		ssize_t n;
+
+		if (!val)
+			return fs_err(ENOMEM, "inline data of inode %lu: out of memory",
+				      (unsigned long)inode->ino);
+		n = xattr_get_raw(h->fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+				  INLINE_XATTR_NAMELEN, val, (size_t)xlen);
+		if (n < 0)
+			err = (int)n;
+		else
+			err = xattr_set_raw(h, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+					    INLINE_XATTR_NAMELEN, val, MIN(keep, (size_t)n), 0);
+		free(val);
+	}
+	if (!err)
+		inode->size = size;
+	return err;
 }

@@ -64,8 +64,11 @@ struct icache *icache_create(struct uext4_fs *fs)
 	return ic;
 }
 
-static void inode_free(struct inode *inode)
+static void inode_free(struct uext4_fs *fs, struct inode *inode)
 {
+	/* Unreferenced and unhashed: nobody else can see it. */
+	if (inode->pa)
+		balloc_release_prealloc(fs, inode);
 	urwlock_destroy(&inode->lock);
 	free(inode);
 }
@@ -80,7 +83,7 @@ void icache_destroy(struct icache *ic)
 
 			for (n = s->table[b]; n; n = next) {
 				next = n->hnext;
-				inode_free(n);
+				inode_free(ic->fs, n);
 			}
 		}
 		free(s->table);
@@ -342,6 +345,10 @@ int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	n = lookup_locked(s, ino);
 	ulock_unlock(&s->lock);
 	if (n) {
+		if (atomic_load_explicit(&n->istate, memory_order_acquire) & INODE_DELETED) {
+			iput(fs, n);
+			return fs_err(ENOENT, "inode %llu was deleted", (unsigned long long)ino);
+		}
 		*out = n;
 		return 0;
 	}
@@ -359,7 +366,7 @@ int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	}
 	ulock_unlock(&s->lock);
 	if (mine)
-		inode_free(mine);
+		inode_free(fs, mine);
 	*out = n;
 	return 0;
 }
@@ -368,6 +375,50 @@ void igrab(struct inode *n)
 {
 	/* The caller holds a reference, so this is never the 0 -> 1 step. */
 	atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+}
+
+/*
+ * The last reference to an inode with no links is going: free its blocks,
+ * xattrs and number (the file was unlinked while open, or just now).  The
+ * caller holds no inode lock and no handle (api.c drops its locks before
+ * its last iput()).
+ */
+static void inode_delete(struct uext4_fs *fs, struct inode *n)
+{
+	struct handle *h;
+	int err;
+
+	urw_wrlock(&n->lock);
+	if (n->links != 0 || fs->read_only) {
+		urw_unlock(&n->lock);
+		return;
+	}
+	if (n->pa)
+		balloc_release_prealloc(fs, n);
+	err = handle_begin(fs, 64, &h);
+	if (err) {
+		urw_unlock(&n->lock);
+		return; /* the inode stays allocated: e2fsck will report it */
+	}
+	if (!inode_has_inline_data(n) &&
+	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
+		err = inode_truncate_blocks(h, n, 0);
+	if (!err)
+		err = xattr_release_inode(h, n);
+	if (!err) {
+		struct timespec now = fs_now();
+
+		n->dtime = (uint32_t)now.tv_sec;
+		n->size = 0;
+		n->ctime = now;
+		err = inode_write(h, n);
+	}
+	if (!err)
+		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
+	if (!err)
+		atomic_fetch_or(&n->istate, INODE_DELETED);
+	handle_end(h);
+	urw_unlock(&n->lock);
 }
 
 void iput(struct uext4_fs *fs, struct inode *n)
@@ -386,18 +437,56 @@ void iput(struct uext4_fs *fs, struct inode *n)
 							  memory_order_relaxed))
 			return;
 	}
+	if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED)
+		inode_delete(fs, n);
 	s = shard_of(fs->icache, n->ino);
 	ulock_lock(&s->lock);
 	if (atomic_fetch_sub(&n->refcount, 1) == 1) {
-		lru_add_tail(s, n);
-		shrink_locked(s, &victims);
+		if (atomic_load(&n->istate) & INODE_DELETED) {
+			if (!(atomic_load(&n->istate) & INODE_UNHASHED))
+				hash_remove(s, n);
+			n->hnext = victims;
+			victims = n;
+		} else {
+			lru_add_tail(s, n);
+			shrink_locked(s, &victims);
+		}
 	}
 	ulock_unlock(&s->lock);
 	while (victims) {
 		struct inode *next = victims->hnext;
 
-		inode_free(victims);
+		inode_free(fs, victims);
 		victims = next;
+	}
+}
+
+/*
+ * Unmount: inodes whose last link went while they were still open (a
+ * frontend that never released them) are freed now, so nothing leaks; the
+ * journal issue's orphan list covers a crash instead.
+ */
+void icache_delete_unlinked(struct uext4_fs *fs)
+{
+	for (int i = 0; i < ICACHE_SHARDS; i++) {
+		struct icache_shard *s = &fs->icache->shards[i];
+		struct inode *found;
+
+		do {
+			found = NULL;
+			ulock_lock(&s->lock);
+			for (uint32_t b = 0; b < s->nbuckets && !found; b++)
+				for (struct inode *n = s->table[b]; n && !found; n = n->hnext)
+					if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) ==
+					    INODE_UNLINKED)
+						found = lookup_locked(s, n->ino);
+			ulock_unlock(&s->lock);
+			if (found) {
+				inode_delete(fs, found);
+				atomic_fetch_or(&found->istate, INODE_DELETED);
+				iput(fs, found);
+			}
+		} while (found);
 	}
 }
 
@@ -447,4 +536,253 @@ void inode_to_stat(struct uext4_fs *fs, const struct inode *n, struct uext4_stat
 	st->generation = n->generation;
 	st->flags = n->flags;
 	(void)fs;
+}
+
+/* ================================================================ write side */
+
+struct timespec fs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+unsigned ftype_of_mode(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return EXT4_FT_REG_FILE;
+	case S_IFDIR: return EXT4_FT_DIR;
+	case S_IFCHR: return EXT4_FT_CHRDEV;
+	case S_IFBLK: return EXT4_FT_BLKDEV;
+	case S_IFIFO: return EXT4_FT_FIFO;
+	case S_IFSOCK: return EXT4_FT_SOCK;
+	case S_IFLNK: return EXT4_FT_SYMLINK;
+	}
+	return EXT4_FT_UNKNOWN;
+}
+
+static void encode_time(struct inode *n, uint32_t *sec, uint32_t *extra, struct timespec ts)
+{
+	size_t end = (size_t)((uint8_t *)extra - n->raw) + sizeof(uint32_t);
+
+	*sec = cpu_to_le32((uint32_t)ts.tv_sec);
+	if (has_extra(n, end)) {
+		/* Epoch bits: how many 2^32 s past the signed 32-bit range. */
+		uint32_t epoch = (uint32_t)((ts.tv_sec - (int64_t)(int32_t)ts.tv_sec) >> 32) &
+				 EXT4_EPOCH_MASK;
+
+		*extra = cpu_to_le32(epoch | ((uint32_t)ts.tv_nsec << EXT4_EPOCH_BITS));
+	}
+}
+
+static void encode_blocks(struct uext4_fs *fs, struct inode *n, struct ext4_inode *r)
+{
+	uint64_t b = n->blocks;
+
+	n->flags &= ~EXT4_HUGE_FILE_FL;
+	if (b > 0xFFFFFFFFull && FS_HAS_RO_COMPAT(fs, HUGE_FILE) && b >= (1ull << 48)) {
+		n->flags |= EXT4_HUGE_FILE_FL; /* count in file system blocks */
+		b >>= (fs->log_block_size - 9);
+	}
+	r->i_blocks_lo = cpu_to_le32((uint32_t)b);
+	if (FS_HAS_RO_COMPAT(fs, HUGE_FILE))
+		r->i_blocks_high = cpu_to_le16((uint16_t)(b >> 32));
+}
+
+/* The parsed fields back into the raw inode (i_block, xattrs untouched). */
+static void encode_inode(struct uext4_fs *fs, struct inode *n)
+{
+	struct ext4_inode *r = inode_raw_mut(n);
+
+	r->i_mode = cpu_to_le16((uint16_t)n->mode);
+	r->i_uid = cpu_to_le16((uint16_t)n->uid);
+	r->i_uid_high = cpu_to_le16((uint16_t)(n->uid >> 16));
+	r->i_gid = cpu_to_le16((uint16_t)n->gid);
+	r->i_gid_high = cpu_to_le16((uint16_t)(n->gid >> 16));
+	r->i_links_count = cpu_to_le16((uint16_t)n->links);
+	r->i_size_lo = cpu_to_le32((uint32_t)n->size);
+	r->i_size_high = cpu_to_le32((uint32_t)(n->size >> 32));
+	r->i_generation = cpu_to_le32(n->generation);
+	r->i_file_acl_lo = cpu_to_le32((uint32_t)n->file_acl);
+	r->i_file_acl_high = cpu_to_le16((uint16_t)(n->file_acl >> 32));
+	r->i_dtime = cpu_to_le32(n->dtime);
+	encode_blocks(fs, n, r);
+	r->i_flags = cpu_to_le32(n->flags);
+	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
+		r->i_extra_isize = cpu_to_le16(n->extra_isize);
+	encode_time(n, &r->i_atime, &r->i_atime_extra, n->atime);
+	encode_time(n, &r->i_mtime, &r->i_mtime_extra, n->mtime);
+	encode_time(n, &r->i_ctime, &r->i_ctime_extra, n->ctime);
+	if (has_extra(n, EXTRA_END(i_crtime_extra)))
+		encode_time(n, &r->i_crtime, &r->i_crtime_extra, n->crtime);
+}
+
+/*
+ * The inode-table block of ino.  Seed 002: when every inode of the block
+ * lies past what was ever used before this mount, and the commit has not
+ * written the block yet, all inodes in use there are new: build it zeroed
+ * (or use the copy in the cache) instead of reading it from disk.
+ */
+static int itable_block_for_write(struct uext4_fs *fs, uint64_t ino, struct buf **b,
+				  uint32_t *off, uint32_t *group, uint32_t *index)
+{
+	uint32_t g = group_of_ino(fs, ino);
+	uint32_t idx = (uint32_t)((ino - 1) % fs->inodes_per_group);
+	uint32_t bi = idx / fs->inodes_per_block;
+	uint64_t blk;
+	int err = inode_location(fs, ino, &blk, off);
+
+	if (err)
+		return err;
+	*group = g;
+	*index = bi;
+	if (bi * fs->inodes_per_block >= fs->groups[g].never_used_from &&
+	    !trans_itable_block_written(fs, g, bi))
+		return bget_zero_if_absent(fs->bc, blk, UEXT4_META_INODE_TABLE, b);
+	return bread(fs->bc, blk, UEXT4_META_INODE_TABLE, b);
+}
+
+int inode_write(struct handle *h, struct inode *n)
+{
+	struct uext4_fs *fs = h->fs;
+	uint32_t off, group, index;
+	struct buf *b;
+	int err;
+
+	encode_inode(fs, n);
+	csum_set_inode(fs, n->ino, n->raw);
+	if ((err = itable_block_for_write(fs, n->ino, &b, &off, &group, &index)))
+		return err;
+	if ((err = handle_write_access(h, b)) == 0) {
+		memcpy(b->data + off, n->raw, fs->inode_size);
+		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
+	}
+	brelse(fs->bc, b);
+	return err;
+}
+
+/* Flags a new inode inherits from its directory, as the kernel's
+ * EXT4_FL_INHERITED (sync, immutable-free subset). */
+#define INHERITED_FLAGS (EXT4_SECRM_FL | EXT4_SYNC_FL | EXT4_NOATIME_FL | 0x00000040u /*NODUMP*/ | \
+			 0x00000004u /*COMPR*/ | 0x00004000u /*JOURNAL_DATA*/ | 0x00008000u /*NOTAIL*/ | \
+			 0x00010000u /*DIRSYNC*/ | EXT4_PROJINHERIT_FL)
+
+static uint32_t new_generation(void)
+{
+	static _Thread_local uint64_t x;
+
+	if (!x) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		x = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uintptr_t)&x << 7) ^ 1;
+	}
+	/* xorshift64: cheap, per thread, no shared state. */
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return (uint32_t)(x >> 16);
+}
+
+static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode *n,
+			    uint32_t mode)
+{
+	struct timespec now = fs_now();
+
+	n->mode = mode;
+	n->uid = caller_uid();
+	n->gid = caller_gid();
+	if (dir->mode & S_ISGID) {
+		/* BSD group semantics in a setgid directory. */
+		n->gid = dir->gid;
+		if (S_ISDIR(mode))
+			n->mode |= S_ISGID;
+	}
+	n->flags = dir->flags & INHERITED_FLAGS;
+	if (!S_ISDIR(mode))
+		n->flags &= ~(0x00010000u | EXT4_INDEX_FL);
+	n->generation = new_generation();
+	n->atime = n->mtime = n->ctime = n->crtime = now;
+	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
+		n->extra_isize = fs->want_extra_isize;
+	if (FS_HAS_INCOMPAT(fs, EXTENTS) && (S_ISREG(mode) || S_ISDIR(mode) || S_ISLNK(mode))) {
+		struct ext4_extent_header *eh = (void *)inode_raw_mut(n)->i_block;
+
+		n->flags |= EXT4_EXTENTS_FL;
+		eh->eh_magic = cpu_to_le16(EXT4_EXT_MAGIC);
+		eh->eh_entries = 0;
+		eh->eh_max = cpu_to_le16((uint16_t)((sizeof(inode_raw(n)->i_block) -
+						     sizeof(*eh)) / sizeof(struct ext4_extent)));
+		eh->eh_depth = 0;
+	}
+	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE + (uint32_t)n->extra_isize + 4) {
+		/* An empty in-inode xattr area, as the kernel leaves it. */
+	}
+}
+
+static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
+{
+	struct icache_shard *s = shard_of(fs->icache, n->ino);
+	struct inode *old;
+
+	ulock_lock(&s->lock);
+	for (old = s->table[bucket_of(s, n->ino)]; old; old = old->hnext)
+		if (old->ino == n->ino)
+			break;
+	if (old && (atomic_load(&old->istate) & INODE_DELETED)) {
+		/* A freed inode somebody still holds: it leaves the hash now
+		 * and is freed at its last iput(). */
+		hash_remove(s, old);
+		atomic_fetch_or(&old->istate, INODE_UNHASHED);
+		old = NULL;
+	}
+	if (!old) {
+		uint32_t b = bucket_of(s, n->ino);
+
+		n->hnext = s->table[b];
+		s->table[b] = n;
+	}
+	ulock_unlock(&s->lock);
+	if (old)
+		return fs_corrupt("inode %llu: allocated while still cached in use "
+				  "(inode bitmap out of step with the directory tree)",
+				  (unsigned long long)n->ino);
+	return 0;
+}
+
+int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out)
+{
+	struct uext4_fs *fs = h->fs;
+	struct inode *n;
+	uint64_t ino;
+	int err = ialloc_alloc(h, dir, mode, &ino);
+
+	*out = NULL;
+	if (err)
+		return err;
+	n = calloc(1, sizeof(*n) + fs->inode_size);
+	if (!n) {
+		ialloc_free(h, ino, S_ISDIR(mode));
+		return fs_err(ENOMEM, "out of memory for new inode %llu", (unsigned long long)ino);
+	}
+	n->ino = ino;
+	urwlock_init(&n->lock, RANK_INODE);
+	atomic_init(&n->refcount, 1);
+	atomic_init(&n->istate, INODE_NEW);
+	init_new_fields(fs, dir, n, mode);
+	if ((err = icache_insert_new(fs, n))) {
+		urwlock_destroy(&n->lock);
+		free(n);
+		return err; /* the number stays taken: it is in use elsewhere */
+	}
+	if ((err = inode_write(h, n)) == 0) {
+		*out = n;
+		return 0;
+	}
+	/* Not reachable by anyone: give the number back. */
+	ialloc_free(h, ino, S_ISDIR(mode));
+	atomic_fetch_or(&n->istate, INODE_DELETED);
+	iput(fs, n);
+	return err;
 }

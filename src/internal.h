@@ -83,16 +83,40 @@ enum buf_state_bits {
 	BUF_IOERR = 1u << 3,    /* last read failed */
 };
 
+/*
+ * What a dirty buffer holds, so that the commit can set its checksum once
+ * however many times it changed (see csum_set_buffer()).
+ */
+enum csum_kind {
+	CSUM_NONE = 0,          /* data blocks, journal, no checksum */
+	CSUM_DIR_LEAF,          /* directory leaf: tail checksum (owner = dir ino/gen) */
+	CSUM_DX_NODE,           /* htree root or node (owner = dir ino/gen) */
+	CSUM_EXTENT,            /* extent index/leaf block (owner = file ino/gen) */
+	CSUM_XATTR,             /* xattr block (keyed by its block number) */
+	CSUM_BLOCK_BITMAP,      /* owner = group; checksum goes in the descriptor */
+	CSUM_INODE_BITMAP,      /* owner = group */
+	CSUM_INODE_TABLE,       /* inode checksums are set by inode_write() */
+	CSUM_GROUP_DESC,        /* set by the commit from fs->groups[] */
+	CSUM_SUPER,
+};
+
 struct buf {
 	uint64_t blocknr;
 	uint8_t *data;              /* block_size bytes; immutable pointer */
 	_Atomic uint32_t refcount;  /* atomic; 0 = on the shard's LRU */
 	_Atomic uint32_t state;     /* BUF_* bits, atomic */
 	uint8_t kind;               /* enum uext4_meta_kind of the first read */
-	struct ulock lock;          /* serialises reading in and (later) modifying data */
+	struct ulock lock;          /* serialises reading in (and xattr block changes) */
+	/* Set by handle_dirty() (relaxed atomics: threads writing different
+	 * inodes of one inode-table block store the same values); read by the
+	 * commit once all handles have ended: */
+	_Atomic uint8_t csum_kind;  /* enum csum_kind */
+	_Atomic uint32_t owner_gen;
+	_Atomic uint64_t owner;     /* inode number, or group for bitmaps */
 	/* Protected by the owning shard's lock: */
 	struct buf *hnext;
 	struct buf *lru_prev, *lru_next;
+	struct buf *dirty_next;     /* shard's dirty list */
 };
 
 struct bcache;
@@ -102,7 +126,26 @@ void bcache_destroy(struct bcache *bc);
 int bread(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind, struct buf **out);
 /* Get the buffer without reading (for blocks about to be overwritten). */
 int bget(struct bcache *bc, uint64_t blocknr, struct buf **out);
+/* A newly allocated metadata block: the buffer, zero-filled, uptodate and
+ * verified, whatever was cached for the block before.  Only for blocks no
+ * other thread can reach yet. */
+int bget_new(struct bcache *bc, uint64_t blocknr, struct buf **out);
+/* The buffer, zero-filled only if it is not yet uptodate (never read from
+ * disk): for inode-table blocks whose in-use inodes are all new (seed 002). */
+int bget_zero_if_absent(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind,
+			struct buf **out);
 void brelse(struct bcache *bc, struct buf *b);
+/* Mark dirty (first time: onto the shard's dirty list, off the LRU).  Use
+ * handle_dirty(), which records the checksum kind. */
+void bcache_mark_dirty(struct bcache *bc, struct buf *b);
+/* Freed metadata blocks: drop their dirty state and cached contents, so a
+ * stale copy is never written over the block's next user. */
+void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count);
+/* Take every dirty buffer (referenced, DIRTY cleared) for writeback; the
+ * caller brelse()s each.  Only called by the commit with handles drained. */
+size_t bcache_take_dirty(struct bcache *bc, struct buf ***out);
+size_t bcache_dirty_count(struct bcache *bc);
+uint64_t bcache_mem_limit(struct bcache *bc);
 static inline bool buf_verified(struct buf *b)
 { return atomic_load_explicit(&b->state, memory_order_acquire) & BUF_VERIFIED; }
 static inline void buf_set_verified(struct buf *b)
@@ -117,18 +160,129 @@ void bcache_readahead(struct bcache *bc, uint64_t start, uint32_t count,
 /* Count a device read done outside the cache (file data). */
 void bcache_count_read(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nblocks);
 
+/* ---------------------------------------------------------------- trans.c
+ * Transactions.  Every metadata change happens inside a handle:
+ *
+ *   handle_begin(fs, credits, &h)
+ *   handle_write_access(h, b)      before changing a cached block
+ *   handle_create_access(h, b)     for a new block from bget_new()
+ *   ...change b->data...
+ *   handle_dirty(h, b, kind, owner, gen)
+ *   handle_end(h)
+ *
+ * A commit (sync, unmount, memory pressure) waits until no handle is open,
+ * sets each dirty buffer's checksum, copies them, lets handles run again and
+ * writes the copies.  Issue "journal" turns the commit into a JBD2 one with
+ * no change to callers.  Rules: take inode locks BEFORE handle_begin, never
+ * inside a handle (lockdep checks it: a handle has RANK_HANDLE); nested
+ * begin/end on one thread just count; a handle never waits for I/O that a
+ * commit needs.
+ */
+struct handle {
+	struct uext4_fs *fs;
+	unsigned depth;     /* nested begins on this thread */
+	unsigned slot;      /* which drain counter this handle holds */
+	int err;            /* first error recorded */
+};
+struct trans;
+int trans_init(struct uext4_fs *fs);
+void trans_destroy(struct uext4_fs *fs);
+int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out);
+/* Ends the handle; returns its recorded error (or 0). */
+int handle_end(struct handle *h);
+int handle_write_access(struct handle *h, struct buf *b);
+int handle_create_access(struct handle *h, struct buf *b);
+void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t owner,
+		  uint32_t gen);
+/* Metadata blocks being freed: their pending changes are dropped. */
+void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count);
+/* Write every dirty block and flush the device. */
+int trans_commit(struct uext4_fs *fs);
+/* Inode-table blocks: handle_dirty(h, b, CSUM_INODE_TABLE, group, index in
+ * the group's table); has the commit written that block since mount? */
+bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index);
+/* Readers of fs->sb on a read-write mount (the commit rewrites it). */
+void trans_lock_super(struct uext4_fs *fs);
+void trans_unlock_super(struct uext4_fs *fs);
+
 /* ---------------------------------------------------------------- crc.c */
 /* Raw CRC32C (Castagnoli), no pre/post inversion, as ext4_chksum(). */
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
 /* CRC16 (ANSI, poly 0x8005 reflected) for gdt_csum group descriptors. */
 uint16_t crc16(uint16_t crc, const void *buf, size_t len);
 
+/* ---------------------------------------------------------------- counters
+ * A counter many threads change and few read (free blocks, free inodes,
+ * directories): one slot per cache line, picked by thread, summed on read.
+ * No global cache line is written on the hot path.
+ */
+#define PCOUNTER_SLOTS 16
+struct pcounter {
+	struct {
+		_Atomic int64_t v;
+		char pad[CACHELINE - sizeof(int64_t)];
+	} slot[PCOUNTER_SLOTS];
+};
+unsigned thread_slot(void);     /* small per-thread number (trans.c) */
+static inline void pcounter_add(struct pcounter *c, int64_t d)
+{
+	atomic_fetch_add_explicit(&c->slot[thread_slot() % PCOUNTER_SLOTS].v, d,
+				  memory_order_relaxed);
+}
+static inline int64_t pcounter_sum(struct pcounter *c)
+{
+	int64_t s = 0;
+
+	for (unsigned i = 0; i < PCOUNTER_SLOTS; i++)
+		s += atomic_load_explicit(&c->slot[i].v, memory_order_relaxed);
+	return s;
+}
+static inline void pcounter_set(struct pcounter *c, int64_t v)
+{
+	for (unsigned i = 0; i < PCOUNTER_SLOTS; i++)
+		atomic_store_explicit(&c->slot[i].v, i ? 0 : v, memory_order_relaxed);
+}
+
 /* ---------------------------------------------------------------- super.c */
-/* Per-group facts parsed from the group descriptors at mount. */
+/*
+ * One block group, parsed from its descriptor at mount and from then on the
+ * truth for it: the commit writes it back into the descriptor block.  Each
+ * group sits on its own cache line(s) with its own lock (seed 004).
+ */
 struct group_info {
-	uint64_t block_bitmap, inode_bitmap, inode_table;
-	uint32_t free_blocks, free_inodes, used_dirs, itable_unused;
-	uint16_t flags;
+	struct ulock lock;          /* RANK_GROUP: the fields marked (L), and the
+				     * contents of the group's two bitmaps */
+	uint64_t block_bitmap, inode_bitmap, inode_table; /* immutable */
+	uint32_t free_blocks, free_inodes, used_dirs;     /* (L) */
+	_Atomic uint32_t itable_unused;  /* (L) for writers; read lock-free */
+	_Atomic uint32_t flags;          /* EXT4_BG_*; (L) for writers; read lock-free */
+	uint32_t block_bitmap_csum, inode_bitmap_csum;    /* commit only */
+	/* Immutable: inodes with index >= never_used_from (0-based, in the
+	 * group) were never in use before this mount (bg_itable_unused at
+	 * mount), so an inode-table block made only of them never needs a
+	 * read from disk: every in-use inode there is new (seed 002). */
+	uint32_t never_used_from;
+} __attribute__((aligned(CACHELINE)));
+
+/* After changing a group's fields: its descriptor is rewritten at commit. */
+void group_set_dirty(struct uext4_fs *fs, uint32_t group);
+static inline uint64_t group_first_block(const struct uext4_fs *fs, uint32_t g);
+static inline uint32_t group_nblocks(const struct uext4_fs *fs, uint32_t g);
+static inline uint32_t group_of_block(const struct uext4_fs *fs, uint64_t blk);
+static inline uint32_t group_of_ino(const struct uext4_fs *fs, uint64_t ino);
+
+/*
+ * Write-hot state of a mounted file system, allocated apart from struct
+ * uext4_fs so that nothing on its read-mostly cache lines is ever written
+ * by the hot path (seed 004).
+ */
+struct fs_hot {
+	struct pcounter free_blocks;
+	struct pcounter free_inodes;
+	struct pcounter dirs;
+	_Atomic uint32_t last_flex;          /* ialloc: flex group last used for files */
+	_Atomic uint64_t *group_dirty;       /* bitmap of groups to write at commit */
+	_Atomic bool sb_dirty;               /* superblock changed besides its counters */
 };
 
 /*
@@ -164,7 +318,13 @@ struct uext4_fs {
 	bool gdt_csum;
 	bool read_only;
 	uint16_t want_extra_isize;
-	struct group_info *groups;  /* groups_count entries, read-mostly */
+	uint32_t log_groups_per_flex; /* 0 without flex_bg */
+	uint64_t reserved_blocks;   /* s_r_blocks_count: only root may use them */
+	struct group_info *groups;  /* groups_count entries; see struct group_info */
+	struct fs_hot *hot;         /* write-hot counters, on their own lines */
+	struct trans *trans;        /* trans.c: handles and commits */
+	struct balloc_state *balloc; /* balloc.c: preallocation windows */
+	_Atomic(struct xindex *) xindex; /* xattr.c: shared-block index, made on first use */
 	struct inode *root;         /* referenced from mount to unmount */
 	struct ext4_super_block sb; /* copy of the on-disk superblock */
 };
@@ -173,8 +333,28 @@ struct uext4_fs {
 #define FS_HAS_COMPAT(fs, f) (((fs)->feature_compat & EXT4_FEATURE_COMPAT_##f) != 0)
 #define FS_HAS_RO_COMPAT(fs, f) (((fs)->feature_ro_compat & EXT4_FEATURE_RO_COMPAT_##f) != 0)
 
+static inline uint64_t group_first_block(const struct uext4_fs *fs, uint32_t g)
+{ return fs->first_data_block + (uint64_t)g * fs->blocks_per_group; }
+static inline uint32_t group_nblocks(const struct uext4_fs *fs, uint32_t g)
+{
+	uint64_t left = fs->blocks_count - group_first_block(fs, g);
+	return left < fs->blocks_per_group ? (uint32_t)left : fs->blocks_per_group;
+}
+static inline uint32_t group_of_block(const struct uext4_fs *fs, uint64_t blk)
+{ return (uint32_t)((blk - fs->first_data_block) / fs->blocks_per_group); }
+static inline uint32_t group_of_ino(const struct uext4_fs *fs, uint64_t ino)
+{ return (uint32_t)((ino - 1) / fs->inodes_per_group); }
+
 int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out);
-void super_umount(struct uext4_fs *fs);
+/* Write back everything (read-write mounts) and free the mount.  Returns
+ * the first write-back error. */
+int super_umount(struct uext4_fs *fs);
+/* Fill the superblock's counters and checksum into its buffer (commit). */
+int super_write(struct uext4_fs *fs);
+/* Serialise fs->groups[g] into its descriptor block (commit). */
+int super_write_group_desc(struct uext4_fs *fs, uint32_t g);
+/* The superblock changed besides its counters: write it at the next commit. */
+void super_mark_dirty(struct uext4_fs *fs);
 /* Does group g hold a superblock backup (sparse_super, sparse_super2)? */
 bool super_group_has_super(struct uext4_fs *fs, uint32_t g);
 /* Block holding group's descriptor, and its byte offset there (meta_bg
@@ -206,6 +386,15 @@ int csum_verify_orphan_block(struct uext4_fs *fs, uint64_t ino, uint32_t generat
 			     uint64_t blocknr, const void *block);
 /* The value each structure's checksum field should hold (write path). */
 uint32_t csum_inode(struct uext4_fs *fs, uint64_t ino, const void *raw);
+/* Store the inode's checksum in raw (no-op without metadata_csum). */
+void csum_set_inode(struct uext4_fs *fs, uint64_t ino, void *raw);
+/* Set the checksum a dirty buffer carries, by b->csum_kind (commit). */
+void csum_set_buffer(struct uext4_fs *fs, struct buf *b);
+/* Bitmap checksums (crc32c of the bitmap bytes) for the descriptor. */
+uint32_t csum_block_bitmap(struct uext4_fs *fs, const void *bitmap);
+uint32_t csum_inode_bitmap(struct uext4_fs *fs, const void *bitmap);
+void csum_set_group_desc(struct uext4_fs *fs, uint32_t group, void *gd);
+void csum_set_super(struct uext4_fs *fs, struct ext4_super_block *sb);
 
 /* ---------------------------------------------------------------- inode.c
  * In-memory inodes, cached with reference counts.  The parsed fields are
@@ -213,6 +402,7 @@ uint32_t csum_inode(struct uext4_fs *fs, uint64_t ino, const void *raw);
  * whole on-disk inode (inode_size bytes) for i_block, inline data and
  * in-inode xattrs.
  */
+struct balloc_pa;
 struct inode {
 	uint64_t ino;
 	struct urwlock lock;        /* protects every field below */
@@ -222,6 +412,12 @@ struct inode {
 	uint64_t file_acl;          /* external xattr block, 0 = none */
 	struct timespec atime, mtime, ctime, crtime;
 	uint16_t extra_isize;
+	uint32_t dtime;
+	/* Allocator state, also under lock (write): */
+	uint32_t last_alloc_group;  /* ialloc: group last picked for this directory's files */
+	uint64_t alloc_goal;        /* balloc: block after the last allocation, 0 = none */
+	struct balloc_pa *pa;       /* balloc: in-memory preallocation, or NULL */
+	_Atomic uint32_t istate;    /* INODE_* bits */
 	/* Cache bookkeeping, protected by the icache shard lock: */
 	_Atomic uint32_t refcount;
 	uint64_t nlookup;           /* FUSE lookup count */
@@ -240,6 +436,39 @@ void iput(struct uext4_fs *fs, struct inode *inode);
 void igrab(struct inode *inode);
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
 void inode_to_stat(struct uext4_fs *fs, const struct inode *inode, struct uext4_stat *st);
+
+enum inode_state_bits {
+	INODE_NEW = 1u << 0,        /* created since mount */
+	INODE_DELETED = 1u << 1,    /* freed: links 0 and last reference gone */
+	INODE_UNLINKED = 1u << 2,   /* links reached 0: free at the last iput() */
+	INODE_UNHASHED = 1u << 3,   /* deleted and out of the cache's hash */
+};
+/*
+ * Allocate and initialise a new inode (ialloc_alloc() picks the number)
+ * of the given mode, owned by the caller, in the cache with one reference.
+ * The caller holds dir's lock for writing and a handle; the new inode is
+ * written to its inode-table block (never read from disk if every in-use
+ * inode there is new).  Its lock is not held: nobody can reach it yet.
+ */
+int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out);
+/*
+ * Write the inode's fields (and raw i_block / in-inode xattrs) to its
+ * inode-table buffer with its checksum, and dirty the buffer.  Whoever
+ * changes an inode's fields calls this before its handle ends; twice is
+ * harmless.  Caller holds inode->lock for writing (or owns a new inode).
+ */
+int inode_write(struct handle *h, struct inode *inode);
+/* Unmount: free inodes that lost their last link but were never released. */
+void icache_delete_unlinked(struct uext4_fs *fs);
+/* Current time, for timestamps. */
+struct timespec fs_now(void);
+static inline struct ext4_inode *inode_raw_mut(struct inode *i)
+{ return (struct ext4_inode *)i->raw; }
+/* Add or remove file system blocks to i_blocks (512-byte units). */
+static inline void inode_add_blocks(struct uext4_fs *fs, struct inode *i, int64_t nblocks)
+{ i->blocks += (uint64_t)(nblocks * (int64_t)(fs->block_size >> 9)); }
+/* EXT4_FT_* directory-entry type of a mode. */
+unsigned ftype_of_mode(uint32_t mode);
 /* Block and offset of an inode in its inode table. */
 int inode_location(struct uext4_fs *fs, uint64_t ino, uint64_t *blocknr, uint32_t *offset);
 static inline const struct ext4_inode *inode_raw(const struct inode *i)
@@ -257,6 +486,8 @@ struct block_map {
 	uint64_t pblk;      /* physical block, 0 for a hole */
 	uint64_t len;       /* blocks mapped contiguously from lblk (or hole length) */
 	bool unwritten;     /* reads as zeros */
+	bool fresh;         /* MAP_CREATE: just allocated (or converted from
+			     * unwritten); the caller must write every byte */
 };
 /* Map lblk of inode.  max_len bounds m->len.  A hole sets pblk = 0. */
 int inode_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
@@ -267,6 +498,33 @@ int inode_bread(struct uext4_fs *fs, struct inode *inode, uint64_t lblk,
 		enum uext4_meta_kind kind, struct buf **out);
 /* Read file data (regular files and symlink bodies), any offset. */
 ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
+
+/*
+ * Write side of the mapping (extents.c / indirect.c behind file.c's
+ * dispatch).  Caller holds inode->lock for writing and a handle.
+ */
+#define MAP_CREATE 1u       /* allocate the hole at lblk (up to max_len blocks) */
+#define MAP_UNWRITTEN 2u    /* with MAP_CREATE: new blocks are unwritten (fallocate) */
+#define MAP_CONVERT 4u      /* with MAP_CREATE: an unwritten run becomes written */
+int inode_map_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint64_t max_len,
+		     unsigned flags, struct block_map *m);
+/* Free every block at or after logical block first (truncate). */
+int inode_truncate_blocks(struct handle *h, struct inode *inode, uint64_t first);
+/* Free the blocks of [lblk, lblk + len) leaving a hole (punch hole). */
+int inode_punch_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint64_t len);
+/* Data write path.  file_pwrite() takes inode->lock and its own handles. */
+ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
+		    uint64_t off);
+/* Change i_size: shrink frees blocks and zeroes the tail of the last block,
+ * grow leaves a hole.  Caller holds inode->lock (write) and a handle. */
+int file_set_size(struct handle *h, struct inode *inode, uint64_t size);
+/* fallocate modes of <linux/falloc.h>; takes inode->lock and handles. */
+int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t off,
+		   uint64_t len);
+/* Write the data of a new symlink or small file body into the inode or a
+ * block (inline when it fits in i_block). Caller holds lock + handle. */
+int file_write_locked(struct handle *h, struct inode *inode, const void *buf, size_t size,
+		      uint64_t off);
 
 /* ---------------------------------------------------------------- extents.c */
 int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
@@ -279,6 +537,26 @@ int indirect_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64
 int inline_size(struct uext4_fs *fs, struct inode *inode, size_t *size);
 /* Copy inline data [off, off+size) into buf; returns bytes copied. */
 ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
+
+/* ---------------------------------------------------------------- dir.c (write side)
+ * Caller holds dir->lock for writing and a handle; names are validated
+ * (1..255 bytes, no '/', not "." or "..") by the caller.
+ */
+/* Same as dir_lookup(), with dir->lock already held (read or write). */
+int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		      uint64_t *ino, unsigned *ftype);
+/* Add an entry; the caller has checked that the name is not there. */
+int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino,
+	    unsigned ftype);
+/* Remove the entry name (which must point to ino); -ENOENT if absent. */
+int dir_remove(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino);
+/* Point the existing entry name at another inode (rename over, ".."). */
+int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t len,
+		 uint64_t ino, unsigned ftype);
+/* Give a new directory its "." and ".." entries. */
+int dir_make(struct handle *h, struct inode *dir, uint64_t parent);
+/* 1 if the directory holds only "." and "..", 0 if not, or -errno. */
+int dir_is_empty(struct uext4_fs *fs, struct inode *dir);
 
 /* ---------------------------------------------------------------- dir.c / htree.c / dirhash.c */
 int dir_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
@@ -304,8 +582,58 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 
 /* Structural check of the in-inode xattr area, at inode load. */
 int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
+/*
+ * Write side.  Caller holds inode->lock for writing and a handle.  value
+ * NULL removes; flags XATTR_CREATE / XATTR_REPLACE.  POSIX ACL names take
+ * the VFS format and are stored in ext4's.
+ */
+int xattr_set(struct handle *h, struct inode *inode, const char *name, const void *value,
+	      size_t size, int flags);
+/* By index and suffix (inline data uses system.data). */
+int xattr_set_raw(struct handle *h, struct inode *inode, int index, const char *name,
+		  size_t namelen, const void *value, size_t size, int flags);
+/* Deleting an inode: drop its xattr block reference and EA inodes. */
+int xattr_release_inode(struct handle *h, struct inode *inode);
+/* Unmount: free the shared-block index. */
+void xattr_index_destroy(struct uext4_fs *fs);
+
+/* ---------------------------------------------------------------- ialloc.c
+ * Caller holds dir->lock for writing and a handle.
+ */
+/* Pick a group and claim a free inode for a new inode of mode in dir. */
+int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino);
+/* Return inode ino to its group (its fields are already cleared). */
+int ialloc_free(struct handle *h, uint64_t ino, bool was_dir);
+
+/* ---------------------------------------------------------------- balloc.c */
+/*
+ * Allocate between 1 and want contiguous blocks, as near goal as possible
+ * (goal 0: balloc_goal()).  Counts, bitmaps and descriptors are updated;
+ * the caller accounts i_blocks.  -ENOSPC when none is free (for non-root
+ * callers: none outside the reserved blocks).
+ */
+int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
+		 uint64_t *first, uint32_t *got);
+#define BALLOC_METADATA 1u  /* the blocks held metadata: forget cached copies */
+int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t count,
+		unsigned flags);
+/* Where to start looking for an inode that has no block to follow. */
+uint64_t balloc_goal(struct uext4_fs *fs, struct inode *inode);
+/* Give back an inode's preallocated, unused blocks (close, truncate). */
+void balloc_release_prealloc(struct uext4_fs *fs, struct inode *inode);
+/* Allocator state of a read-write mount. */
+int balloc_init(struct uext4_fs *fs);
+void balloc_destroy(struct uext4_fs *fs);
+
+/* ---------------------------------------------------------------- api.c */
+/* Identity set by uext4_set_caller() for this thread. */
+uint32_t caller_uid(void);
+uint32_t caller_gid(void);
 
 /* ---------------------------------------------------------------- symlink.c */
 ssize_t symlink_read(struct uext4_fs *fs, struct inode *inode, char *buf, size_t size);
+/* The body of a new symlink: fast (in i_block) below 60 bytes, else a
+ * block.  Caller holds the inode's write lock and a handle. */
+int symlink_write(struct handle *h, struct inode *inode, const char *target, size_t len);
 
 #endif

@@ -18,11 +18,19 @@
 
 enum lock_rank {
 	RANK_NONE = 0,
+	RANK_RENAME = 5,        /* fs-wide: cross-directory rename of a directory */
 	RANK_INODE = 10,        /* struct inode.lock (rwlock), outer */
 	RANK_INODE_CHILD = 11,  /* a second inode lock, by inode number order */
+	RANK_INODE_3 = 12,      /* third and fourth (rename), by inode number order */
+	RANK_INODE_4 = 13,
+	RANK_HANDLE = 15,       /* an open transaction handle (trans.c): no inode
+				 * lock may be taken while a handle is open */
 	RANK_ICACHE_SHARD = 20, /* inode cache hash shard */
+	RANK_GROUP = 25,        /* struct group_info.lock: one group's counters and bitmaps */
+	RANK_XATTR_INDEX = 27,  /* shared-xattr-block index */
 	RANK_BUF = 30,          /* struct buf.lock: I/O and contents of one block */
 	RANK_BCACHE_SHARD = 40, /* buffer cache hash shard + its LRU */
+	RANK_TRANS = 50,        /* trans.c internal state */
 	RANK_LEAF = 90,         /* leaf locks that never nest anything */
 };
 
@@ -87,5 +95,33 @@ static inline void urw_unlock(struct urwlock *l)
 	pthread_rwlock_unlock(&l->rw);
 	lockdep_release(l->rank, l);
 }
+
+/*
+ * The same rwlock taken at another rank: several inodes are locked in
+ * inode-number order (rename, link, unlink), the first at RANK_INODE, the
+ * next at RANK_INODE_CHILD, and so on; unlock with the rank it was taken at.
+ */
+static inline void urw_rdlock_as(struct urwlock *l, int rank)
+{
+	lockdep_acquire(rank, l);
+	pthread_rwlock_rdlock(&l->rw);
+}
+
+static inline void urw_wrlock_as(struct urwlock *l, int rank)
+{
+	lockdep_acquire(rank, l);
+	pthread_rwlock_wrlock(&l->rw);
+}
+
+static inline void urw_unlock_as(struct urwlock *l, int rank)
+{
+	pthread_rwlock_unlock(&l->rw);
+	lockdep_release(rank, l);
+}
+
+/* Record that the thread entered or left a non-lock section of a rank
+ * (an open transaction handle), so lockdep checks what is taken inside. */
+static inline void lockdep_enter(int rank, const void *what) { lockdep_acquire(rank, what); }
+static inline void lockdep_leave(int rank, const void *what) { lockdep_release(rank, what); }
 
 #endif

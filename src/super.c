@@ -3,7 +3,10 @@
  *
  * Mount reads the primary superblock, refuses by name every feature we
  * cannot honour, verifies the checksums the image carries, then parses
- * every group descriptor once into fs->groups (read-mostly afterwards).
+ * every group descriptor once into fs->groups, which from then on is the
+ * truth for each group: the allocators change it under the group's lock
+ * and the commit writes it back (super_write_group_desc()), with the
+ * superblock's counters folded from the sharded counters (super_write()).
  */
 #include "internal.h"
 
@@ -11,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#define GD_BLOCK_CSUM_HI_END_ (offsetof(struct ext4_group_desc, bg_block_bitmap_csum_hi) + 2)
+#define GD_INODE_CSUM_HI_END_ (offsetof(struct ext4_group_desc, bg_inode_bitmap_csum_hi) + 2)
 
 /* Incompat features this version reads and understands. */
 #define SUPPORTED_INCOMPAT                                                           \
@@ -220,6 +226,12 @@ static int parse_group_desc(struct uext4_fs *fs, uint32_t g, const uint8_t *raw)
 	gi->used_dirs = le16(d->bg_used_dirs_count_lo);
 	gi->itable_unused = le16(d->bg_itable_unused_lo);
 	gi->flags = le16(d->bg_flags);
+	gi->block_bitmap_csum = le16(d->bg_block_bitmap_csum_lo);
+	gi->inode_bitmap_csum = le16(d->bg_inode_bitmap_csum_lo);
+	if (fs->desc_size >= EXT4_MIN_DESC_SIZE_64BIT) {
+		gi->block_bitmap_csum |= (uint32_t)le16(d->bg_block_bitmap_csum_hi) << 16;
+		gi->inode_bitmap_csum |= (uint32_t)le16(d->bg_inode_bitmap_csum_hi) << 16;
+	}
 	if (big) {
 		gi->block_bitmap |= (uint64_t)le32(d->bg_block_bitmap_hi) << 32;
 		gi->inode_bitmap |= (uint64_t)le32(d->bg_inode_bitmap_hi) << 32;
@@ -237,6 +249,16 @@ static int parse_group_desc(struct uext4_fs *fs, uint32_t g, const uint8_t *raw)
 		return fs_corrupt("group descriptor %u: %u free inodes, %u unused, but only %u "
 				  "inodes per group",
 				  g, gi->free_inodes, gi->itable_unused, fs->inodes_per_group);
+	if (gi->free_blocks > group_nblocks(fs, g))
+		return fs_corrupt("group descriptor %u: %u free blocks, but the group has %u",
+				  g, gi->free_blocks, group_nblocks(fs, g));
+	/* What never held an inode before this mount (seed 002). */
+	if (gi->flags & EXT4_BG_INODE_UNINIT)
+		gi->never_used_from = 0;
+	else if (fs->metadata_csum || fs->gdt_csum)
+		gi->never_used_from = fs->inodes_per_group - gi->itable_unused;
+	else
+		gi->never_used_from = fs->inodes_per_group;
 	return 0;
 }
 
@@ -245,9 +267,12 @@ static int load_group_descs(struct uext4_fs *fs)
 	uint32_t dpb = fs->block_size / fs->desc_size;
 	uint32_t nblocks = DIV_ROUND_UP(fs->groups_count, dpb);
 
-	fs->groups = calloc(fs->groups_count, sizeof(*fs->groups));
+	fs->groups = aligned_alloc(CACHELINE, sizeof(*fs->groups) * fs->groups_count);
 	if (!fs->groups)
 		return fs_err(ENOMEM, "out of memory for %u group descriptors", fs->groups_count);
+	memset(fs->groups, 0, sizeof(*fs->groups) * fs->groups_count);
+	for (uint32_t g = 0; g < fs->groups_count; g++)
+		ulock_init(&fs->groups[g].lock, RANK_GROUP);
 	for (uint32_t i = 0; i < nblocks; i++) {
 		uint32_t off;
 		uint64_t blk = super_desc_location(fs, i * dpb, &off);
@@ -377,6 +402,15 @@ static int read_super(struct uext4_fs *fs, bool read_only)
 		return err;
 	setup_hash(fs);
 	fs->want_extra_isize = le16(fs->sb.s_want_extra_isize);
+	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE &&
+	    (fs->want_extra_isize < 32 ||
+	     EXT4_GOOD_OLD_INODE_SIZE + (uint32_t)fs->want_extra_isize > fs->inode_size))
+		fs->want_extra_isize = 32; /* what the kernel uses by default */
+	if (FS_HAS_INCOMPAT(fs, FLEX_BG) && fs->sb.s_log_groups_per_flex < 32)
+		fs->log_groups_per_flex = fs->sb.s_log_groups_per_flex;
+	fs->reserved_blocks = le32(fs->sb.s_r_blocks_count_lo);
+	if (FS_HAS_INCOMPAT(fs, 64BIT))
+		fs->reserved_blocks |= (uint64_t)le32(fs->sb.s_r_blocks_count_hi) << 32;
 	return 0;
 }
 
@@ -389,6 +423,145 @@ static int open_device(const char *path, const struct uext4_opts *o, struct bdev
 	return *out ? 0 : (err ? err : -EIO);
 }
 
+/* Sharded counters start from the sum of the group descriptors, as the
+ * kernel's (the superblock's copy is only a hint). */
+static int setup_hot(struct uext4_fs *fs)
+{
+	uint64_t fb = 0, fi = 0, dirs = 0;
+	uint32_t words = (fs->groups_count + 63) / 64;
+
+	fs->hot = aligned_alloc(CACHELINE, (sizeof(*fs->hot) + CACHELINE - 1) / CACHELINE * CACHELINE);
+	if (!fs->hot)
+		return fs_err(ENOMEM, "out of memory for the counters");
+	memset(fs->hot, 0, sizeof(*fs->hot));
+	fs->hot->group_dirty = calloc(words, sizeof(uint64_t));
+	if (!fs->hot->group_dirty)
+		return fs_err(ENOMEM, "out of memory for the counters");
+	for (uint32_t g = 0; g < fs->groups_count; g++) {
+		fb += fs->groups[g].free_blocks;
+		fi += fs->groups[g].free_inodes;
+		dirs += fs->groups[g].used_dirs;
+	}
+	pcounter_set(&fs->hot->free_blocks, (int64_t)fb);
+	pcounter_set(&fs->hot->free_inodes, (int64_t)fi);
+	pcounter_set(&fs->hot->dirs, (int64_t)dirs);
+	return 0;
+}
+
+void group_set_dirty(struct uext4_fs *fs, uint32_t group)
+{
+	if (group < fs->groups_count)
+		atomic_fetch_or(&fs->hot->group_dirty[group / 64], 1ull << (group % 64));
+}
+
+/* The superblock changed outside the counters (state, mount count). */
+void super_mark_dirty(struct uext4_fs *fs)
+{
+	atomic_store(&fs->hot->sb_dirty, true);
+}
+
+/*
+ * Read-write mount: the kernel's bookkeeping (mount count and time, the
+ * file system not clean while mounted), written by a first commit so that
+ * a crash leaves it marked for checking.
+ */
+static int start_writing(struct uext4_fs *fs)
+{
+	struct timespec now = fs_now();
+	int err = trans_init(fs);
+
+	if (err || (err = balloc_init(fs)))
+		return err;
+	fs->sb.s_mnt_count = cpu_to_le16((uint16_t)(le16(fs->sb.s_mnt_count) + 1));
+	fs->sb.s_mtime = cpu_to_le32((uint32_t)now.tv_sec);
+	fs->sb.s_mtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
+	if (!FS_HAS_COMPAT(fs, HAS_JOURNAL))
+		fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) & ~EXT4_VALID_FS);
+	super_mark_dirty(fs);
+	return trans_commit(fs);
+}
+
+/* Superblock block number and the superblock's offset in it. */
+static uint64_t super_block_location(struct uext4_fs *fs, uint32_t *off)
+{
+	*off = EXT4_SUPERBLOCK_OFFSET % fs->block_size;
+	return EXT4_SUPERBLOCK_OFFSET / fs->block_size;
+}
+
+/*
+ * Called by the commit with no handle open: counters from the sharded
+ * counters, the write time, the checksum.  fs->sb is changed only here
+ * and at mount/unmount (all with no handle open, under the commit lock);
+ * readers (uext4_info) take the commit lock too.
+ */
+int super_write(struct uext4_fs *fs)
+{
+	struct ext4_super_block *sb = &fs->sb;
+	uint64_t fb = (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0);
+	uint64_t fi = (uint64_t)MAX(pcounter_sum(&fs->hot->free_inodes), 0);
+	struct timespec now = fs_now();
+	uint32_t off;
+	uint64_t blk = super_block_location(fs, &off);
+	struct buf *b;
+	int err;
+
+	atomic_store(&fs->hot->sb_dirty, false);
+	sb->s_free_blocks_count_lo = cpu_to_le32((uint32_t)fb);
+	if (FS_HAS_INCOMPAT(fs, 64BIT))
+		sb->s_free_blocks_count_hi = cpu_to_le32((uint32_t)(fb >> 32));
+	sb->s_free_inodes_count = cpu_to_le32((uint32_t)fi);
+	sb->s_wtime = cpu_to_le32((uint32_t)now.tv_sec);
+	sb->s_wtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
+	csum_set_super(fs, sb);
+	if ((err = bread(fs->bc, blk, UEXT4_META_SUPER, &b)))
+		return err;
+	memcpy(b->data + off, sb, sizeof(*sb));
+	b->csum_kind = CSUM_SUPER;
+	bcache_mark_dirty(fs->bc, b);
+	brelse(fs->bc, b);
+	return 0;
+}
+
+static void put16(uint16_t *lo, uint16_t *hi, uint32_t v, bool big)
+{
+	*lo = cpu_to_le16((uint16_t)v);
+	if (big)
+		*hi = cpu_to_le16((uint16_t)(v >> 16));
+}
+
+/* fs->groups[g] into its descriptor, with the descriptor's checksum. */
+int super_write_group_desc(struct uext4_fs *fs, uint32_t g)
+{
+	const struct group_info *gi = &fs->groups[g];
+	bool big = fs->desc_size >= EXT4_MIN_DESC_SIZE_64BIT;
+	struct ext4_group_desc *d;
+	uint32_t off;
+	uint64_t blk = super_desc_location(fs, g, &off);
+	struct buf *b;
+	int err;
+
+	if ((err = bread(fs->bc, blk, UEXT4_META_GROUP_DESC, &b)))
+		return err;
+	d = (struct ext4_group_desc *)(b->data + off);
+	put16(&d->bg_free_blocks_count_lo, &d->bg_free_blocks_count_hi, gi->free_blocks, big);
+	put16(&d->bg_free_inodes_count_lo, &d->bg_free_inodes_count_hi, gi->free_inodes, big);
+	put16(&d->bg_used_dirs_count_lo, &d->bg_used_dirs_count_hi, gi->used_dirs, big);
+	put16(&d->bg_itable_unused_lo, &d->bg_itable_unused_hi, atomic_load(&gi->itable_unused),
+	      big);
+	d->bg_flags = cpu_to_le16((uint16_t)atomic_load(&gi->flags));
+	if (fs->metadata_csum) {
+		put16(&d->bg_block_bitmap_csum_lo, &d->bg_block_bitmap_csum_hi,
+		      gi->block_bitmap_csum, fs->desc_size >= GD_BLOCK_CSUM_HI_END_);
+		put16(&d->bg_inode_bitmap_csum_lo, &d->bg_inode_bitmap_csum_hi,
+		      gi->inode_bitmap_csum, fs->desc_size >= GD_INODE_CSUM_HI_END_);
+	}
+	csum_set_group_desc(fs, g, d);
+	b->csum_kind = CSUM_GROUP_DESC;
+	bcache_mark_dirty(fs->bc, b);
+	brelse(fs->bc, b);
+	return 0;
+}
+
 int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out)
 {
 	struct uext4_opts none = {0};
@@ -398,17 +571,18 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 
 	if (!fs)
 		return fs_err(ENOMEM, "out of memory");
-	/* Nothing writes yet (the write path is the next issue): mount read-only. */
-	fs->read_only = true;
+	fs->read_only = o->read_only != 0;
 	if ((err = open_device(path, o, &fs->dev)) || (err = read_super(fs, o->read_only)))
 		goto fail;
+	if (fs->dev->read_only)
+		fs->read_only = true;
 	fs->bc = bcache_create(fs->dev, fs->block_size, o->cache_bytes);
 	fs->icache = fs->bc ? icache_create(fs) : NULL;
 	if (!fs->icache) {
 		err = fs_err(ENOMEM, "out of memory for the caches");
 		goto fail;
 	}
-	if ((err = load_group_descs(fs)))
+	if ((err = load_group_descs(fs)) || (err = setup_hot(fs)))
 		goto fail;
 	/* Like the kernel, refuse a file system whose root is unreadable; the
 	 * reference held until unmount lets path walks start lock-free. */
@@ -419,25 +593,52 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 				 fs->root->mode);
 		goto fail;
 	}
+	if (!fs->read_only && (err = start_writing(fs)))
+		goto fail;
 	*out = fs;
 	return 0;
 fail:
+	fs->read_only = true; /* write nothing back from a failed mount */
 	super_umount(fs);
 	return err;
 }
 
-void super_umount(struct uext4_fs *fs)
+int super_umount(struct uext4_fs *fs)
 {
+	int err = 0;
+
 	if (!fs)
-		return;
+		return 0;
 	if (fs->root)
 		iput(fs, fs->root);
+	fs->root = NULL;
+	if (!fs->read_only && fs->trans) {
+		icache_delete_unlinked(fs);
+		/* Everything back, then mark the file system clean. */
+		err = trans_commit(fs);
+		if (!err) {
+			fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) | EXT4_VALID_FS);
+			super_mark_dirty(fs);
+			err = trans_commit(fs);
+		}
+	}
 	if (fs->icache)
 		icache_destroy(fs->icache);
+	if (fs->balloc)
+		balloc_destroy(fs);
+	xattr_index_destroy(fs);
+	trans_destroy(fs);
 	if (fs->bc)
 		bcache_destroy(fs->bc);
 	if (fs->dev)
 		bdev_close(fs->dev);
+	if (fs->groups)
+		for (uint32_t g = 0; g < fs->groups_count; g++)
+			ulock_destroy(&fs->groups[g].lock);
 	free(fs->groups);
+	if (fs->hot)
+		free((void *)fs->hot->group_dirty);
+	free(fs->hot);
 	free(fs);
+	return err;
 }

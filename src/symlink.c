@@ -17,7 +17,8 @@
  * them); a NUL inside the target is corruption too (e2fsck checks
  * strnlen() == i_size).
  */
-#include "internal.h"
+#include "data_int.h"
+#include "symlink_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -118,4 +119,44 @@ ssize_t symlink_read(struct uext4_fs *fs, struct inode *inode, char *buf, size_t
 	if (target != lf.iblock)
 		free(target);
 	return err ? err : (ssize_t)lf.size;
+}
+
+/*
+ * Store a new symlink's target (caller holds inode->lock for writing, or
+ * owns the new inode, and a handle).  Shorter than i_block: a fast
+ * symlink, the target in i_block and no EXTENTS_FL, as the kernel makes
+ * them.  Otherwise one data block, extent-mapped when the file system has
+ * extents; the block's bytes after the target are zeros.
+ */
+int symlink_write(struct handle *h, struct inode *inode, const char *target, size_t len)
+{
+	struct uext4_fs *fs = h->fs;
+	struct ext4_inode *raw = inode_raw_mut(inode);
+	int err;
+
+	if (len == 0)
+		return fs_err(ENOENT, "symlink inode %lu: empty target", (unsigned long)inode->ino);
+	if (len >= fs->block_size)
+		return fs_err(ENAMETOOLONG, "symlink inode %lu: target of %zu bytes does not fit "
+			      "in a %u-byte block", (unsigned long)inode->ino, len, fs->block_size);
+	inode->flags &= ~EXT4_INLINE_DATA_FL;
+	memset(raw->i_block, 0, sizeof(raw->i_block));
+	if (len < sizeof(raw->i_block)) {
+		inode->flags &= ~EXT4_EXTENTS_FL;
+		memcpy(raw->i_block, target, len);
+		inode->size = len;
+		return inode_write(h, inode);
+	}
+	if (FS_HAS_INCOMPAT(fs, EXTENTS)) {
+		inode->flags |= EXT4_EXTENTS_FL;
+		extent_init_root(inode);
+	} else {
+		inode->flags &= ~EXT4_EXTENTS_FL;
+	}
+	inode->size = 0;
+	err = file_write_locked(h, inode, target, len, 0);
+	if (!err && inode->size != len)
+		err = fs_err(EIO, "symlink inode %lu: target written short",
+			     (unsigned long)inode->ino);
+	return err;
 }

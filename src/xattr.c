@@ -1,7 +1,8 @@
 /*
  * xattr.c - extended attributes: lookup and listing, in the inode body and
  * in the external xattr block, values kept in EA inodes, and the POSIX ACL
- * translation from the ext4 on-disk format to the one getxattr(2) returns.
+ * translation between the ext4 on-disk format and the one getxattr(2) and
+ * setxattr(2) use; and the write side: set, replace, remove, shared blocks.
  *
  * Format (Documentation/filesystems/ext4/attributes.rst):
  *   - in-inode: after the 128 + i_extra_isize bytes of the inode, a 4-byte
@@ -23,9 +24,13 @@
  * corrupt image.  Only the checksum is verified once per buffer.
  *
  * Locking: xattr_get() and xattr_list() take inode->lock as a reader while
- * they read the inode body and i_file_acl, and drop it before reading an
- * EA inode (whose lock has the same rank) or the xattr block (which needs
- * no inode lock: blocks are read through the buffer cache).
+ * they read the inode body, i_file_acl and the xattr block (a writer of
+ * the inode changes its unshared block in place or frees it, holding the
+ * lock for writing), and drop it before reading an EA inode (whose lock
+ * has the same rank).  Of a block's header they read only h_magic and
+ * h_blocks: h_refcount of a shared block changes under b->lock when other
+ * inodes start or stop sharing it, and the checksum is verified (once per
+ * buffer) under b->lock.
  * xattr_get_raw() takes NO inode lock: inline.c calls it, and other
  * callers may already hold inode->lock as a reader, and taking the same
  * rwlock twice can deadlock behind a waiting writer (and lockdep would
@@ -34,9 +39,15 @@
  * an EA inode, xattr_get_raw() reads that inode with file_pread(), which
  * takes the EA inode's lock: a caller holding a lock of rank RANK_INODE
  * must not ask for such a value (system.data, the one raw user, never is).
+ *
+ * The write side (xattr_set, xattr_set_raw, xattr_release_inode) is
+ * described where it starts, below ("write side").
  */
 #include "internal.h"
+#include "xattr_int.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -225,10 +236,9 @@ static int ibody_region(struct uext4_fs *fs, struct inode *inode, struct xregion
 static int xblock_open(struct uext4_fs *fs, uint64_t ino, uint64_t blk, struct buf **bp,
 		       struct xregion *r)
 {
-	struct ext4_xattr_header h;
+	uint32_t magic, blocks;
 	struct buf *b;
-	bool verified;
-	int err;
+	int err = 0;
 
 	if (blk <= fs->first_data_block || blk >= fs->blocks_count)
 		return fs_corrupt("inode %llu: xattr block %llu out of range",
@@ -236,24 +246,37 @@ static int xblock_open(struct uext4_fs *fs, uint64_t ino, uint64_t blk, struct b
 	err = bread(fs->bc, blk, UEXT4_META_XATTR, &b);
 	if (err)
 		return err;
-	memcpy(&h, b->data, sizeof(h));
-	r->first = b->data + sizeof(h);
+	/* Only the fields that never change while the block is shared:
+	 * h_refcount may be changed by another inode's writer (under
+	 * b->lock) and h_checksum by the commit. */
+	memcpy(&magic, b->data + offsetof(struct ext4_xattr_header, h_magic), 4);
+	memcpy(&blocks, b->data + offsetof(struct ext4_xattr_header, h_blocks), 4);
+	r->first = b->data + sizeof(struct ext4_xattr_header);
 	r->end = b->data + fs->block_size;
 	r->value_base = b->data;
 	r->ino = ino;
 	r->blocknr = blk;
-	if (le32(h.h_magic) != EXT4_XATTR_MAGIC || le32(h.h_blocks) != 1) {
-		err = region_corrupt(r, "bad header (magic 0x%08x, h_blocks %u)",
-				     le32(h.h_magic), le32(h.h_blocks));
+	if (le32(magic) != EXT4_XATTR_MAGIC || le32(blocks) != 1) {
+		err = region_corrupt(r, "bad header (magic 0x%08x, h_blocks %u)", le32(magic),
+				     le32(blocks));
 		goto fail;
 	}
-	verified = buf_verified(b);
-	if (!verified && (err = csum_verify_xattr_block(fs, blk, b->data)) != 0)
+	if (!buf_verified(b)) {
+		/* The checksum covers h_refcount: read it under b->lock. */
+		ulock_lock(&b->lock);
+		if (!buf_verified(b)) {
+			err = csum_verify_xattr_block(fs, blk, b->data);
+			if (!err)
+				err = region_check(fs, r);
+			if (!err)
+				buf_set_verified(b);
+		}
+		ulock_unlock(&b->lock);
+		if (err)
+			goto fail;
+	} else if ((err = region_check(fs, r)) != 0) {
 		goto fail;
-	if ((err = region_check(fs, r)) != 0)
-		goto fail;
-	if (!verified)
-		buf_set_verified(b);
+	}
 	*bp = b;
 	return 0;
 fail:
@@ -311,9 +334,15 @@ static ssize_t value_copy_inline(const struct xvalue *v, void *buf, size_t size)
 	return v->size;
 }
 
-/* Look up (index, name) in the xattr block blk of inode ino. */
+/*
+ * Look up (index, name) in the xattr block blk of inode ino.  A value
+ * inside the block is copied (returns its length); a value in an EA inode
+ * is returned in *ea (ea->inum != 0, returns 0) for the caller to read once
+ * it has dropped any inode lock.
+ */
 static ssize_t block_get(struct uext4_fs *fs, uint64_t ino, uint64_t blk, int index,
-			 const char *name, size_t namelen, void *buf, size_t size)
+			 const char *name, size_t namelen, void *buf, size_t size,
+			 struct xvalue *ea)
 {
 	struct xregion r;
 	struct xvalue v;
@@ -321,69 +350,79 @@ static ssize_t block_get(struct uext4_fs *fs, uint64_t ino, uint64_t blk, int in
 	ssize_t n;
 	int err;
 
+	ea->inum = 0;
 	if (blk == 0)
 		return -ENODATA;
 	err = xblock_open(fs, ino, blk, &b, &r);
 	if (err)
 		return err;
 	err = region_find(&r, index, name, namelen, &v);
-	n = err ? err : v.inum ? 0 : value_copy_inline(&v, buf, size);
+	if (err)
+		n = err;
+	else if (v.inum)
+		*ea = v, n = 0;
+	else
+		n = value_copy_inline(&v, buf, size);
 	brelse(fs->bc, b);
-	if (!err && v.inum)
-		n = ea_inode_read(fs, ino, v.inum, v.size, buf, size);
 	return n;
+}
+
+/* Shared tail of the lookups: the value found in the inode body or block. */
+static ssize_t lookup_inode(struct uext4_fs *fs, struct inode *inode, int index,
+			    const char *name, size_t namelen, void *buf, size_t size,
+			    struct xvalue *ea)
+{
+	struct xregion r;
+	struct xvalue v;
+	int have;
+
+	ea->inum = 0;
+	have = ibody_region(fs, inode, &r);
+	if (have < 0)
+		return have;
+	if (have && region_find(&r, index, name, namelen, &v) == 0) {
+		if (v.inum) {
+			*ea = v;
+			return 0;
+		}
+		return value_copy_inline(&v, buf, size);
+	}
+	return block_get(fs, inode->ino, inode->file_acl, index, name, namelen, buf, size, ea);
 }
 
 ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 		      const char *name, size_t namelen, void *buf, size_t size)
 {
-	struct xregion r;
-	struct xvalue v;
-	int have;
+	struct xvalue ea;
+	ssize_t n;
 
 	/* No inode lock here: see the comment at the top of this file. */
 	if (namelen > EXT4_NAME_LEN)
 		return -ERANGE;
-	have = ibody_region(fs, inode, &r);
-	if (have < 0)
-		return have;
-	if (have && region_find(&r, index, name, namelen, &v) == 0) {
-		if (v.inum)
-			return ea_inode_read(fs, inode->ino, v.inum, v.size, buf, size);
-		return value_copy_inline(&v, buf, size);
-	}
-	return block_get(fs, inode->ino, inode->file_acl, index, name, namelen, buf, size);
+	n = lookup_inode(fs, inode, index, name, namelen, buf, size, &ea);
+	if (n == 0 && ea.inum)
+		n = ea_inode_read(fs, inode->ino, ea.inum, ea.size, buf, size);
+	return n;
 }
 
 /*
  * xattr_get_raw() with inode->lock held as a reader while the inode body
- * and i_file_acl are read; dropped before EA inode and block reads.
+ * and the xattr block are read (a writer of this inode may change the
+ * block in place when it is not shared, or free it); dropped before an EA
+ * inode is read (its lock has the same rank).
  */
 static ssize_t get_raw_locked(struct uext4_fs *fs, struct inode *inode, int index,
 			      const char *name, size_t namelen, void *buf, size_t size)
 {
-	struct xregion r;
-	struct xvalue v;
-	uint64_t file_acl;
+	struct xvalue ea;
 	ssize_t n;
-	int have;
 
 	urw_rdlock(&inode->lock);
-	have = ibody_region(fs, inode, &r);
-	if (have > 0 && region_find(&r, index, name, namelen, &v) == 0) {
-		if (!v.inum) {
-			n = value_copy_inline(&v, buf, size);
-			urw_unlock(&inode->lock);
-			return n;
-		}
-		urw_unlock(&inode->lock);
-		return ea_inode_read(fs, inode->ino, v.inum, v.size, buf, size);
-	}
-	file_acl = inode->file_acl;
+	n = lookup_inode(fs, inode, index, name, namelen, buf, size, &ea);
 	urw_unlock(&inode->lock);
-	if (have < 0)
-		return have;
-	return block_get(fs, inode->ino, file_acl, index, name, namelen, buf, size);
+	if (n == 0 && ea.inum)
+		n = ea_inode_read(fs, inode->ino, ea.inum, ea.size, buf, size);
+	return n;
 }
 
 /* ------------------------------------------------------------ POSIX ACLs */
@@ -655,28 +694,25 @@ ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t s
 	struct xlist_out o = { buf, buf ? size : 0, 0 };
 	struct xregion r;
 	struct buf *b;
-	uint64_t file_acl;
 	int have, err = 0;
 
+	/* The lock is held across the block too: see get_raw_locked(). */
 	urw_rdlock(&inode->lock);
 	have = ibody_region(fs, inode, &r);
 	if (have > 0)
 		err = list_region(&r, &o);
-	file_acl = inode->file_acl;
+	if (have >= 0 && !err && inode->file_acl) {
+		err = xblock_open(fs, inode->ino, inode->file_acl, &b, &r);
+		if (!err) {
+			err = list_region(&r, &o);
+			brelse(fs->bc, b);
+		}
+	}
 	urw_unlock(&inode->lock);
 	if (have < 0)
 		return have;
 	if (err)
 		return err;
-	if (file_acl) {
-		err = xblock_open(fs, inode->ino, file_acl, &b, &r);
-		if (err)
-			return err;
-		err = list_region(&r, &o);
-		brelse(fs->bc, b);
-		if (err)
-			return err;
-	}
 	return (ssize_t)o.len;
 }
 
@@ -691,4 +727,1056 @@ int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode)
 	int ret = ibody_region(fs, inode, &r);
 
 	return ret < 0 ? ret : 0;
+}
+
+/* ================================================================ write side
+ *
+ * A change loads the inode's two regions (inode body, block) into entry
+ * lists, edits the lists, and writes each changed region back whole:
+ * entries first (the block's sorted by (index, name length, name) as the
+ * kernel's lookup requires, the body's in their order, new ones last, as
+ * the kernel does), values packed down from the region's end, 4-byte
+ * aligned and zero-padded.  Deterministic layout: identical sets of xattrs
+ * give identical blocks, which is what lets inodes share one.
+ *
+ * Placement follows ext4_xattr_set_handle(): a value goes into the inode
+ * body when it fits there, else into the block; an entry that moves is
+ * removed from its old region.  The region that may need a new block is
+ * always written first, so ENOSPC leaves everything as it was.
+ *
+ * Locking (see also ARCHITECTURE.md): callers hold inode->lock for writing
+ * and a handle, which makes the inode body, i_file_acl and the contents of
+ * a block only this inode references (h_refcount 1) ours.  A block with
+ * h_refcount > 1 is never changed except its h_refcount, under its b->lock.
+ * The shared-block index (below) adds that a block is reachable by other
+ * inodes through the index: every decision on a block's refcount ("1: I
+ * may change or free it", "share it: refcount + 1") is made holding the
+ * index shard of the block's hash and then b->lock, and a block leaves the
+ * index (under the shard lock) before it is changed in place or freed, so
+ * the index never names a block that is not a live xattr block with those
+ * exact contents.
+ */
+
+#ifndef XATTR_CREATE
+#define XATTR_CREATE 1
+#define XATTR_REPLACE 2
+#endif
+/* Largest value setxattr(2) passes (XATTR_SIZE_MAX). */
+#define XATTR_SYSCALL_SIZE_MAX 65536u
+/* Most inodes one block may serve (EXT4_XATTR_REFCOUNT_MAX). */
+#define XATTR_REFCOUNT_MAX 1024u
+#define XBLOCK_HDR ((size_t)sizeof(struct ext4_xattr_header))
+
+/* One xattr, in a list being edited. */
+struct xent {
+	uint8_t index;
+	uint8_t name_len;
+	char name[EXT4_NAME_LEN];
+	const uint8_t *value;   /* into the list's copy, or the caller's value */
+	uint32_t size;
+	uint32_t inum;          /* value lives in this EA inode (kept as is) */
+	uint32_t hash;          /* e_hash, kept for EA-inode entries */
+};
+
+/* The entries of one region; values point into copy. */
+struct xlist {
+	struct xent *e;
+	size_t n, cap;
+	uint8_t *copy;
+};
+
+static void xlist_free(struct xlist *l)
+{
+	free(l->e);
+	free(l->copy);
+	memset(l, 0, sizeof(*l));
+}
+
+static int xlist_reserve(struct xlist *l, size_t n)
+{
+	struct xent *e;
+	size_t cap = l->cap ? l->cap : 8;
+
+	if (n <= l->cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	e = realloc(l->e, cap * sizeof(*e));
+	if (!e)
+		return fs_err(ENOMEM, "xattr: out of memory");
+	l->e = e;
+	l->cap = cap;
+	return 0;
+}
+
+/* Copy the entries of a checked region into l (which owns a copy of it). */
+static int xlist_load(struct xlist *l, const struct xregion *r)
+{
+	size_t len = (size_t)(r->end - r->value_base);
+	const uint8_t *p;
+	int err;
+
+	size_t skip = (size_t)(r->first - r->value_base);
+
+	/* Not the block header: h_refcount may change under b->lock. */
+	l->copy = calloc(1, len);
+	if (!l->copy)
+		return fs_err(ENOMEM, "xattr: out of memory");
+	memcpy(l->copy + skip, r->first, len - skip);
+	for (p = r->first; !entry_is_last(p); p = entry_next(p)) {
+		struct ext4_xattr_entry e;
+		struct xent *x;
+
+		if ((err = xlist_reserve(l, l->n + 1)) != 0)
+			return err;
+		entry_read(p, &e);
+		x = &l->e[l->n++];
+		x->index = e.e_name_index;
+		x->name_len = e.e_name_len;
+		memcpy(x->name, p + XATTR_ENTRY_HDR, e.e_name_len);
+		x->size = le32(e.e_value_size);
+		x->inum = le32(e.e_value_inum);
+		x->hash = le32(e.e_hash);
+		x->value = x->inum ? NULL : l->copy + le16(e.e_value_offs);
+	}
+	return 0;
+}
+
+static int xent_cmp(const struct xent *a, int index, const char *name, size_t len)
+{
+	if (a->index != index)
+		return a->index < index ? -1 : 1;
+	if (a->name_len != len)
+		return a->name_len < len ? -1 : 1;
+	return memcmp(a->name, name, len);
+}
+
+static long xlist_find(const struct xlist *l, int index, const char *name, size_t len)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (xent_cmp(&l->e[i], index, name, len) == 0)
+			return (long)i;
+	return -1;
+}
+
+static void xlist_remove(struct xlist *l, long i)
+{
+	memmove(&l->e[i], &l->e[i + 1], (l->n - (size_t)i - 1) * sizeof(l->e[0]));
+	l->n--;
+}
+
+/* Insert x at position i (replacing entry i if replace). */
+static int xlist_put(struct xlist *l, size_t i, const struct xent *x, bool replace)
+{
+	int err;
+
+	if (replace) {
+		l->e[i] = *x;
+		return 0;
+	}
+	if ((err = xlist_reserve(l, l->n + 1)) != 0)
+		return err;
+	memmove(&l->e[i + 1], &l->e[i], (l->n - i) * sizeof(l->e[0]));
+	l->e[i] = *x;
+	l->n++;
+	return 0;
+}
+
+/* Where x goes in a block's sorted list. */
+static size_t xlist_sorted_pos(const struct xlist *l, const struct xent *x)
+{
+	size_t i = 0;
+
+	while (i < l->n && xent_cmp(&l->e[i], x->index, x->name, x->name_len) < 0)
+		i++;
+	return i;
+}
+
+/* Bytes the entries, values and the 4-byte terminator of l take. */
+static size_t xlist_space(const struct xlist *l)
+{
+	size_t s = 4;
+
+	for (size_t i = 0; i < l->n; i++) {
+		s += EXT4_XATTR_LEN(l->e[i].name_len);
+		if (!l->e[i].inum)
+			s += EXT4_XATTR_SIZE((size_t)l->e[i].size);
+	}
+	return s;
+}
+
+/* Entry hash of a value in a block (ext4_xattr_hash_entry): the name's
+ * bytes (unsigned), then the zero-padded value as little-endian words. */
+static uint32_t xattr_entry_hash(const char *name, size_t name_len, const uint8_t *value,
+				 size_t padded)
+{
+	uint32_t hash = 0;
+
+	for (size_t i = 0; i < name_len; i++)
+		hash = (hash << 5) ^ (hash >> 27) ^ (uint8_t)name[i];
+	for (size_t i = 0; i + 4 <= padded; i += 4) {
+		uint32_t w;
+
+		memcpy(&w, value + i, 4);
+		hash = (hash << 16) ^ (hash >> 16) ^ le32(w);
+	}
+	return hash;
+}
+
+/*
+ * Serialise l into the zeroed region [first, end); offsets count from
+ * value_base.  In a block, entries get their hash and *block_hash the
+ * block's (ext4_xattr_rehash: 0 if an entry's hash is 0); in the inode
+ * body the kernel leaves e_hash 0 (e2fsck accepts 0 there).
+ */
+static void xlist_store(const struct xlist *l, uint8_t *first, uint8_t *end,
+			uint8_t *value_base, bool is_block, uint32_t *block_hash)
+{
+	uint8_t *p = first, *vend = end;
+	uint32_t bh = 0;
+	bool zero_hash = false;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct xent *x = &l->e[i];
+		struct ext4_xattr_entry e = { 0 };
+		size_t padded = x->inum ? 0 : EXT4_XATTR_SIZE((size_t)x->size);
+
+		e.e_name_len = x->name_len;
+		e.e_name_index = x->index;
+		e.e_value_inum = cpu_to_le32(x->inum);
+		e.e_value_size = cpu_to_le32(x->size);
+		if (padded) {
+			vend -= padded;
+			memcpy(vend, x->value, x->size);
+			e.e_value_offs = cpu_to_le16((uint16_t)(vend - value_base));
+		}
+		if (x->inum)
+			e.e_hash = cpu_to_le32(x->hash);
+		else if (is_block)
+			e.e_hash = cpu_to_le32(xattr_entry_hash(x->name, x->name_len, vend,
+								padded));
+		if (is_block) {
+			if (!e.e_hash)
+				zero_hash = true;
+			bh = (bh << 16) ^ (bh >> 16) ^ le32(e.e_hash);
+		}
+		memcpy(p, &e, XATTR_ENTRY_HDR);
+		memcpy(p + XATTR_ENTRY_HDR, x->name, x->name_len);
+		p += EXT4_XATTR_LEN(x->name_len);
+	}
+	if (block_hash)
+		*block_hash = zero_hash ? 0 : bh;
+}
+
+/* ------------------------------------------------------------ shared-block index
+ *
+ * Blocks this mount wrote (or kept shared), by h_hash, so that an inode
+ * about to get a block identical to one of them shares it instead (the
+ * kernel's mbcache).  Sharded by hash; each shard's lock (RANK_XATTR_INDEX)
+ * protects its chains.  An entry is removed before its block is changed or
+ * freed (see the locking comment above), so every entry names a live block.
+ *
+ * It hangs off fs->xindex (created on first use, freed at unmount by
+ * xattr_index_destroy()).
+ */
+#define XI_SHARDS 64
+#define XI_BUCKETS 256
+
+struct xi_node {
+	uint32_t hash;
+	uint64_t blk;
+	struct xi_node *next;
+};
+
+struct xi_shard {
+	struct ulock lock;                  /* RANK_XATTR_INDEX: bucket[] chains */
+	struct xi_node *bucket[XI_BUCKETS];
+} __attribute__((aligned(CACHELINE)));
+
+struct xindex {
+	struct xi_shard shard[XI_SHARDS];
+};
+
+static struct xindex *xindex_create(void)
+{
+	struct xindex *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	for (unsigned i = 0; i < XI_SHARDS; i++)
+		ulock_init(&x->shard[i].lock, RANK_XATTR_INDEX);
+	return x;
+}
+
+/* The mount's index, created on first use; NULL if none can be had.
+ * fs->xindex is published once with a compare-and-swap. */
+static struct xindex *xindex_get(struct uext4_fs *fs)
+{
+	struct xindex *x = atomic_load_explicit(&fs->xindex, memory_order_acquire), *none = NULL;
+
+	if (x)
+		return x;
+	x = xindex_create();
+	if (!x)
+		return NULL;
+	if (!atomic_compare_exchange_strong(&fs->xindex, &none, x)) {
+		for (unsigned i = 0; i < XI_SHARDS; i++)
+			ulock_destroy(&x->shard[i].lock);
+		free(x);
+		x = none;
+	}
+	return x;
+}
+
+void xattr_index_destroy(struct uext4_fs *fs)
+{
+	struct xindex *x = atomic_exchange(&fs->xindex, NULL);
+
+	if (!x)
+		return;
+	for (unsigned s = 0; s < XI_SHARDS; s++) {
+		for (unsigned b = 0; b < XI_BUCKETS; b++) {
+			struct xi_node *n = x->shard[s].bucket[b], *next;
+
+			for (; n; n = next) {
+				next = n->next;
+				free(n);
+			}
+		}
+		ulock_destroy(&x->shard[s].lock);
+	}
+	free(x);
+}
+
+static struct xi_shard *xi_shard_of(struct xindex *x, uint32_t hash)
+{
+	return &x->shard[hash % XI_SHARDS];
+}
+
+static struct xi_node **xi_bucket(struct xi_shard *s, uint32_t hash)
+{
+	return &s->bucket[(hash / XI_SHARDS) % XI_BUCKETS];
+}
+
+/* Caller holds s->lock.  Best effort: no memory means no sharing. */
+static void xi_insert_locked(struct xi_shard *s, uint32_t hash, uint64_t blk)
+{
+	struct xi_node **head = xi_bucket(s, hash), *n;
+
+	for (n = *head; n; n = n->next)
+		if (n->blk == blk)
+			return;
+	n = malloc(sizeof(*n));
+	if (!n)
+		return;
+	n->hash = hash;
+	n->blk = blk;
+	n->next = *head;
+	*head = n;
+}
+
+/* Caller holds s->lock. */
+static void xi_remove_locked(struct xi_shard *s, uint32_t hash, uint64_t blk)
+{
+	struct xi_node **pp = xi_bucket(s, hash), *n;
+
+	for (; (n = *pp) != NULL; pp = &n->next) {
+		if (n->blk == blk) {
+			*pp = n->next;
+			free(n);
+			return;
+		}
+	}
+}
+
+/* ------------------------------------------------------------ xattr blocks */
+
+static uint32_t hdr_get(const uint8_t *blk, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, blk + off, 4);
+	return le32(v);
+}
+
+static void hdr_set(uint8_t *blk, size_t off, uint32_t val)
+{
+	val = cpu_to_le32(val);
+	memcpy(blk + off, &val, 4);
+}
+
+#define HOFF(f) offsetof(struct ext4_xattr_header, f)
+
+/* The shard lock for a block's hash, or NULL without an index. */
+static struct xi_shard *shard_lock(struct xindex *x, uint32_t hash)
+{
+	struct xi_shard *s;
+
+	if (!x)
+		return NULL;
+	s = xi_shard_of(x, hash);
+	ulock_lock(&s->lock);
+	return s;
+}
+
+static void shard_unlock(struct xi_shard *s)
+{
+	if (s)
+		ulock_unlock(&s->lock);
+}
+
+/* i_blocks for the one xattr block.  Not inode_add_blocks(fs, i, -1):
+ * that shifts a negative count (undefined; UBSan aborts). */
+static void account_xattr_block(struct uext4_fs *fs, struct inode *inode, bool add)
+{
+	uint64_t sectors = (uint64_t)1 << (fs->log_block_size - 9);
+
+	inode->blocks = add ? inode->blocks + sectors : inode->blocks - sectors;
+}
+
+/* Set a block's refcount to rc; caller holds b->lock. */
+static int block_set_refcount(struct handle *h, struct buf *b, uint32_t rc)
+{
+	int err = handle_write_access(h, b);
+
+	if (err)
+		return err;
+	hdr_set(b->data, HOFF(h_refcount), rc);
+	handle_dirty(h, b, CSUM_XATTR, 0, 0);
+	return 0;
+}
+
+/*
+ * Drop inode's reference to its xattr block blk: free the block if this
+ * was the last one, else decrement h_refcount.  The caller accounts
+ * i_blocks and i_file_acl.
+ */
+static int block_drop_ref(struct handle *h, struct inode *inode, uint64_t blk)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xindex *x = xindex_get(fs);
+	struct xi_shard *s;
+	struct buf *b;
+	uint32_t rc, hash;
+	bool release = false;
+	int err = bread(fs->bc, blk, UEXT4_META_XATTR, &b);
+
+	if (err)
+		return err;
+	hash = hdr_get(b->data, HOFF(h_hash));  /* fixed while we reference it */
+	s = shard_lock(x, hash);
+	ulock_lock(&b->lock);
+	rc = hdr_get(b->data, HOFF(h_refcount));
+	if (rc <= 1) {
+		if (s)
+			xi_remove_locked(s, hash, blk);
+		release = true;
+	} else {
+		err = block_set_refcount(h, b, rc - 1);
+		/* Still a live shared block: worth finding again. */
+		if (!err && s && hash && rc - 1 < XATTR_REFCOUNT_MAX)
+			xi_insert_locked(s, hash, blk);
+	}
+	ulock_unlock(&b->lock);
+	shard_unlock(s);
+	brelse(fs->bc, b);
+	if (release)
+		err = balloc_free(h, inode, blk, 1, BALLOC_METADATA);
+	return err;
+}
+
+/*
+ * Take a reference to a block of the index identical to img (hash hash),
+ * other than not_blk.  Returns 1 with *blk set, 0 if there is none.
+ */
+static int block_share(struct handle *h, const uint8_t *img, uint32_t hash, uint64_t not_blk,
+		       uint64_t *blk)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xindex *x = xindex_get(fs);
+	size_t cmp_len = fs->block_size - XBLOCK_HDR;
+	struct xi_shard *s;
+	struct xi_node *n;
+	int found = 0;
+
+	if (!x || !hash)
+		return 0;
+	s = shard_lock(x, hash);
+	for (n = *xi_bucket(s, hash); n && !found; n = n->next) {
+		struct buf *b;
+		uint32_t rc;
+
+		if (n->hash != hash || n->blk == not_blk)
+			continue;
+		if (bread(fs->bc, n->blk, UEXT4_META_XATTR, &b))
+			continue;
+		ulock_lock(&b->lock);
+		rc = hdr_get(b->data, HOFF(h_refcount));
+		if (hdr_get(b->data, HOFF(h_magic)) == EXT4_XATTR_MAGIC &&
+		    hdr_get(b->data, HOFF(h_blocks)) == 1 &&
+		    hdr_get(b->data, HOFF(h_hash)) == hash && rc >= 1 &&
+		    rc < XATTR_REFCOUNT_MAX &&
+		    memcmp(b->data + XBLOCK_HDR, img + XBLOCK_HDR, cmp_len) == 0 &&
+		    block_set_refcount(h, b, rc + 1) == 0) {
+			*blk = n->blk;
+			found = 1;
+		}
+		ulock_unlock(&b->lock);
+		brelse(fs->bc, b);
+	}
+	shard_unlock(s);
+	return found;
+}
+
+/*
+ * Rewrite block blk with img if this inode is its only user.  Returns 1
+ * when done, 0 when the block is shared (the caller copies on write).
+ */
+static int block_rewrite(struct handle *h, uint64_t blk, const uint8_t *img, uint32_t hash)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xindex *x = xindex_get(fs);
+	struct xi_shard *s;
+	struct buf *b;
+	uint32_t old_hash, rc;
+	int err = bread(fs->bc, blk, UEXT4_META_XATTR, &b), done = 0;
+
+	if (err)
+		return err;
+	old_hash = hdr_get(b->data, HOFF(h_hash));
+	s = shard_lock(x, old_hash);
+	ulock_lock(&b->lock);
+	rc = hdr_get(b->data, HOFF(h_refcount));
+	if (rc <= 1) {
+		if (s)
+			xi_remove_locked(s, old_hash, blk);
+		err = handle_write_access(h, b);
+		if (!err) {
+			memcpy(b->data, img, fs->block_size);
+			handle_dirty(h, b, CSUM_XATTR, 0, 0);
+			done = 1;
+		}
+	} else if (s && old_hash && rc < XATTR_REFCOUNT_MAX) {
+		xi_insert_locked(s, old_hash, blk);  /* shared: keep it findable */
+	}
+	ulock_unlock(&b->lock);
+	shard_unlock(s);
+	brelse(fs->bc, b);
+	if (done && x && hash) {
+		s = shard_lock(x, hash);
+		xi_insert_locked(s, hash, blk);
+		shard_unlock(s);
+	}
+	return err ? err : done;
+}
+
+/* Allocate a block for inode and fill it with img; *blk is the new block. */
+static int block_create(struct handle *h, struct inode *inode, const uint8_t *img,
+			uint32_t hash, uint64_t *blk)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xindex *x;
+	struct xi_shard *s;
+	struct buf *b;
+	uint64_t first = 0;
+	uint32_t got = 0;
+	int err = balloc_alloc(h, inode, balloc_goal(fs, inode), 1, &first, &got);
+
+	if (err)
+		return err;
+	if (got != 1 || first <= fs->first_data_block || first >= fs->blocks_count)
+		return fs_err(EIO, "inode %llu: allocator returned %u blocks at %llu for the "
+			      "xattr block", (unsigned long long)inode->ino, got,
+			      (unsigned long long)first);
+	err = bget_new(fs->bc, first, &b);
+	if (!err) {
+		err = handle_create_access(h, b);
+		if (!err) {
+			memcpy(b->data, img, fs->block_size);
+			handle_dirty(h, b, CSUM_XATTR, 0, 0);
+		}
+		brelse(fs->bc, b);
+	}
+	if (err) {
+		balloc_free(h, inode, first, 1, BALLOC_METADATA);
+		return err;
+	}
+	x = xindex_get(fs);
+	if (x && hash) {
+		s = shard_lock(x, hash);
+		xi_insert_locked(s, hash, first);
+		shard_unlock(s);
+	}
+	*blk = first;
+	return 0;
+}
+
+/*
+ * Make the inode's xattr block hold list l (empty: no block).  Shares an
+ * identical block when the index knows one, rewrites the inode's own block
+ * in place when no other inode uses it, else copies on write.  Updates
+ * i_file_acl and i_blocks and writes the inode.
+ */
+static int block_store(struct handle *h, struct inode *inode, const struct xlist *l)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t old = inode->file_acl, blk = 0;
+	uint32_t hash = 0;
+	uint8_t *img;
+	int err = 0, r;
+
+	if (l->n == 0) {
+		if (!old)
+			return 0;
+		err = block_drop_ref(h, inode, old);
+		if (err)
+			return err;
+		inode->file_acl = 0;
+		account_xattr_block(fs, inode, false);
+		return inode_write(h, inode);
+	}
+	img = calloc(1, fs->block_size);
+	if (!img)
+		return fs_err(ENOMEM, "xattr block of inode %llu: out of memory",
+			      (unsigned long long)inode->ino);
+	xlist_store(l, img + XBLOCK_HDR, img + fs->block_size, img, true, &hash);
+	hdr_set(img, HOFF(h_magic), EXT4_XATTR_MAGIC);
+	hdr_set(img, HOFF(h_refcount), 1);
+	hdr_set(img, HOFF(h_blocks), 1);
+	hdr_set(img, HOFF(h_hash), hash);
+
+	if (!block_share(h, img, hash, old, &blk) && old) {
+		r = block_rewrite(h, old, img, hash);
+		if (r) {
+			err = r < 0 ? r : 0;
+			goto out;   /* rewritten in place (or failed): same block */
+		}
+	}
+	if (!blk && (err = block_create(h, inode, img, hash, &blk)) != 0)
+		goto out;
+	/* From here the inode uses blk, whatever happens to the old block. */
+	if (!old)
+		account_xattr_block(fs, inode, true);
+	inode->file_acl = blk;
+	if (old)
+		err = block_drop_ref(h, inode, old);
+	r = inode_write(h, inode);
+	if (!err)
+		err = r;
+out:
+	free(img);
+	return err;
+}
+
+/* ------------------------------------------------------------ inode body */
+
+/* Bytes of the inode body's xattr area (after the magic), 0 if none. */
+static size_t ibody_capacity(struct uext4_fs *fs, const struct inode *inode)
+{
+	size_t start = EXT4_GOOD_OLD_INODE_SIZE + (size_t)inode->extra_isize + 4;
+
+	if (fs->inode_size <= EXT4_GOOD_OLD_INODE_SIZE || (inode->extra_isize & 3) ||
+	    start + 4 > fs->inode_size)
+		return 0;
+	return fs->inode_size - start;
+}
+
+/* Write list l into the inode body (magic 0 when empty, as the kernel). */
+static int ibody_store(struct handle *h, struct inode *inode, const struct xlist *l)
+{
+	struct uext4_fs *fs = h->fs;
+	size_t hdr = EXT4_GOOD_OLD_INODE_SIZE + (size_t)inode->extra_isize;
+	uint8_t *area = inode->raw + hdr;
+	uint32_t magic = l->n ? cpu_to_le32(EXT4_XATTR_MAGIC) : 0;
+
+	memset(area, 0, fs->inode_size - hdr);
+	memcpy(area, &magic, 4);
+	if (l->n)
+		xlist_store(l, area + 4, inode->raw + fs->inode_size, area + 4, false, NULL);
+	return inode_write(h, inode);
+}
+
+/* ------------------------------------------------------------ set / remove */
+
+/* Both regions of an inode, loaded for editing. */
+struct xstate {
+	struct xlist ib, bl;
+	bool has_ibody;         /* the inode has room for in-inode xattrs */
+};
+
+static void xstate_free(struct xstate *st)
+{
+	xlist_free(&st->ib);
+	xlist_free(&st->bl);
+}
+
+static int xstate_load(struct uext4_fs *fs, struct inode *inode, struct xstate *st)
+{
+	struct xregion r;
+	struct buf *b;
+	int have, err = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->has_ibody = ibody_capacity(fs, inode) > 0;
+	have = ibody_region(fs, inode, &r);
+	if (have < 0)
+		return have;
+	if (have && (err = xlist_load(&st->ib, &r)) != 0)
+		return err;
+	if (!inode->file_acl)
+		return 0;
+	err = xblock_open(fs, inode->ino, inode->file_acl, &b, &r);
+	if (err)
+		return err;
+	err = xlist_load(&st->bl, &r);
+	brelse(fs->bc, b);
+	return err;
+}
+
+/* A request, with everything checked. */
+struct xreq {
+	int index;
+	const char *name;
+	size_t namelen;
+	const uint8_t *value;   /* NULL: remove */
+	size_t size;
+	int flags;
+	bool ibody_only;        /* system.data: the inode body or nothing */
+};
+
+static int refuse_ea_inode(struct inode *inode, const struct xent *x)
+{
+	return fs_err(EOPNOTSUPP, "inode %llu: xattr %.*s has its value in EA inode %u; "
+		      "changing such values is not supported", (unsigned long long)inode->ino,
+		      (int)x->name_len, x->name, x->inum);
+}
+
+static int do_remove(struct handle *h, struct inode *inode, struct xstate *st, long ii,
+		     long bi)
+{
+	int err = 0;
+
+	if (bi >= 0) {
+		if (st->bl.e[bi].inum)
+			return refuse_ea_inode(inode, &st->bl.e[bi]);
+		xlist_remove(&st->bl, bi);
+		err = block_store(h, inode, &st->bl);
+	}
+	if (!err && ii >= 0) {
+		if (st->ib.e[ii].inum)
+			return refuse_ea_inode(inode, &st->ib.e[ii]);
+		xlist_remove(&st->ib, ii);
+		err = ibody_store(h, inode, &st->ib);
+	}
+	return err;
+}
+
+static bool value_same(const struct xent *x, const struct xreq *q)
+{
+	return !x->inum && x->size == q->size && memcmp(x->value, q->value, q->size) == 0;
+}
+
+/* Set a value: in the inode body if it fits there, else in the block. */
+static int do_set(struct handle *h, struct inode *inode, struct xstate *st, long ii, long bi,
+		  const struct xreq *q)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xent x = { .index = (uint8_t)q->index, .name_len = (uint8_t)q->namelen,
+			  .value = q->value, .size = (uint32_t)q->size };
+	size_t ib_cap = ibody_capacity(fs, inode), bl_cap = fs->block_size - XBLOCK_HDR;
+	int err;
+
+	memcpy(x.name, q->name, q->namelen);
+	if ((ii >= 0 && value_same(&st->ib.e[ii], q)) || (bi >= 0 && value_same(&st->bl.e[bi], q)))
+		return 0;
+	if ((ii >= 0 && st->ib.e[ii].inum) || (bi >= 0 && st->bl.e[bi].inum))
+		return refuse_ea_inode(inode, ii >= 0 ? &st->ib.e[ii] : &st->bl.e[bi]);
+
+	/* The inode body first (the entry keeps its place, or goes last). */
+	if (st->has_ibody) {
+		if ((err = xlist_put(&st->ib, ii >= 0 ? (size_t)ii : st->ib.n, &x, ii >= 0)) != 0)
+			return err;
+		if (xlist_space(&st->ib) <= ib_cap) {
+			if (bi >= 0) {
+				xlist_remove(&st->bl, bi);
+				if ((err = block_store(h, inode, &st->bl)) != 0)
+					return err;
+			}
+			return ibody_store(h, inode, &st->ib);
+		}
+		/* Does not fit.  A new entry comes out again; a replaced one
+		 * (ii) is removed below once the block holds the value. */
+		if (ii < 0)
+			xlist_remove(&st->ib, (long)st->ib.n - 1);
+	}
+	if (q->ibody_only)
+		return fs_err(ENOSPC, "inode %llu: no room in the inode for xattr %.*s of %zu bytes",
+			      (unsigned long long)inode->ino, (int)q->namelen, q->name, q->size);
+
+	/* The block: sorted position. */
+	if (bi >= 0)
+		st->bl.e[bi] = x;
+	else if ((err = xlist_put(&st->bl, xlist_sorted_pos(&st->bl, &x), &x, false)) != 0)
+		return err;
+	if (xlist_space(&st->bl) > bl_cap)
+		return fs_err(ENOSPC, "inode %llu: xattr %.*s (%zu bytes) does not fit in the "
+			      "inode or its xattr block (%u bytes)%s", (unsigned long long)inode->ino,
+			      (int)q->namelen, q->name, q->size, fs->block_size,
+			      FS_HAS_INCOMPAT(fs, EA_INODE) ? "; values in EA inodes are not "
+			      "written yet" : "");
+	if ((err = block_store(h, inode, &st->bl)) != 0)
+		return err;
+	if (ii >= 0) {
+		xlist_remove(&st->ib, ii);
+		return ibody_store(h, inode, &st->ib);
+	}
+	return 0;
+}
+
+/* Checks, load, and the change itself. */
+static int xattr_change(struct handle *h, struct inode *inode, const struct xreq *q)
+{
+	struct xstate st;
+	long ii, bi;
+	int err;
+
+	if (h->fs->read_only)
+		return -EROFS;
+	if (q->namelen > EXT4_NAME_LEN)
+		return fs_err(ERANGE, "inode %llu: xattr name of %zu bytes",
+			      (unsigned long long)inode->ino, q->namelen);
+	if (q->value && q->size > XATTR_SYSCALL_SIZE_MAX)
+		return fs_err(E2BIG, "inode %llu: xattr value of %zu bytes",
+			      (unsigned long long)inode->ino, q->size);
+	err = xstate_load(h->fs, inode, &st);
+	if (!err) {
+		ii = xlist_find(&st.ib, q->index, q->name, q->namelen);
+		bi = xlist_find(&st.bl, q->index, q->name, q->namelen);
+		if ((q->flags & XATTR_CREATE) && (ii >= 0 || bi >= 0))
+			err = -EEXIST;
+		else if (ii < 0 && bi < 0 && (!q->value || (q->flags & XATTR_REPLACE)))
+			err = -ENODATA;
+		else if (!q->value)
+			err = do_remove(h, inode, &st, ii, bi);
+		else
+			err = do_set(h, inode, &st, ii, bi, q);
+	}
+	xstate_free(&st);
+	return err;
+}
+
+int xattr_set_raw(struct handle *h, struct inode *inode, int index, const char *name,
+		  size_t namelen, const void *value, size_t size, int flags)
+{
+	struct xreq q = { index, name, namelen, value, size, flags,
+			  index == EXT4_XATTR_INDEX_SYSTEM };
+
+	if (!value)
+		q.size = 0;
+	if (value && size == 0)
+		q.value = (const uint8_t *)"";
+	return xattr_change(h, inode, &q);
+}
+
+/* ------------------------------------------------------------ POSIX ACLs, write */
+
+/*
+ * A VFS-format ACL (setxattr(2)) checked as the kernel's
+ * posix_acl_from_xattr() + posix_acl_valid() do, and converted to ext4's
+ * on-disk format (ext4_acl_to_disk).  *out is malloc()ed; *count 0 means
+ * "no ACL" (a header alone), which removes it.  *mode_bits gets the
+ * permission bits the ACL stands for and *equiv whether it says no more
+ * than they do (posix_acl_equiv_mode).
+ */
+static int acl_from_xattr(const uint8_t *in, size_t len, uint8_t **out, size_t *outlen,
+			  size_t *count, uint32_t *mode_bits, bool *equiv)
+{
+	enum { S_UOBJ, S_USER, S_GROUP, S_OTHER, S_DONE } state = S_UOBJ;
+	bool needs_mask = false;
+	uint32_t version, mode = 0;
+	size_t n, o = ACL_HDR;
+	uint8_t *d;
+
+	if (len < ACL_HDR)
+		return -EINVAL;
+	memcpy(&version, in, 4);
+	if (le32(version) != ACL_XATTR_VERSION)
+		return -EOPNOTSUPP;
+	if ((len - ACL_HDR) % ACL_LONG_ENTRY)
+		return -EINVAL;
+	n = (len - ACL_HDR) / ACL_LONG_ENTRY;
+	*count = n;
+	*equiv = true;
+	d = malloc(ACL_HDR + n * ACL_LONG_ENTRY);
+	if (!d)
+		return -ENOMEM;
+	version = cpu_to_le32(ACL_DISK_VERSION);
+	memcpy(d, &version, 4);
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *e = in + ACL_HDR + i * ACL_LONG_ENTRY;
+		uint16_t tag, perm;
+		uint32_t id;
+		bool long_entry = false;
+
+		memcpy(&tag, e, 2);
+		memcpy(&perm, e + 2, 2);
+		memcpy(&id, e + 4, 4);
+		tag = le16(tag);
+		perm = le16(perm);
+		if (perm & ~7u)
+			goto invalid;
+		switch (tag) {
+		case ACL_TAG_USER_OBJ:
+			if (state != S_UOBJ)
+				goto invalid;
+			state = S_USER;
+			mode |= (uint32_t)perm << 6;
+			break;
+		case ACL_TAG_USER:
+		case ACL_TAG_GROUP:
+			if (state != (tag == ACL_TAG_USER ? S_USER : S_GROUP) ||
+			    le32(id) == ACL_UNDEFINED_ID)
+				goto invalid;
+			needs_mask = true;
+			*equiv = false;
+			long_entry = true;
+			break;
+		case ACL_TAG_GROUP_OBJ:
+			if (state != S_USER)
+				goto invalid;
+			state = S_GROUP;
+			mode |= (uint32_t)perm << 3;
+			break;
+		case ACL_TAG_MASK:
+			if (state != S_GROUP)
+				goto invalid;
+			state = S_OTHER;
+			mode = (mode & ~070u) | ((uint32_t)perm << 3);
+			*equiv = false;
+			break;
+		case ACL_TAG_OTHER:
+			if (state != S_OTHER && !(state == S_GROUP && !needs_mask))
+				goto invalid;
+			state = S_DONE;
+			mode |= perm;
+			break;
+		default:
+			goto invalid;
+		}
+		if (i + 1 < n && state == S_DONE)
+			goto invalid;   /* nothing may follow OTHER */
+		tag = cpu_to_le16(tag);
+		perm = cpu_to_le16(perm);
+		memcpy(d + o, &tag, 2);
+		memcpy(d + o + 2, &perm, 2);
+		if (long_entry)
+			memcpy(d + o + 4, &id, 4);
+		o += long_entry ? ACL_LONG_ENTRY : ACL_SHORT_ENTRY;
+	}
+	if (n && state != S_DONE)
+		goto invalid;
+	*out = d;
+	*outlen = o;
+	*mode_bits = mode;
+	return 0;
+invalid:
+	free(d);
+	return -EINVAL;
+}
+
+/*
+ * setxattr of system.posix_acl_access / _default, as ext4_set_acl(): an
+ * access ACL sets the permission bits of i_mode and is stored only if it
+ * says more than they can; a default ACL only on directories.  Removing
+ * an absent ACL succeeds, as in the kernel.
+ */
+static int acl_set(struct handle *h, struct inode *inode, int index, const void *value,
+		   size_t size)
+{
+	struct xreq q = { index, "", 0, NULL, 0, 0, false };
+	uint8_t *disk = NULL;
+	size_t disk_len = 0, count = 0;
+	uint32_t mode_bits = 0;
+	bool equiv = true;
+	int err;
+
+	if (value) {
+		err = acl_from_xattr(value, size, &disk, &disk_len, &count, &mode_bits, &equiv);
+		if (err)
+			return fs_err(-err, "inode %llu: invalid POSIX ACL (%zu bytes)",
+				      (unsigned long long)inode->ino, size);
+	}
+	if (index == EXT4_XATTR_INDEX_POSIX_ACL_DEFAULT && !S_ISDIR(inode->mode)) {
+		free(disk);
+		return count ? fs_err(EACCES, "inode %llu: default ACL on a non-directory",
+				      (unsigned long long)inode->ino) : 0;
+	}
+	bool set_mode = index == EXT4_XATTR_INDEX_POSIX_ACL_ACCESS && count;
+
+	if (set_mode && equiv)
+		count = 0;  /* the mode says it all: no ACL stored */
+	if (count) {
+		q.value = disk;
+		q.size = disk_len;
+	}
+	err = xattr_change(h, inode, &q);
+	free(disk);
+	if (err == -ENODATA && !q.value)
+		err = 0;
+	/* The mode changes only with the ACL (not on ENOSPC). */
+	if (!err && set_mode) {
+		inode->mode = (inode->mode & ~0777u) | mode_bits;
+		err = inode_write(h, inode);
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------ entry points */
+
+int xattr_set(struct handle *h, struct inode *inode, const char *name, const void *value,
+	      size_t size, int flags)
+{
+	const char *suffix;
+	int index, err = name_split(name, &index, &suffix);
+
+	if (err)
+		return fs_err(-err, "setxattr \"%.64s\" on inode %llu: %s", name,
+			      (unsigned long long)inode->ino,
+			      err == -EOPNOTSUPP ? "unsupported name prefix" :
+			      err == -EINVAL ? "empty name" : "name too long");
+	if (index == EXT4_XATTR_INDEX_POSIX_ACL_ACCESS ||
+	    index == EXT4_XATTR_INDEX_POSIX_ACL_DEFAULT)
+		err = acl_set(h, inode, index, value, size);
+	else
+		err = xattr_set_raw(h, inode, index, suffix, strlen(suffix), value, size, flags);
+	if (!err) {
+		/* As ext4_xattr_set_handle(): a change sets ctime. */
+		inode->ctime = fs_now();
+		err = inode_write(h, inode);
+	}
+	return err;
+}
+
+int xattr_release_inode(struct handle *h, struct inode *inode)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xregion r;
+	struct buf *b;
+	uint64_t blk = inode->file_acl;
+	int err;
+
+	if (!blk)
+		return 0;
+	/* Only a valid xattr block is given back: freeing a block some
+	 * corruption made us point at could hand out another file's data. */
+	err = xblock_open(fs, inode->ino, blk, &b, &r);
+	if (err)
+		return err;
+	brelse(fs->bc, b);
+	err = block_drop_ref(h, inode, blk);
+	if (err)
+		return err;
+	inode->file_acl = 0;
+	account_xattr_block(fs, inode, false);
+	return inode_write(h, inode);
 }

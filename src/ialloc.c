@@ -1,0 +1,560 @@
+/*
+ * ialloc.c - inode allocation: which group a new inode goes to, and
+ * claiming its bit in the group's inode bitmap.
+ *
+ * Policies (facts from the kernel's fs/ext4/ialloc.c; our own code):
+ *  - directories: Orlov.  Top-level directories (parent is the root or has
+ *    EXT4_TOPDIR_FL) spread over the (flex) groups with at least average
+ *    free inodes and blocks and the fewest directories, from a random
+ *    start; others stay near the parent unless its (flex) group has too
+ *    many directories or too little room.  With flex_bg a directory goes to
+ *    the first group of the chosen flex group that has a free inode.
+ *  - other inodes on flex_bg: seed 002.  Inside the parent's flex group the
+ *    group is picked by the parent's inode number, so the files of sibling
+ *    directories do not share inode-table blocks (whose reads a new inode
+ *    could otherwise not skip); when that group is full, the group last
+ *    used for the directory, then a group with no inode in use, then any
+ *    group with a free inode.  The same inside the flex group the
+ *    directory last used, the flex group files last went to
+ *    (fs->hot->last_flex), and the one Orlov picks.
+ *  - other inodes without flex_bg: the parent's group if it has free inodes
+ *    and blocks, else a quadratic hash from (group + parent inode number),
+ *    else the first group with a free inode.
+ *
+ * Locking: dir->lock (write) is held by the caller, so dir->last_alloc_group
+ * is ours to change.  Group counters, flags and both bitmaps change only
+ * under fs->groups[g].lock; the group pickers read the counters without it
+ * (grp_read) and the claim re-checks under the lock.
+ */
+#include "alloc_int.h"
+
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* dir->last_alloc_group holds group + 1 (0: none yet), so that a zeroed
+ * inode means "no group picked" whatever group 0 is. */
+static uint32_t last_group_of(struct uext4_fs *fs, const struct inode *dir)
+{
+	uint32_t v = dir->last_alloc_group;
+
+	return v && v - 1 < fs->groups_count ? v - 1 : UINT32_MAX;
+}
+
+static uint32_t free_inodes(struct uext4_fs *fs, uint32_t g)
+{
+	return grp_read(&fs->groups[g].free_inodes);
+}
+
+static uint32_t free_blocks(struct uext4_fs *fs, uint32_t g)
+{
+	return grp_read(&fs->groups[g].free_blocks);
+}
+
+/* ------------------------------------------------------------ Orlov */
+
+struct orlov_stats {
+	uint64_t free_inodes, free_blocks, used_dirs;
+};
+
+/* Counters of one unit: a group, or a flex group when flex > 1. */
+static void orlov_stats(struct uext4_fs *fs, uint32_t unit, uint32_t flex,
+			struct orlov_stats *s)
+{
+	uint32_t first = unit * flex, end = MIN(first + flex, fs->groups_count);
+
+	s->free_inodes = s->free_blocks = s->used_dirs = 0;
+	for (uint32_t g = first; g < end; g++) {
+		s->free_inodes += free_inodes(fs, g);
+		s->free_blocks += free_blocks(fs, g);
+		s->used_dirs += grp_read(&fs->groups[g].used_dirs);
+	}
+}
+
+static uint64_t counter_positive(struct pcounter *c)
+{
+	int64_t v = pcounter_sum(c);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* Small per-thread random numbers for spreading top-level directories. */
+static uint32_t ialloc_random(void)
+{
+	static _Thread_local uint64_t state;
+
+	if (!state) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		state = (((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)(uintptr_t)&state ^
+			 (uint64_t)ts.tv_sec) | 1;
+	}
+	state ^= state << 13;
+	state ^= state >> 7;
+	state ^= state << 17;
+	return (uint32_t)(state >> 16);
+}
+
+/* With flex_bg, the first group of flex group `unit` with a free inode. */
+static int first_group_with_inode(struct uext4_fs *fs, uint32_t unit, uint32_t flex,
+				  uint32_t *group)
+{
+	uint32_t first = unit * flex, end = MIN(first + flex, fs->groups_count);
+
+	for (uint32_t g = first; g < end; g++)
+		if (free_inodes(fs, g)) {
+			*group = g;
+			return 0;
+		}
+	return -1;
+}
+
+/* Last resort: from the parent's group, a group with at least avefreei
+ * free inodes, then any with a free inode. */
+static int orlov_fallback(struct uext4_fs *fs, struct inode *parent, uint64_t freei,
+			  uint32_t *group)
+{
+	uint32_t n = fs->groups_count, start = group_of_ino(fs, parent->ino);
+	uint64_t avefreei = freei / n;
+
+	for (;;) {
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t g = (start + i) % n;
+			uint32_t f = free_inodes(fs, g);
+
+			if (f && f >= avefreei) {
+				*group = g;
+				return 0;
+			}
+		}
+		if (!avefreei)
+			return -1;
+		avefreei = 0;
+	}
+}
+
+/* The most spread-out unit for a top-level directory, or -1. */
+static int orlov_topdir(struct uext4_fs *fs, uint32_t nunits, uint32_t flex, uint64_t avefreei,
+			uint64_t avefreeb, uint32_t *unit)
+{
+	uint32_t start = ialloc_random() % nunits;
+	uint64_t best_ndir = fs->inodes_per_group;  /* per group, as the kernel */
+	int ret = -1;
+
+	for (uint32_t i = 0; i < nunits; i++) {
+		uint32_t u = (start + i) % nunits;
+		struct orlov_stats s;
+
+		orlov_stats(fs, u, flex, &s);
+		if (!s.free_inodes || s.used_dirs >= best_ndir || s.free_inodes < avefreei ||
+		    s.free_blocks < avefreeb)
+			continue;
+		*unit = u;
+		best_ndir = s.used_dirs;
+		ret = 0;
+	}
+	return ret;
+}
+
+/* A unit near the parent that is not crowded with directories and has
+ * room, or -1. */
+static int orlov_near(struct uext4_fs *fs, struct inode *parent, uint32_t nunits, uint32_t flex,
+		      uint64_t avefreei, uint64_t avefreeb, uint32_t *unit)
+{
+	uint64_t ndirs = counter_positive(&fs->hot->dirs);
+	uint64_t ipg = (uint64_t)fs->inodes_per_group * flex;
+	uint64_t max_dirs = ndirs / nunits + fs->inodes_per_group / 16;
+	int64_t min_inodes = (int64_t)avefreei - (int64_t)(ipg / 4);
+	int64_t min_blocks = (int64_t)avefreeb - (int64_t)((uint64_t)fs->blocks_per_group * flex / 4);
+	uint32_t last = last_group_of(fs, parent);
+	uint32_t start = (last != UINT32_MAX ? last : group_of_ino(fs, parent->ino)) / flex;
+
+	if (min_inodes < 1)
+		min_inodes = 1;
+	for (uint32_t i = 0; i < nunits; i++) {
+		uint32_t u = (start + i) % nunits;
+		struct orlov_stats s;
+
+		orlov_stats(fs, u, flex, &s);
+		if (s.used_dirs >= max_dirs || (int64_t)s.free_inodes < min_inodes ||
+		    (int64_t)s.free_blocks < min_blocks)
+			continue;
+		*unit = u;
+		return 0;
+	}
+	return -1;
+}
+
+/* Orlov (find_group_orlov).  `mode` decides the top-level spreading. */
+static int find_group_orlov(struct uext4_fs *fs, struct inode *parent, uint32_t mode,
+			    uint32_t *group)
+{
+	uint32_t flex = fs_flex_size(fs);
+	uint32_t nunits = DIV_ROUND_UP(fs->groups_count, flex);
+	uint64_t freei = counter_positive(&fs->hot->free_inodes);
+	uint64_t avefreei = freei / nunits;
+	uint64_t avefreeb = counter_positive(&fs->hot->free_blocks) / nunits;
+	bool top = S_ISDIR(mode) &&
+		   (parent->ino == EXT4_ROOT_INO || (parent->flags & EXT4_TOPDIR_FL));
+	uint32_t unit;
+	int ret;
+
+	if (top)
+		ret = orlov_topdir(fs, nunits, flex, avefreei, avefreeb, &unit);
+	else
+		ret = orlov_near(fs, parent, nunits, flex, avefreei, avefreeb, &unit);
+	if (ret == 0) {
+		if (flex == 1) {
+			*group = unit;
+			return 0;
+		}
+		/* Pack directory inodes at the start of the flex group. */
+		if (first_group_with_inode(fs, unit, flex, group) == 0)
+			return 0;
+	}
+	return orlov_fallback(fs, parent, freei, group);
+}
+
+/* ------------------------------------------------------------ other inodes */
+
+/*
+ * Seed 002: a group with a free inode in the flex group starting at
+ * `first`: the one the parent's inode number picks, then `last` (the group
+ * last used for this directory) if it is in this flex group, then a group
+ * with no inode in use, then any.  -1 if the flex group is full.
+ */
+static int find_group_in_flex(struct uext4_fs *fs, struct inode *parent, uint32_t first,
+			      uint32_t last, uint32_t flex, uint32_t *group)
+{
+	uint32_t n = MIN(flex, fs->groups_count - first);
+	uint32_t start = (uint32_t)(parent->ino % n);
+	uint32_t avail = UINT32_MAX;
+
+	if (free_inodes(fs, first + start)) {
+		*group = first + start;
+		return 0;
+	}
+	if (last >= first && last < first + n && free_inodes(fs, last)) {
+		*group = last;
+		return 0;
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		uint32_t g = first + (start + i) % n;
+		uint32_t f = free_inodes(fs, g);
+
+		if (f == fs->inodes_per_group) {
+			*group = g;
+			return 0;
+		}
+		if (f && avail == UINT32_MAX)
+			avail = g;
+	}
+	if (avail == UINT32_MAX)
+		return -1;
+	*group = avail;
+	return 0;
+}
+
+static int find_group_other_flex(struct uext4_fs *fs, struct inode *parent, uint32_t mode,
+				 uint32_t *group)
+{
+	uint32_t flex = fs_flex_size(fs), mask = ~(flex - 1);
+	uint32_t last = last_group_of(fs, parent);
+	uint32_t home = group_of_ino(fs, parent->ino) & mask;
+	uint32_t hot = atomic_load_explicit(&fs->hot->last_flex, memory_order_relaxed) * flex;
+	uint32_t next;
+
+	if (!find_group_in_flex(fs, parent, home, last, flex, group))
+		return 0;
+	if (last != UINT32_MAX && (last & mask) != home &&
+	    !find_group_in_flex(fs, parent, last & mask, last, flex, group))
+		return 0;
+	if (hot < fs->groups_count && hot != home &&
+	    !find_group_in_flex(fs, parent, hot, last, flex, group))
+		return 0;
+	/* Orlov picks another flex group (not the top-level spreading: mode
+	 * is not a directory here); start it after the parent's. */
+	next = home + flex;
+	if (next >= fs->groups_count)
+		next = 0;
+	*group = next;
+	if (find_group_orlov(fs, parent, mode, group))
+		return -1;
+	/* Keep Orlov's group if its flex group has no free inode now. */
+	find_group_in_flex(fs, parent, *group & mask, last, flex, group);
+	return 0;
+}
+
+static bool group_has_room(struct uext4_fs *fs, uint32_t g)
+{
+	return free_inodes(fs, g) && free_blocks(fs, g);
+}
+
+/* find_group_other without flex_bg. */
+static int find_group_other_plain(struct uext4_fs *fs, struct inode *parent, uint32_t *group)
+{
+	uint32_t n = fs->groups_count, pg = group_of_ino(fs, parent->ino), g;
+
+	if (group_has_room(fs, pg)) {
+		*group = pg;
+		return 0;
+	}
+	/* Files of different directories sharing the parent's group should
+	 * land in different groups: hash by the directory's inode number. */
+	g = (uint32_t)((pg + parent->ino) % n);
+	for (uint32_t i = 1; i < n; i <<= 1) {
+		g += i;
+		if (g >= n)
+			g -= n;
+		if (group_has_room(fs, g)) {
+			*group = g;
+			return 0;
+		}
+	}
+	g = pg;
+	for (uint32_t i = 0; i < n; i++) {
+		if (++g >= n)
+			g = 0;
+		if (free_inodes(fs, g)) {
+			*group = g;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int pick_group(struct uext4_fs *fs, struct inode *dir, uint32_t mode, uint32_t *group)
+{
+	if (S_ISDIR(mode))
+		return find_group_orlov(fs, dir, mode, group);
+	if (fs_flex_size(fs) > 1)
+		return find_group_other_flex(fs, dir, mode, group);
+	return find_group_other_plain(fs, dir, group);
+}
+
+/* ------------------------------------------------------------ bitmaps */
+
+/*
+ * The inode bitmap of group g, with the group's lock held: read and
+ * verified once, or for an INODE_UNINIT group an all-free bitmap (the
+ * caller dirties it when it claims an inode and clears the flag).
+ */
+static int inode_bitmap_locked(struct uext4_fs *fs, uint32_t g, struct buf **out)
+{
+	struct group_info *gi = &fs->groups[g];
+	struct buf *b;
+	int err;
+
+	if (fs_has_group_csum(fs) &&
+	    (atomic_load_explicit(&gi->flags, memory_order_relaxed) & EXT4_BG_INODE_UNINIT)) {
+		if ((err = bget_new(fs->bc, gi->inode_bitmap, &b)))
+			return err;
+		bit_mark_end(b->data, fs->inodes_per_group, fs->block_size);
+		*out = b;
+		return 0;
+	}
+	if ((err = bread(fs->bc, gi->inode_bitmap, UEXT4_META_BITMAP, &b)))
+		return err;
+	if (!buf_verified(b)) {
+		if ((err = csum_verify_inode_bitmap(fs, g, b->data))) {
+			brelse(fs->bc, b);
+			return err;
+		}
+		buf_set_verified(b);
+	}
+	*out = b;
+	return 0;
+}
+
+/* A free bit in the bitmap, skipping the reserved inodes of group 0. */
+static uint32_t find_free_inode_bit(struct uext4_fs *fs, uint32_t g, const uint8_t *map)
+{
+	uint64_t group_base = (uint64_t)g * fs->inodes_per_group; /* ino - 1 of bit 0 */
+	uint64_t reserved = fs->first_ino > 1 ? fs->first_ino - 1 : 0;
+	uint32_t start = reserved > group_base
+				 ? (uint32_t)MIN(reserved - group_base, fs->inodes_per_group)
+				 : 0;
+
+	if (start >= fs->inodes_per_group)
+		return fs->inodes_per_group;
+	return bit_find_zero(map, start, fs->inodes_per_group);
+}
+
+/* The group's counters after taking inode index `bit` (0-based). */
+static void account_inode_taken(struct uext4_fs *fs, uint32_t g, uint32_t bit, bool is_dir)
+{
+	struct group_info *gi = &fs->groups[g];
+
+	grp_write(&gi->free_inodes, gi->free_inodes - 1);
+	if (is_dir)
+		grp_write(&gi->used_dirs, gi->used_dirs + 1);
+	if (fs_has_group_csum(fs)) {
+		uint32_t flags = atomic_load_explicit(&gi->flags, memory_order_relaxed);
+		uint32_t used;
+
+		/* As __ext4_new_inode: an INODE_UNINIT group had nothing in
+		 * use; otherwise the used part ends where itable_unused
+		 * begins.  Taking an inode past it grows the used part. */
+		if (flags & EXT4_BG_INODE_UNINIT) {
+			atomic_store_explicit(&gi->flags, flags & ~EXT4_BG_INODE_UNINIT,
+					      memory_order_relaxed);
+			used = 0;
+		} else {
+			used = fs->inodes_per_group - atomic_load(&gi->itable_unused);
+		}
+		if (bit + 1 > used)
+			atomic_store(&gi->itable_unused, fs->inodes_per_group - (bit + 1));
+	}
+}
+
+/* The kernel initialises a BLOCK_UNINIT group's block bitmap when it first
+ * puts an inode there; so do we (group lock held). */
+static int init_block_bitmap_if_needed(struct handle *h, uint32_t g)
+{
+	struct uext4_fs *fs = h->fs;
+	struct buf *b;
+	int err;
+
+	if (!fs_has_group_csum(fs) ||
+	    !(atomic_load_explicit(&fs->groups[g].flags, memory_order_relaxed) &
+	      EXT4_BG_BLOCK_UNINIT))
+		return 0;
+	if ((err = balloc_bitmap_locked(h, g, &b)))
+		return err;
+	brelse(fs->bc, b);
+	return 0;
+}
+
+/*
+ * Claim a free inode in group g.  Returns 0 with *ino, 1 if the group has
+ * no free inode, or -errno.
+ */
+static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *ino)
+{
+	struct uext4_fs *fs = h->fs;
+	struct group_info *gi = &fs->groups[g];
+	struct buf *b = NULL;
+	uint32_t bit;
+	int err;
+
+	if (!free_inodes(fs, g))
+		return 1;
+	ulock_lock(&gi->lock);
+	if (!gi->free_inodes) {
+		err = 1;
+		goto out;
+	}
+	if ((err = inode_bitmap_locked(fs, g, &b)))
+		goto out;
+	bit = find_free_inode_bit(fs, g, b->data);
+	if (bit >= fs->inodes_per_group) {
+		err = fs_corrupt("inode bitmap of group %u (block %llu): no free inode, but the "
+				 "descriptor counts %u",
+				 g, (unsigned long long)gi->inode_bitmap, gi->free_inodes);
+		goto out;
+	}
+	if ((err = handle_write_access(h, b)))
+		goto out;
+	bit_set(b->data, bit);
+	handle_dirty(h, b, CSUM_INODE_BITMAP, g, 0);
+	account_inode_taken(fs, g, bit, is_dir);
+	err = init_block_bitmap_if_needed(h, g);
+	*ino = (uint64_t)g * fs->inodes_per_group + bit + 1;
+out:
+	ulock_unlock(&gi->lock);
+	if (b)
+		brelse(fs->bc, b);
+	if (err <= 0 && *ino) {
+		/* The inode is ours even if the block bitmap could not be
+		 * initialised; count it. */
+		pcounter_add(&fs->hot->free_inodes, -1);
+		if (is_dir)
+			pcounter_add(&fs->hot->dirs, 1);
+		group_set_dirty(fs, g);
+		return 0;
+	}
+	return err;
+}
+
+int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino)
+{
+	struct uext4_fs *fs = h->fs;
+	bool is_dir = S_ISDIR(mode);
+	uint32_t g, n = fs->groups_count;
+	int first_err = 0;
+
+	*ino = 0;
+	if (fs->read_only)
+		return fs_err(EROFS, "allocating an inode on a read-only mount");
+	if (pick_group(fs, dir, mode, &g))
+		return fs_err(ENOSPC, "no free inode left (%u inodes) for a new inode in "
+			      "directory %llu", fs->inodes_count, (unsigned long long)dir->ino);
+	/* The counters read by pick_group() may be stale: claim under the
+	 * group lock, moving on to the next group when it is full. */
+	for (uint32_t i = 0; i < n; i++, g = (g + 1) % n) {
+		int err = claim_in_group(h, g, is_dir, ino);
+
+		if (err == 0) {
+			if (!is_dir && fs_flex_size(fs) > 1)
+				atomic_store_explicit(&fs->hot->last_flex, g / fs_flex_size(fs),
+						      memory_order_relaxed);
+			dir->last_alloc_group = g + 1;
+			return 0;
+		}
+		if (err < 0 && !first_err)
+			first_err = err;    /* a damaged group: try the others */
+	}
+	if (first_err)
+		return first_err;
+	return fs_err(ENOSPC, "no free inode left (%u inodes) for a new inode in directory %llu",
+		      fs->inodes_count, (unsigned long long)dir->ino);
+}
+
+int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
+{
+	struct uext4_fs *fs = h->fs;
+	struct group_info *gi;
+	struct buf *b = NULL;
+	uint32_t g, bit;
+	int err;
+
+	if (ino < fs->first_ino || ino > fs->inodes_count)
+		return fs_corrupt("freeing inode %llu: reserved or past the last inode (%u)",
+				  (unsigned long long)ino, fs->inodes_count);
+	g = group_of_ino(fs, ino);
+	bit = (uint32_t)((ino - 1) % fs->inodes_per_group);
+	gi = &fs->groups[g];
+	ulock_lock(&gi->lock);
+	if ((err = inode_bitmap_locked(fs, g, &b)))
+		goto out;
+	if (!bit_test(b->data, bit)) {
+		err = fs_corrupt("inode bitmap of group %u (block %llu): freeing inode %llu, "
+				 "which is already free",
+				 g, (unsigned long long)gi->inode_bitmap, (unsigned long long)ino);
+		goto out;
+	}
+	if (was_dir && gi->used_dirs == 0) {
+		err = fs_corrupt("group %u: freeing directory inode %llu, but the group counts "
+				 "no directory", g, (unsigned long long)ino);
+		goto out;
+	}
+	if ((err = handle_write_access(h, b)))
+		goto out;
+	bit_clear(b->data, bit);
+	handle_dirty(h, b, CSUM_INODE_BITMAP, g, 0);
+	grp_write(&gi->free_inodes, gi->free_inodes + 1);
+	if (was_dir)
+		grp_write(&gi->used_dirs, gi->used_dirs - 1);
+out:
+	ulock_unlock(&gi->lock);
+	if (b)
+		brelse(fs->bc, b);
+	if (err)
+		return err;
+	pcounter_add(&fs->hot->free_inodes, 1);
+	if (was_dir)
+		pcounter_add(&fs->hot->dirs, -1);
+	group_set_dirty(fs, g);
+	return 0;
+}

@@ -1,0 +1,715 @@
+/*
+ * namei.c - namespace operations: create, mknod, mkdir, symlink, link,
+ * unlink, rmdir, rename (public API, include/uext4.h).
+ *
+ * Locking (ARCHITECTURE.md): each operation looks names up with the
+ * directory locked for reading, takes references, then locks every inode
+ * it changes for writing in inode-number order (ranks RANK_INODE ..
+ * RANK_INODE_4), checks that the names still point where they did (else
+ * it starts over), and only then opens a handle.  Inodes whose last link
+ * goes are freed by the final iput(), which runs after every lock is
+ * dropped.  Renames that move something between directories also hold
+ * the fs-wide rename lock (RANK_RENAME) so that the "not into its own
+ * subtree" check sees a stable tree, as the kernel's s_vfs_rename_mutex.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#define EXT4_LINK_MAX 65000
+
+/* Rename lock: one per process is enough to order cross-directory renames
+ * of all mounts (rare, never on a hot path). */
+static struct ulock rename_lock_storage;
+static pthread_once_t rename_once = PTHREAD_ONCE_INIT;
+
+static void rename_lock_init(void)
+{
+	ulock_init(&rename_lock_storage, RANK_RENAME);
+}
+
+static struct ulock *rename_lock(void)
+{
+	pthread_once(&rename_once, rename_lock_init);
+	return &rename_lock_storage;
+}
+
+/* ------------------------------------------------------------- helpers */
+
+static int check_writable(uext4_fs *fs)
+{
+	fs_clear_err();
+	if (fs->read_only)
+		return fs_err(EROFS, "the file system is mounted read-only");
+	return 0;
+}
+
+/* A name a new entry may take: 1..255 bytes, no '/', not "." or "..". */
+static int check_name(const char *name, size_t *len)
+{
+	if (!name)
+		return fs_err(EINVAL, "no file name given");
+	*len = strlen(name);
+	if (*len == 0)
+		return fs_err(ENOENT, "empty file name");
+	if (*len > EXT4_NAME_LEN)
+		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", *len,
+			      EXT4_NAME_LEN);
+	if (memchr(name, '/', *len))
+		return fs_err(EINVAL, "file name \"%s\" contains '/'", name);
+	if ((*len == 1 && name[0] == '.') || (*len == 2 && name[0] == '.' && name[1] == '.'))
+		return fs_err(EINVAL, "\"%s\" cannot be created, removed or renamed", name);
+	return 0;
+}
+
+static int get_dir(uext4_fs *fs, uint64_t ino, struct inode **out)
+{
+	int err = iget(fs, ino, out);
+
+	if (err)
+		return err;
+	if (!S_ISDIR((*out)->mode)) {
+		iput(fs, *out);
+		return fs_err(ENOTDIR, "inode %llu is not a directory", (unsigned long long)ino);
+	}
+	return 0;
+}
+
+/* Look name up with dir locked for reading: 0 and *ino, or -ENOENT. */
+static int lookup_unlocked(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+			   uint64_t *ino)
+{
+	unsigned ft;
+	int err;
+
+	urw_rdlock(&dir->lock);
+	err = dir_lookup_locked(fs, dir, name, len, ino, &ft);
+	urw_unlock(&dir->lock);
+	return err;
+}
+
+/* Up to four inodes locked for writing in inode-number order. */
+struct lockset {
+	struct inode *v[4];
+	int n;
+};
+
+static void lockset_add(struct lockset *ls, struct inode *n)
+{
+	if (!n)
+		return;
+	for (int i = 0; i < ls->n; i++)
+		if (ls->v[i] == n)
+			return;
+	int i = ls->n++;
+	while (i > 0 && ls->v[i - 1]->ino > n->ino) {
+		ls->v[i] = ls->v[i - 1];
+		i--;
+	}
+	ls->v[i] = n;
+}
+
+static void lockset_lock(struct lockset *ls)
+{
+	for (int i = 0; i < ls->n; i++)
+		urw_wrlock_as(&ls->v[i]->lock, RANK_INODE + i);
+}
+
+static void lockset_unlock(struct lockset *ls)
+{
+	for (int i = ls->n - 1; i >= 0; i--)
+		urw_unlock_as(&ls->v[i]->lock, RANK_INODE + i);
+}
+
+/* A directory being removed has no links: nothing may be created in it. */
+static int check_dir_alive(struct inode *dir)
+{
+	if (dir->links == 0)
+		return fs_err(ENOENT, "directory inode %llu has been removed",
+			      (unsigned long long)dir->ino);
+	return 0;
+}
+
+static void touch_dir(struct inode *dir)
+{
+	dir->mtime = dir->ctime = fs_now();
+}
+
+/* Count one more subdirectory in dir (dir_nlink: 1 means "many"). */
+static int dir_inc_links(uext4_fs *fs, struct inode *dir)
+{
+	if (dir->links == 1 && FS_HAS_RO_COMPAT(fs, DIR_NLINK))
+		return 0;
+	if (dir->links + 1 >= EXT4_LINK_MAX) {
+		if (!FS_HAS_RO_COMPAT(fs, DIR_NLINK))
+			return fs_err(EMLINK, "directory inode %llu has %u subdirectories, the "
+				      "most without dir_nlink", (unsigned long long)dir->ino,
+				      dir->links - 2);
+		dir->links = 1;
+		return 0;
+	}
+	dir->links++;
+	return 0;
+}
+
+static void dir_dec_links(struct inode *dir)
+{
+	if (dir->links > 2)
+		dir->links--;
+}
+
+/* The inode has lost its last link: it goes at its last iput(). */
+static void drop_link(struct inode *n)
+{
+	if (n->links > 0)
+		n->links--;
+	if (n->links == 0 || (S_ISDIR(n->mode) && n->links <= 1)) {
+		n->links = 0;
+		atomic_fetch_or(&n->istate, INODE_UNLINKED);
+	}
+	n->ctime = fs_now();
+}
+
+static void stat_of(uext4_fs *fs, struct inode *n, struct uext4_stat *st)
+{
+	if (!st)
+		return;
+	urw_rdlock(&n->lock);
+	inode_to_stat(fs, n, st);
+	urw_unlock(&n->lock);
+}
+
+/* Device numbers as the kernel stores them in i_block. */
+static void encode_rdev(struct inode *n, uint64_t rdev)
+{
+	struct ext4_inode *r = inode_raw_mut(n);
+	uint32_t ma = major(rdev), mi = minor(rdev);
+
+	memset(r->i_block, 0, sizeof(r->i_block));
+	if (ma < 256 && mi < 256) {
+		r->i_block[0] = cpu_to_le32((ma << 8) | mi);
+	} else {
+		r->i_block[1] = cpu_to_le32((mi & 0xff) | (ma << 8) | ((mi & ~0xffu) << 12));
+	}
+}
+
+/* ------------------------------------------------------------- creating */
+
+struct new_node {
+	uint32_t mode;
+	uint64_t rdev;
+	const char *target;     /* symlinks */
+};
+
+/* Set up the new inode's body: directory entries, symlink target, device. */
+static int init_body(struct handle *h, struct inode *dir, struct inode *n,
+		     const struct new_node *nn)
+{
+	if (S_ISDIR(nn->mode)) {
+		n->links = 2;
+		return dir_make(h, n, dir->ino);
+	}
+	n->links = 1;
+	if (S_ISLNK(nn->mode))
+		return symlink_write(h, n, nn->target, strlen(nn->target));
+	if (S_ISCHR(nn->mode) || S_ISBLK(nn->mode))
+		encode_rdev(n, nn->rdev);
+	return 0;
+}
+
+/* Inside the handle, dir locked: make the inode and its entry. */
+static int create_locked(struct handle *h, struct inode *dir, const char *name, size_t len,
+			 const struct new_node *nn, struct inode **out)
+{
+	struct inode *n;
+	int err = inode_new(h, dir, nn->mode, &n);
+
+	if (err)
+		return err;
+	if (S_ISDIR(nn->mode) && (err = dir_inc_links(h->fs, dir)))
+		goto undo;
+	if ((err = init_body(h, dir, n, nn)) || (err = inode_write(h, n)) ||
+	    (err = dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode)))) {
+		if (S_ISDIR(nn->mode))
+			dir_dec_links(dir);
+		goto undo;
+	}
+	touch_dir(dir);
+	if ((err = inode_write(h, dir)))
+		return err; /* the entry exists: keep the inode */
+	*out = n;
+	return 0;
+undo:
+	/* Nobody can reach it: its last iput() frees it. */
+	n->links = 0;
+	atomic_fetch_or(&n->istate, INODE_UNLINKED);
+	inode_write(h, n);
+	inode_write(h, dir);
+	*out = n;
+	return err;
+}
+
+static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
+		     const struct new_node *nn, struct uext4_stat *st)
+{
+	struct inode *dir, *n = NULL;
+	struct handle *h;
+	uint64_t existing;
+	size_t len;
+	unsigned ft;
+	int err;
+
+	if ((err = check_writable(fs)) || (err = check_name(name, &len)))
+		return err == -EINVAL && name && name[0] == '.' ? fs_err(EEXIST, "\"%s\" exists",
+									  name) : err;
+	if ((err = get_dir(fs, dirino, &dir)))
+		return err;
+	urw_wrlock(&dir->lock);
+	err = check_dir_alive(dir);
+	if (!err) {
+		err = dir_lookup_locked(fs, dir, name, len, &existing, &ft);
+		if (err == 0)
+			err = fs_err(EEXIST, "\"%s\" exists in directory inode %llu (inode %llu)",
+				     name, (unsigned long long)dirino,
+				     (unsigned long long)existing);
+		else if (err == -ENOENT)
+			err = 0;
+	}
+	/* As symlink(2): an existing name wins over a too long target. */
+	if (!err && S_ISLNK(nn->mode) && strlen(nn->target) >= fs->block_size)
+		err = fs_err(ENAMETOOLONG, "symlink target of %zu bytes (at most %u)",
+			     strlen(nn->target), fs->block_size - 1);
+	if (!err && (err = handle_begin(fs, 16, &h)) == 0) {
+		err = create_locked(h, dir, name, len, nn, &n);
+		int e2 = handle_end(h);
+		err = err ? err : e2;
+	}
+	urw_unlock(&dir->lock);
+	if (!err)
+		stat_of(fs, n, st);
+	iput(fs, n);
+	iput(fs, dir);
+	return err;
+}
+
+int uext4_create(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		 struct uext4_stat *st)
+{
+	struct new_node nn = {.mode = S_IFREG | (mode & 07777)};
+
+	return make_node(fs, dir, name, &nn, st);
+}
+
+int uext4_mknod(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode, uint64_t rdev,
+		struct uext4_stat *st)
+{
+	struct new_node nn = {.mode = mode, .rdev = rdev};
+
+	switch (mode & S_IFMT) {
+	case 0:
+		nn.mode |= S_IFREG;
+		break;
+	case S_IFREG: case S_IFCHR: case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		break;
+	default:
+		return fs_err(EINVAL, "mknod: file type 0%o is not a regular file, device, fifo "
+			      "or socket", mode & S_IFMT);
+	}
+	return make_node(fs, dir, name, &nn, st);
+}
+
+int uext4_mkdir(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode,
+		struct uext4_stat *st)
+{
+	struct new_node nn = {.mode = S_IFDIR | (mode & 07777)};
+
+	return make_node(fs, dir, name, &nn, st);
+}
+
+int uext4_symlink(uext4_fs *fs, uint64_t dir, const char *name, const char *target,
+		  struct uext4_stat *st)
+{
+	struct new_node nn = {.mode = S_IFLNK | 0777, .target = target};
+	size_t tl = target ? strlen(target) : 0;
+
+	if (tl == 0)
+		return fs_err(ENOENT, "symlink: empty target");
+	return make_node(fs, dir, name, &nn, st);
+}
+
+/* ------------------------------------------------------------- link */
+
+int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
+	       struct uext4_stat *st)
+{
+	struct inode *n, *dir;
+	struct lockset ls = {0};
+	struct handle *h;
+	uint64_t existing;
+	size_t len;
+	unsigned ft;
+	int err;
+
+	if ((err = check_writable(fs)) || (err = check_name(newname, &len)))
+		return err;
+	if ((err = iget(fs, ino, &n)))
+		return err;
+	if (S_ISDIR(n->mode)) {
+		iput(fs, n);
+		return fs_err(EPERM, "link: inode %llu is a directory", (unsigned long long)ino);
+	}
+	if ((err = get_dir(fs, newdir, &dir))) {
+		iput(fs, n);
+		return err;
+	}
+	lockset_add(&ls, dir);
+	lockset_add(&ls, n);
+	lockset_lock(&ls);
+	if (!(err = check_dir_alive(dir))) {
+		if (n->links == 0)
+			err = fs_err(ENOENT, "link: inode %llu has been removed",
+				     (unsigned long long)ino);
+		else if (n->links >= EXT4_LINK_MAX)
+			err = fs_err(EMLINK, "link: inode %llu already has %u links",
+				     (unsigned long long)ino, n->links);
+	}
+	if (!err) {
+		err = dir_lookup_locked(fs, dir, newname, len, &existing, &ft);
+		err = err == 0 ? fs_err(EEXIST, "\"%s\" exists", newname)
+			       : err == -ENOENT ? 0 : err;
+	}
+	if (!err && !(err = handle_begin(fs, 8, &h))) {
+		err = dir_add(h, dir, newname, len, n->ino, ftype_of_mode(n->mode));
+		if (!err) {
+			n->links++;
+			n->ctime = fs_now();
+			touch_dir(dir);
+			err = inode_write(h, n);
+			if (!err)
+				err = inode_write(h, dir);
+		}
+		int e2 = handle_end(h);
+		err = err ? err : e2;
+	}
+	lockset_unlock(&ls);
+	if (!err)
+		stat_of(fs, n, st);
+	iput(fs, dir);
+	iput(fs, n);
+	return err;
+}
+
+/* ------------------------------------------------------------- unlink, rmdir */
+
+/* Remove name (which must be of the kind `want_dir` asks) from dir. */
+static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool want_dir)
+{
+	struct inode *dir, *c = NULL;
+	struct handle *h;
+	size_t len;
+	uint64_t ino, again;
+	unsigned ft;
+	int err;
+
+	if ((err = check_writable(fs)))
+		return err;
+	if ((err = check_name(name, &len)))
+		return err == -EINVAL && want_dir && len == 2 ? fs_err(ENOTEMPTY, "rmdir: \"..\"")
+							       : err;
+	if ((err = get_dir(fs, dirino, &dir)))
+		return err;
+	for (;;) {
+		struct lockset ls = {0};
+
+		if ((err = lookup_unlocked(fs, dir, name, len, &ino)) || (err = iget(fs, ino, &c)))
+			break;
+		if (want_dir && !S_ISDIR(c->mode))
+			err = fs_err(ENOTDIR, "rmdir: \"%s\" is not a directory", name);
+		else if (!want_dir && S_ISDIR(c->mode))
+			err = fs_err(EISDIR, "unlink: \"%s\" is a directory", name);
+		if (err)
+			break;
+		lockset_add(&ls, dir);
+		lockset_add(&ls, c);
+		lockset_lock(&ls);
+		err = dir_lookup_locked(fs, dir, name, len, &again, &ft);
+		if (err || again != c->ino) {
+			lockset_unlock(&ls);
+			if (err)
+				break;
+			iput(fs, c);
+			c = NULL;
+			continue; /* renamed meanwhile: start over */
+		}
+		if (want_dir && (err = dir_is_empty(fs, c)) >= 0)
+			err = err ? 0 : fs_err(ENOTEMPTY, "rmdir: directory \"%s\" is not empty", name);
+		if (!err && !(err = handle_begin(fs, 16, &h))) {
+			err = dir_remove(h, dir, name, len, c->ino);
+			if (!err) {
+				if (want_dir) {
+					c->links = 1;
+					dir_dec_links(dir);
+				}
+				drop_link(c);
+				touch_dir(dir);
+				err = inode_write(h, c);
+				if (!err)
+					err = inode_write(h, dir);
+			}
+			int e2 = handle_end(h);
+			err = err ? err : e2;
+		}
+		lockset_unlock(&ls);
+		break;
+	}
+	iput(fs, c); /* the last reference of an unlinked inode frees it */
+	iput(fs, dir);
+	return err;
+}
+
+int uext4_unlink(uext4_fs *fs, uint64_t dir, const char *name)
+{
+	return remove_name(fs, dir, name, false);
+}
+
+int uext4_rmdir(uext4_fs *fs, uint64_t dir, const char *name)
+{
+	return remove_name(fs, dir, name, true);
+}
+
+/* ------------------------------------------------------------- rename */
+
+struct rename_op {
+	uext4_fs *fs;
+	struct inode *od, *nd, *s, *t;  /* dirs, source, target (or NULL) */
+	const char *oname, *nname;
+	size_t olen, nlen;
+	unsigned flags;
+};
+
+/* Is dir `d` the directory `s` or below it?  (rename lock held) */
+static int is_in_subtree(uext4_fs *fs, struct inode *s, struct inode *d)
+{
+	uint64_t cur = d->ino;
+	int depth = 0;
+
+	while (cur != EXT4_ROOT_INO) {
+		struct inode *n;
+		uint64_t parent;
+		int err;
+
+		if (cur == s->ino)
+			return 1;
+		if (++depth > 65536)
+			return fs_corrupt("directory inode %llu: \"..\" chain loops",
+					  (unsigned long long)d->ino);
+		if ((err = iget(fs, cur, &n)))
+			return err;
+		err = lookup_unlocked(fs, n, "..", 2, &parent);
+		iput(fs, n);
+		if (err)
+			return err;
+		cur = parent;
+	}
+	return cur == s->ino;
+}
+
+/* The checks rename(2) makes once everything is locked. */
+static int rename_check(struct rename_op *r)
+{
+	struct inode *s = r->s, *t = r->t;
+	int err;
+
+	if ((err = check_dir_alive(r->nd)))
+		return err;
+	if (r->flags & UEXT4_RENAME_EXCHANGE)
+		return t ? 0 : fs_err(ENOENT, "rename: \"%s\" does not exist to exchange with",
+				      r->nname);
+	if (!t)
+		return 0;
+	if (r->flags & UEXT4_RENAME_NOREPLACE)
+		return fs_err(EEXIST, "rename: \"%s\" exists", r->nname);
+	if (S_ISDIR(s->mode) && !S_ISDIR(t->mode))
+		return fs_err(ENOTDIR, "rename: \"%s\" is not a directory", r->nname);
+	if (!S_ISDIR(s->mode) && S_ISDIR(t->mode))
+		return fs_err(EISDIR, "rename: \"%s\" is a directory", r->nname);
+	if (S_ISDIR(t->mode)) {
+		err = dir_is_empty(r->fs, t);
+		if (err <= 0)
+			return err ? err : fs_err(ENOTEMPTY, "rename: directory \"%s\" is not empty",
+						  r->nname);
+	}
+	return 0;
+}
+
+/* A directory moving from one parent to another: "..", link counts. */
+static int move_dir(struct handle *h, struct inode *d, struct inode *from, struct inode *to,
+		    bool to_loses_dir)
+{
+	int err = dir_retarget(h, d, "..", 2, to->ino, EXT4_FT_DIR);
+
+	if (err)
+		return err;
+	dir_dec_links(from);
+	if (!to_loses_dir)
+		err = dir_inc_links(h->fs, to);
+	return err;
+}
+
+static int rename_exchange(struct handle *h, struct rename_op *r)
+{
+	int err;
+
+	if ((err = dir_retarget(h, r->od, r->oname, r->olen, r->t->ino, ftype_of_mode(r->t->mode))) ||
+	    (err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode))))
+		return err;
+	if (r->od != r->nd) {
+		if (S_ISDIR(r->s->mode) && (err = move_dir(h, r->s, r->od, r->nd, false)))
+			return err;
+		if (S_ISDIR(r->t->mode) && (err = move_dir(h, r->t, r->nd, r->od, false)))
+			return err;
+	}
+	r->t->ctime = fs_now();
+	return 0;
+}
+
+static int rename_move(struct handle *h, struct rename_op *r)
+{
+	bool sdir = S_ISDIR(r->s->mode);
+	int err;
+
+	if (r->t) {
+		err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
+		if (err)
+			return err;
+		if (S_ISDIR(r->t->mode)) {
+			r->t->links = 1;
+			dir_dec_links(r->nd);
+		}
+		drop_link(r->t);
+	} else if ((err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino,
+				  ftype_of_mode(r->s->mode)))) {
+		return err;
+	}
+	if ((err = dir_remove(h, r->od, r->oname, r->olen, r->s->ino)))
+		return err;
+	if (sdir && r->od != r->nd)
+		err = move_dir(h, r->s, r->od, r->nd, false);
+	return err;
+}
+
+static int rename_write_all(struct handle *h, struct rename_op *r)
+{
+	struct inode *v[4] = {r->od, r->nd, r->s, r->t};
+	int err = 0;
+
+	r->s->ctime = fs_now();
+	touch_dir(r->od);
+	touch_dir(r->nd);
+	for (int i = 0; i < 4 && !err; i++)
+		if (v[i] && (i == 0 || v[i] != v[i - 1]))
+			err = inode_write(h, v[i]);
+	return err;
+}
+
+/* One attempt with everything locked; 1 means "names moved: retry". */
+static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
+{
+	uint64_t now_s, now_t = 0;
+	unsigned ft;
+	struct handle *h;
+	int err = dir_lookup_locked(r->fs, r->od, r->oname, r->olen, &now_s, &ft);
+
+	if (err)
+		return err;
+	err = dir_lookup_locked(r->fs, r->nd, r->nname, r->nlen, &now_t, &ft);
+	if (err && err != -ENOENT)
+		return err;
+	if (now_s != sino || (err ? 0 : now_t) != tino)
+		return 1;
+	if (r->t == r->s)
+		return 0; /* two names of one inode: rename(2) does nothing */
+	if ((err = rename_check(r)) || (err = handle_begin(r->fs, 32, &h)))
+		return err;
+	err = (r->flags & UEXT4_RENAME_EXCHANGE) ? rename_exchange(h, r) : rename_move(h, r);
+	if (!err)
+		err = rename_write_all(h, r);
+	int e2 = handle_end(h);
+	return err ? err : e2;
+}
+
+static int rename_once_try(struct rename_op *r)
+{
+	uint64_t sino, tino = 0;
+	struct lockset ls = {0};
+	int err;
+
+	if ((err = lookup_unlocked(r->fs, r->od, r->oname, r->olen, &sino)) ||
+	    (err = iget(r->fs, sino, &r->s)))
+		return err;
+	err = lookup_unlocked(r->fs, r->nd, r->nname, r->nlen, &tino);
+	if (err == -ENOENT)
+		tino = 0, err = 0;
+	else if (!err)
+		err = iget(r->fs, tino, &r->t);
+	if (!err && S_ISDIR(r->s->mode) && r->od != r->nd) {
+		err = is_in_subtree(r->fs, r->s, r->nd);
+		if (err == 1)
+			err = fs_err(EINVAL, "rename: cannot move a directory into itself");
+	}
+	if (!err && r->t && S_ISDIR(r->t->mode) && (r->flags & UEXT4_RENAME_EXCHANGE) &&
+	    r->od != r->nd) {
+		err = is_in_subtree(r->fs, r->t, r->od);
+		if (err == 1)
+			err = fs_err(EINVAL, "rename: cannot move a directory into itself");
+	}
+	if (err)
+		return err;
+	lockset_add(&ls, r->od);
+	lockset_add(&ls, r->nd);
+	lockset_add(&ls, r->s);
+	lockset_add(&ls, r->t);
+	lockset_lock(&ls);
+	err = rename_locked(r, sino, tino);
+	lockset_unlock(&ls);
+	return err;
+}
+
+int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
+		 const char *newname, unsigned flags)
+{
+	struct rename_op r = {.fs = fs, .oname = oldname, .nname = newname, .flags = flags};
+	bool cross = olddir != newdir;
+	int err;
+
+	if ((err = check_writable(fs)) || (err = check_name(oldname, &r.olen)) ||
+	    (err = check_name(newname, &r.nlen)))
+		return err;
+	if (flags & ~(UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_EXCHANGE) ||
+	    flags == (UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_EXCHANGE))
+		return fs_err(EINVAL, "rename: invalid flags 0x%x", flags);
+	if ((err = get_dir(fs, olddir, &r.od)))
+		return err;
+	if ((err = get_dir(fs, newdir, &r.nd))) {
+		iput(fs, r.od);
+		return err;
+	}
+	if (cross)
+		ulock_lock(rename_lock());
+	do {
+		iput(fs, r.s);
+		iput(fs, r.t);
+		r.s = r.t = NULL;
+		err = rename_once_try(&r);
+	} while (err == 1);
+	if (cross)
+		ulock_unlock(rename_lock());
+	iput(fs, r.t); /* a replaced inode that lost its last link goes here */
+	iput(fs, r.s);
+	iput(fs, r.nd);
+	iput(fs, r.od);
+	return err;
+}

@@ -1,0 +1,17 @@
+/*
+ * symlink_int.h - write side of symlinks (symlink.c), for api.c.
+ */
+#ifndef UEXT4_SYMLINK_INT_H
+#define UEXT4_SYMLINK_INT_H
+
+#include "internal.h"
+
+/*
+ * Store the target of a new symlink: fast (in i_block) below 60 bytes,
+ * else in one data block.  Sets i_size and writes the inode.  Caller holds
+ * inode->lock for writing (or owns the new inode) and a handle.
+ * -ENAMETOOLONG when the target does not fit in a block.
+ */
+int symlink_write(struct handle *h, struct inode *inode, const char *target, size_t len);
+
+#endif

@@ -1,0 +1,436 @@
+/*
+ * trans.c - transactions: handles around every metadata change, and the
+ * commit that writes the changed blocks back.
+ *
+ * A handle is thread-local (no allocation).  handle_begin() counts the
+ * thread in one of TRANS_SLOTS drain counters, each on its own cache line,
+ * so concurrent operations share no written line; a commit raises
+ * `blocked`, waits until every counter is zero, and so sees the metadata
+ * between two operations, never in the middle of one.  It then sets each
+ * dirty buffer's checksum, writes the group descriptors and superblock,
+ * copies everything, lets handles run again, and writes the copies with no
+ * handle waiting for the I/O.
+ *
+ * This issue writes the blocks in place (no journal): crash safety is the
+ * journal issue's, which replaces trans_commit()'s write-out with a JBD2
+ * commit and keeps this interface.
+ *
+ * What protects what:
+ *   struct trans fields    immutable after trans_init(), except:
+ *   slot[].n               atomics; begin/end of handles
+ *   blocked                atomic; set and cleared by the committer, which
+ *                          holds commit_lock
+ *   wait_lock              (leaf pthread mutex) with drained/unblocked
+ *                          condition variables: sleeping committer/handles
+ *   commit_lock            RANK_HANDLE mutex: one commit at a time; taken
+ *                          only outside handles
+ *   itb_written            atomic bits; set by the commit (see
+ *                          trans_itable_block_written())
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRANS_SLOTS 16
+
+struct trans_slot {
+	_Atomic int64_t n;
+	char pad[CACHELINE - sizeof(int64_t)];
+};
+
+struct trans {
+	struct trans_slot slot[TRANS_SLOTS];    /* first: own cache lines */
+	_Atomic int blocked __attribute__((aligned(CACHELINE)));
+	_Atomic int commit_wanted;
+	pthread_mutex_t wait_lock;
+	pthread_cond_t drained, unblocked;
+	struct ulock commit_lock;
+	_Atomic int err;                       /* first write-back error (negative) */
+	_Atomic uint64_t commits;
+	size_t dirty_limit;                    /* buffers; commit beyond it */
+	_Atomic uint8_t *itb_written;          /* bit per inode-table block */
+};
+
+static _Thread_local struct handle cur_handle;
+
+unsigned thread_slot(void)
+{
+	static _Atomic unsigned next;
+	static _Thread_local unsigned slot;
+	static _Thread_local bool have;
+
+	if (!have) {
+		slot = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+		have = true;
+	}
+	return slot;
+}
+
+int trans_init(struct uext4_fs *fs)
+{
+	struct trans *t = aligned_alloc(CACHELINE, sizeof(*t));
+	size_t bits = (size_t)fs->groups_count * fs->itb_per_group;
+
+	if (!t)
+		return fs_err(ENOMEM, "out of memory for the transaction state");
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->wait_lock, NULL);
+	pthread_cond_init(&t->drained, NULL);
+	pthread_cond_init(&t->unblocked, NULL);
+	ulock_init(&t->commit_lock, RANK_HANDLE);
+	/* Write back when a quarter of the cache is dirty. */
+	t->dirty_limit = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
+	if (t->dirty_limit < 64)
+		t->dirty_limit = 64;
+	t->itb_written = calloc(bits / 8 + 1, 1);
+	if (!t->itb_written) {
+		free(t);
+		return fs_err(ENOMEM, "out of memory for the transaction state");
+	}
+	fs->trans = t;
+	return 0;
+}
+
+void trans_destroy(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+
+	if (!t)
+		return;
+	pthread_mutex_destroy(&t->wait_lock);
+	pthread_cond_destroy(&t->drained);
+	pthread_cond_destroy(&t->unblocked);
+	ulock_destroy(&t->commit_lock);
+	free((void *)t->itb_written);
+	free(t);
+	fs->trans = NULL;
+}
+
+/* ------------------------------------------------------------- handles */
+
+static void wait_unblocked(struct trans *t)
+{
+	pthread_mutex_lock(&t->wait_lock);
+	while (atomic_load(&t->blocked))
+		pthread_cond_wait(&t->unblocked, &t->wait_lock);
+	pthread_mutex_unlock(&t->wait_lock);
+}
+
+/* Leave the drain counter; wake a committer waiting for it to reach 0. */
+static void slot_leave(struct trans *t, unsigned slot)
+{
+	if (atomic_fetch_sub(&t->slot[slot].n, 1) == 1 && atomic_load(&t->blocked)) {
+		pthread_mutex_lock(&t->wait_lock);
+		pthread_cond_broadcast(&t->drained);
+		pthread_mutex_unlock(&t->wait_lock);
+	}
+}
+
+int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
+{
+	struct handle *h = &cur_handle;
+	struct trans *t = fs->trans;
+	unsigned slot;
+
+	(void)credits; /* the journal issue reserves log space with them */
+	if (h->depth > 0) {
+		if (h->fs != fs)
+			return fs_err(EINVAL, "a handle of another mount is open on this thread");
+		h->depth++;
+		*out = h;
+		return 0;
+	}
+	if (fs->read_only || !t)
+		return fs_err(EROFS, "the file system is mounted read-only");
+	if (atomic_load_explicit(&t->err, memory_order_relaxed))
+		return fs_err(EIO, "an earlier write-back failed; the file system no longer "
+			      "accepts changes (unmount and run e2fsck)");
+	slot = thread_slot() % TRANS_SLOTS;
+	for (;;) {
+		/* Dekker pair with trans_commit(): both sides use seq_cst. */
+		atomic_fetch_add(&t->slot[slot].n, 1);
+		if (!atomic_load(&t->blocked))
+			break;
+		slot_leave(t, slot);
+		wait_unblocked(t);
+	}
+	lockdep_enter(RANK_HANDLE, h);
+	h->fs = fs;
+	h->depth = 1;
+	h->slot = slot;
+	h->err = 0;
+	*out = h;
+	return 0;
+}
+
+int handle_end(struct handle *h)
+{
+	struct uext4_fs *fs = h->fs;
+	struct trans *t = fs->trans;
+	int err = h->err;
+
+	if (--h->depth > 0)
+		return 0;
+	lockdep_leave(RANK_HANDLE, h);
+	slot_leave(t, h->slot);
+	h->err = 0;
+	/* Summing the shards' dirty counts reads 64 cache lines: look only
+	 * every 32nd handle of a thread. */
+	static _Thread_local unsigned ends;
+	if ((++ends & 31) == 0 && bcache_dirty_count(fs->bc) > t->dirty_limit &&
+	    !atomic_exchange(&t->commit_wanted, 1)) {
+		int cerr = trans_commit(fs);
+
+		if (!err)
+			err = cerr;
+	}
+	return err;
+}
+
+int handle_write_access(struct handle *h, struct buf *b)
+{
+	(void)h;
+	(void)b; /* the journal issue freezes a copy here when committing */
+	return 0;
+}
+
+int handle_create_access(struct handle *h, struct buf *b)
+{
+	(void)h;
+	(void)b;
+	return 0;
+}
+
+void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t owner,
+		  uint32_t gen)
+{
+	atomic_store_explicit(&b->csum_kind, (uint8_t)kind, memory_order_relaxed);
+	atomic_store_explicit(&b->owner, owner, memory_order_relaxed);
+	atomic_store_explicit(&b->owner_gen, gen, memory_order_relaxed);
+	bcache_mark_dirty(h->fs->bc, b);
+}
+
+void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count)
+{
+	bcache_forget(h->fs->bc, blocknr, count);
+}
+
+/* ------------------------------------------------------------- commit */
+
+/* Has the commit written inode-table block `index` of group's table since
+ * mount?  Until then a block beyond the group's never_used_from holds only
+ * new inodes, so inode.c builds it zeroed instead of reading it. */
+bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index)
+{
+	size_t bit = (size_t)group * fs->itb_per_group + index;
+
+	return atomic_load_explicit(&fs->trans->itb_written[bit / 8], memory_order_acquire) &
+	       (1u << (bit % 8));
+}
+
+static void mark_itable_written(struct uext4_fs *fs, struct buf *b)
+{
+	/* owner = group, owner_gen = block index in its table (inode.c). */
+	size_t bit = (size_t)b->owner * fs->itb_per_group + b->owner_gen;
+
+	if (b->owner < fs->groups_count && b->owner_gen < fs->itb_per_group)
+		atomic_fetch_or_explicit(&fs->trans->itb_written[bit / 8], (uint8_t)(1u << (bit % 8)),
+					 memory_order_release);
+}
+
+static void drain_handles(struct trans *t)
+{
+	atomic_store(&t->blocked, 1);
+	pthread_mutex_lock(&t->wait_lock);
+	for (;;) {
+		int64_t n = 0;
+
+		for (unsigned i = 0; i < TRANS_SLOTS; i++)
+			n += atomic_load(&t->slot[i].n);
+		if (n == 0)
+			break;
+		pthread_cond_wait(&t->drained, &t->wait_lock);
+	}
+	pthread_mutex_unlock(&t->wait_lock);
+}
+
+static void release_handles(struct trans *t)
+{
+	pthread_mutex_lock(&t->wait_lock);
+	atomic_store(&t->blocked, 0);
+	pthread_cond_broadcast(&t->unblocked);
+	pthread_mutex_unlock(&t->wait_lock);
+}
+
+/* Bitmap checksums go into the group, which then needs its descriptor. */
+static void fold_bitmap_csum(struct uext4_fs *fs, struct buf *b)
+{
+	uint32_t g = (uint32_t)b->owner;
+
+	if (g >= fs->groups_count)
+		return;
+	if (b->csum_kind == CSUM_BLOCK_BITMAP)
+		fs->groups[g].block_bitmap_csum = csum_block_bitmap(fs, b->data);
+	else
+		fs->groups[g].inode_bitmap_csum = csum_inode_bitmap(fs, b->data);
+	group_set_dirty(fs, g);
+}
+
+/* Descriptors of dirty groups and the superblock into their buffers. */
+static int write_descriptors(struct uext4_fs *fs)
+{
+	_Atomic uint64_t *bits = fs->hot->group_dirty;
+	uint32_t words = (fs->groups_count + 63) / 64;
+	int err;
+
+	for (uint32_t w = 0; w < words; w++) {
+		uint64_t m = atomic_exchange(&bits[w], 0);
+
+		while (m) {
+			uint32_t g = w * 64 + (uint32_t)__builtin_ctzll(m);
+
+			m &= m - 1;
+			if ((err = super_write_group_desc(fs, g)))
+				return err;
+		}
+	}
+	return super_write(fs);
+}
+
+static int cmp_blocknr(const void *a, const void *b)
+{
+	const struct buf *x = *(struct buf *const *)a, *y = *(struct buf *const *)b;
+
+	return x->blocknr < y->blocknr ? -1 : x->blocknr > y->blocknr;
+}
+
+/* Take the dirty buffers, finish their checksums, copy them. */
+static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **blocks, size_t *n)
+{
+	struct buf **v, **v2;
+	size_t n1, n2, i;
+	int err;
+
+	n1 = bcache_take_dirty(fs->bc, &v);
+	if (n1 == (size_t)-1)
+		return fs_err(ENOMEM, "commit: out of memory");
+	for (i = 0; i < n1; i++) {
+		if (v[i]->csum_kind == CSUM_BLOCK_BITMAP || v[i]->csum_kind == CSUM_INODE_BITMAP)
+			fold_bitmap_csum(fs, v[i]);
+		else
+			csum_set_buffer(fs, v[i]);
+	}
+	err = 0;
+	if (n1 || atomic_load(&fs->hot->sb_dirty))
+		err = write_descriptors(fs);
+	n2 = bcache_take_dirty(fs->bc, &v2);
+	if (n2 == (size_t)-1) {
+		n2 = 0;
+		v2 = NULL;
+		err = err ? err : fs_err(ENOMEM, "commit: out of memory");
+	}
+	*n = n1 + n2;
+	*copies = malloc(*n * fs->block_size + 1);
+	*blocks = malloc(*n * sizeof(uint64_t) + 1);
+	struct buf **all = malloc(*n * sizeof(*all) + 1);
+	if (!*copies || !*blocks || !all) {
+		err = err ? err : fs_err(ENOMEM, "commit: out of memory for %zu blocks", *n);
+		for (i = 0; i < n1; i++) {
+			bcache_mark_dirty(fs->bc, v[i]);
+			brelse(fs->bc, v[i]);
+		}
+		for (i = 0; i < n2; i++) {
+			bcache_mark_dirty(fs->bc, v2[i]);
+			brelse(fs->bc, v2[i]);
+		}
+		free(all);
+		free(v);
+		free(v2);
+		*n = 0;
+		return err;
+	}
+	memcpy(all, v, n1 * sizeof(*all));
+	if (n2)
+		memcpy(all + n1, v2, n2 * sizeof(*all));
+	qsort(all, *n, sizeof(*all), cmp_blocknr);
+	for (i = 0; i < *n; i++) {
+		memcpy(*copies + i * fs->block_size, all[i]->data, fs->block_size);
+		(*blocks)[i] = all[i]->blocknr;
+		if (all[i]->csum_kind == CSUM_INODE_TABLE)
+			mark_itable_written(fs, all[i]);
+		brelse(fs->bc, all[i]);
+	}
+	free(all);
+	free(v);
+	free(v2);
+	return err;
+}
+
+/* Write sorted copies, one device write per run of consecutive blocks. */
+static int write_copies(struct uext4_fs *fs, const uint8_t *copies, const uint64_t *blocks,
+			size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t j = i + 1;
+		int err;
+
+		while (j < n && blocks[j] == blocks[j - 1] + 1)
+			j++;
+		err = bdev_write(fs->dev, copies + i * fs->block_size, (j - i) * fs->block_size,
+				 blocks[i] << fs->log_block_size);
+		if (err)
+			return err;
+		i = j;
+	}
+	return 0;
+}
+
+int trans_commit(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	uint8_t *copies = NULL;
+	uint64_t *blocks = NULL;
+	size_t n = 0;
+	int err, werr;
+
+	if (!t)
+		return 0;
+	if (cur_handle.depth > 0)
+		return fs_err(EDEADLK, "commit requested inside a handle");
+	ulock_lock(&t->commit_lock);
+	drain_handles(t);
+	err = snapshot_dirty(fs, &copies, &blocks, &n);
+	atomic_store(&t->commit_wanted, 0);
+	release_handles(t);
+	werr = n ? write_copies(fs, copies, blocks, n) : 0;
+	if (!werr)
+		werr = bdev_flush(fs->dev);
+	if (werr) {
+		int expected = 0;
+
+		atomic_compare_exchange_strong(&t->err, &expected, werr);
+		err = err ? err : werr;
+	}
+	atomic_fetch_add(&t->commits, 1);
+	ulock_unlock(&t->commit_lock);
+	free(copies);
+	free(blocks);
+	return err;
+}
+
+/* Readers of fs->sb (which the commit rewrites) hold this around the copy. */
+void trans_lock_super(struct uext4_fs *fs)
+{
+	if (fs->trans)
+		ulock_lock(&fs->trans->commit_lock);
+}
+
+void trans_unlock_super(struct uext4_fs *fs)
+{
+	if (fs->trans)
+		ulock_unlock(&fs->trans->commit_lock);
+}
