@@ -88,6 +88,7 @@ struct bcache {
 	uint32_t shard_shift;   /* 64 - log2(nshards) */
 	size_t buf_alloc_size;  /* header + data, rounded to CACHELINE */
 	uint64_t mem_limit;     /* bytes */
+	struct slab *slab;      /* buffer objects (header + data) */
 	struct bc_shard *shards;
 };
 
@@ -180,6 +181,9 @@ struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem
 			     block_size;
 	shard_limit = mem_limit / bc->nshards;
 	shard_blocks = shard_limit / block_size;
+	bc->slab = slab_create(bc->buf_alloc_size);
+	if (!bc->slab)
+		goto nomem;
 	bc->shards = aligned_alloc(CACHELINE, sizeof(struct bc_shard) * bc->nshards);
 	if (!bc->shards)
 		goto nomem;
@@ -194,8 +198,10 @@ struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem
 	}
 	return bc;
 nomem:
-	if (bc)
+	if (bc) {
 		free(bc->shards);
+		slab_destroy(bc->slab);
+	}
 	free(bc);
 	fs_err(ENOMEM, "buffer cache: out of memory creating the cache");
 	return NULL;
@@ -206,11 +212,10 @@ nomem:
 static struct buf *buf_alloc(struct bcache *bc, uint64_t blocknr)
 {
 	size_t hdr = bc->buf_alloc_size - bc->block_size;
-	struct bc_buf *bb = aligned_alloc(CACHELINE, bc->buf_alloc_size);
+	struct bc_buf *bb = slab_alloc(bc->slab);
 
 	if (!bb)
 		return NULL;
-	memset(bb, 0, hdr);
 	bb->b.blocknr = blocknr;
 	bb->b.data = (uint8_t *)bb + hdr;
 	atomic_init(&bb->b.refcount, 1);
@@ -220,19 +225,19 @@ static struct buf *buf_alloc(struct bcache *bc, uint64_t blocknr)
 	return &bb->b;
 }
 
-static void buf_free(struct buf *b)
+static void buf_free(struct bcache *bc, struct buf *b)
 {
 	ulock_destroy(&b->lock);
-	free(to_bc_buf(b));
+	slab_free(bc->slab, to_bc_buf(b));
 }
 
 /* Free a list of buffers linked by hnext (outside any lock). */
-static void buf_free_list(struct buf *list)
+static void buf_free_list(struct bcache *bc, struct buf *list)
 {
 	while (list) {
 		struct buf *next = list->hnext;
 
-		buf_free(list);
+		buf_free(bc, list);
 		list = next;
 	}
 }
@@ -383,9 +388,9 @@ static int get_buf(struct bcache *bc, uint64_t blocknr, struct buf **out)
 		victims = evict_locked(bc, s);
 	}
 	ulock_unlock(&s->lock);
-	buf_free_list(victims);
+	buf_free_list(bc, victims);
 	if (b)
-		buf_free(fresh);
+		buf_free(bc, fresh);
 	*out = b ? b : fresh;
 	return 0;
 }
@@ -550,7 +555,7 @@ void brelse(struct bcache *bc, struct buf *b)
 		to_free = buf_became_unreferenced(bc, s, b);
 	}
 	ulock_unlock(&s->lock);
-	buf_free_list(to_free);
+	buf_free_list(bc, to_free);
 }
 
 void bcache_destroy(struct bcache *bc)
@@ -562,11 +567,12 @@ void bcache_destroy(struct bcache *bc)
 
 		/* Dirty buffers would be written back here (write path). */
 		for (uint32_t j = 0; j < s->nbuckets; j++)
-			buf_free_list(s->buckets[j]);
+			buf_free_list(bc, s->buckets[j]);
 		free(s->buckets);
 		ulock_destroy(&s->lock);
 	}
 	free(bc->shards);
+	slab_destroy(bc->slab);
 	free(bc);
 }
 
@@ -690,7 +696,7 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 		}
 		ulock_unlock(&s->lock);
 		if (victim)
-			buf_free(victim);
+			buf_free(bc, victim);
 	}
 }
 

@@ -81,7 +81,7 @@ unsigned dir_dtype(const struct uext4_fs *fs, unsigned file_type)
  * Check the dirent at base[off] against a region ending at end.  Returns
  * NULL and fills e when it is sound, else what is wrong with it.
  */
-static const char *dirent_problem(const struct uext4_fs *fs, const uint8_t *base,
+static inline __attribute__((always_inline)) const char *dirent_problem(const struct uext4_fs *fs, const uint8_t *base,
 				  unsigned off, unsigned end, struct dir_ent *e)
 {
 	const struct ext4_dir_entry_2 *de;

@@ -29,6 +29,7 @@ struct icache_shard {
 
 struct icache {
 	struct uext4_fs *fs;        /* read-only after create */
+	struct slab *slab;          /* struct inode + raw inode objects */
 	struct icache_shard shards[ICACHE_SHARDS];
 };
 
@@ -50,11 +51,16 @@ struct icache *icache_create(struct uext4_fs *fs)
 		return NULL;
 	memset(ic, 0, sizeof(*ic));
 	ic->fs = fs;
+	ic->slab = slab_create(sizeof(struct inode) + fs->inode_size);
+	if (!ic->slab) {
+		free(ic);
+		return NULL;
+	}
 	for (int i = 0; i < ICACHE_SHARDS; i++) {
 		struct icache_shard *s = &ic->shards[i];
 
 		ulock_init(&s->lock, RANK_ICACHE_SHARD);
-		s->nbuckets = 1024;
+		s->nbuckets = 4096;
 		s->table = calloc(s->nbuckets, sizeof(*s->table));
 		if (!s->table) {
 			icache_destroy(ic);
@@ -70,7 +76,7 @@ static void inode_free(struct uext4_fs *fs, struct inode *inode)
 	if (inode->pa)
 		balloc_release_prealloc(fs, inode);
 	urwlock_destroy(&inode->lock);
-	free(inode);
+	slab_free(fs->icache->slab, inode);
 }
 
 void icache_destroy(struct icache *ic)
@@ -89,6 +95,7 @@ void icache_destroy(struct icache *ic)
 		free(s->table);
 		ulock_destroy(&s->lock);
 	}
+	slab_destroy(ic->slab);
 	free(ic);
 }
 
@@ -312,21 +319,21 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 
 	if (err)
 		return err;
-	n = calloc(1, sizeof(*n) + fs->inode_size);
+	n = slab_alloc(fs->icache->slab);
 	if (!n)
 		return fs_err(ENOMEM, "out of memory for inode %llu", (unsigned long long)ino);
 	n->ino = ino;
 	inode_table_readahead(fs, ino, blk);
 	err = bread(fs->bc, blk, UEXT4_META_INODE_TABLE, &b);
 	if (err) {
-		free(n);
+		slab_free(fs->icache->slab, n);
 		return err;
 	}
 	memcpy(n->raw, b->data + off, fs->inode_size);
 	brelse(fs->bc, b);
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
 	    (err = check_in_use(n, blk)) || (err = xattr_check_ibody(fs, n))) {
-		free(n);
+		slab_free(fs->icache->slab, n);
 		return err;
 	}
 	urwlock_init(&n->lock, RANK_INODE);
@@ -761,7 +768,7 @@ int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode *
 	*out = NULL;
 	if (err)
 		return err;
-	n = calloc(1, sizeof(*n) + fs->inode_size);
+	n = slab_alloc(fs->icache->slab);
 	if (!n) {
 		ialloc_free(h, ino, S_ISDIR(mode));
 		return fs_err(ENOMEM, "out of memory for new inode %llu", (unsigned long long)ino);
@@ -773,7 +780,7 @@ int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode *
 	init_new_fields(fs, dir, n, mode);
 	if ((err = icache_insert_new(fs, n))) {
 		urwlock_destroy(&n->lock);
-		free(n);
+		slab_free(fs->icache->slab, n);
 		return err; /* the number stays taken: it is in use elsewhere */
 	}
 	if ((err = inode_write(h, n)) == 0) {

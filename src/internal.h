@@ -205,6 +205,15 @@ bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t in
 void trans_lock_super(struct uext4_fs *fs);
 void trans_unlock_super(struct uext4_fs *fs);
 
+/* ---------------------------------------------------------------- slab.c
+ * Fixed-size, 64-byte-aligned, zero-filled objects from big chunks (cached
+ * inodes and buffers); memory returns at slab_destroy(). */
+struct slab;
+struct slab *slab_create(size_t objsize);
+void slab_destroy(struct slab *s);
+void *slab_alloc(struct slab *s);
+void slab_free(struct slab *s, void *p);
+
 /* ---------------------------------------------------------------- crc.c */
 /* Raw CRC32C (Castagnoli), no pre/post inversion, as ext4_chksum(). */
 uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
