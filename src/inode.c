@@ -420,10 +420,13 @@ static void inode_delete(struct uext4_fs *fs, struct inode *n)
 		n->ctime = now;
 		err = inode_write(h, n);
 	}
-	if (!err)
-		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
-	if (!err)
+	if (!err) {
+		/* Deleted before the number is free: a create that takes the
+		 * number next must find this cached copy marked (seed of
+		 * icache_insert_new()'s unhashing). */
 		atomic_fetch_or(&n->istate, INODE_DELETED);
+		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
+	}
 	handle_end(h);
 	urw_unlock(&n->lock);
 }

@@ -630,6 +630,8 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 		return err;
 	if (now_s != sino || (err ? 0 : now_t) != tino)
 		return 1;
+	if (r->t && (r->flags & UEXT4_RENAME_NOREPLACE))
+		return fs_err(EEXIST, "rename: \"%s\" exists", r->nname);
 	if (r->t == r->s)
 		return 0; /* two names of one inode: rename(2) does nothing */
 	if ((err = rename_check(r)) || (err = handle_begin(r->fs, 32, &h)))

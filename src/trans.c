@@ -45,7 +45,14 @@ struct trans {
 	_Atomic int blocked __attribute__((aligned(CACHELINE)));
 	_Atomic int commit_wanted;
 	pthread_mutex_t wait_lock;
-	pthread_cond_t drained, unblocked;
+	pthread_cond_t drained, unblocked, written;
+	/* The blocks a commit is writing after it let handles run again
+	 * (sorted; wait_lock).  A handle freeing one of them waits for the
+	 * write: the block's next owner may write it straight to the disk,
+	 * and the old copy must not land on top. */
+	const uint64_t *inflight;
+	size_t ninflight;
+	_Atomic int writing;
 	struct ulock commit_lock;
 	_Atomic int err;                       /* first write-back error (negative) */
 	_Atomic uint64_t commits;
@@ -79,6 +86,7 @@ int trans_init(struct uext4_fs *fs)
 	pthread_mutex_init(&t->wait_lock, NULL);
 	pthread_cond_init(&t->drained, NULL);
 	pthread_cond_init(&t->unblocked, NULL);
+	pthread_cond_init(&t->written, NULL);
 	ulock_init(&t->commit_lock, RANK_HANDLE);
 	/* Write back when a quarter of the cache is dirty. */
 	t->dirty_limit = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
@@ -102,6 +110,7 @@ void trans_destroy(struct uext4_fs *fs)
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->drained);
 	pthread_cond_destroy(&t->unblocked);
+	pthread_cond_destroy(&t->written);
 	ulock_destroy(&t->commit_lock);
 	free((void *)t->itb_written);
 	free(t);
@@ -212,9 +221,33 @@ void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t
 	bcache_mark_dirty(h->fs->bc, b);
 }
 
+/* Does [blocknr, blocknr + count) meet the sorted in-flight list? */
+static bool inflight_overlaps(const struct trans *t, uint64_t blocknr, uint32_t count)
+{
+	size_t lo = 0, hi = t->ninflight;
+
+	while (lo < hi) {  /* first entry >= blocknr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->inflight[mid] < blocknr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < t->ninflight && t->inflight[lo] < blocknr + count;
+}
+
 void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count)
 {
+	struct trans *t = h->fs->trans;
+
 	bcache_forget(h->fs->bc, blocknr, count);
+	if (!atomic_load(&t->writing))
+		return;
+	pthread_mutex_lock(&t->wait_lock);
+	while (atomic_load(&t->writing) && inflight_overlaps(t, blocknr, count))
+		pthread_cond_wait(&t->written, &t->wait_lock);
+	pthread_mutex_unlock(&t->wait_lock);
 }
 
 /* ------------------------------------------------------------- commit */
@@ -256,9 +289,12 @@ static void drain_handles(struct trans *t)
 	pthread_mutex_unlock(&t->wait_lock);
 }
 
-static void release_handles(struct trans *t)
+static void release_handles(struct trans *t, const uint64_t *blocks, size_t n)
 {
 	pthread_mutex_lock(&t->wait_lock);
+	t->inflight = blocks;
+	t->ninflight = n;
+	atomic_store(&t->writing, n > 0);
 	atomic_store(&t->blocked, 0);
 	pthread_cond_broadcast(&t->unblocked);
 	pthread_mutex_unlock(&t->wait_lock);
@@ -405,8 +441,14 @@ int trans_commit(struct uext4_fs *fs)
 	drain_handles(t);
 	err = snapshot_dirty(fs, &copies, &blocks, &n);
 	atomic_store(&t->commit_wanted, 0);
-	release_handles(t);
+	release_handles(t, blocks, n);
 	werr = n ? write_copies(fs, copies, blocks, n) : 0;
+	pthread_mutex_lock(&t->wait_lock);
+	atomic_store(&t->writing, 0);
+	t->inflight = NULL;
+	t->ninflight = 0;
+	pthread_cond_broadcast(&t->written);
+	pthread_mutex_unlock(&t->wait_lock);
 	if (!werr)
 		werr = bdev_flush(fs->dev);
 	if (werr) {

@@ -7,7 +7,9 @@
 #   tsan     build/tsan/   the concurrency tests (name contains thread,
 #                          concur, race or parallel, plus the unit tests
 #                          that run threads: unit_bcache, unit_file,
-#                          unit_xattr, fuse_ro.sh)
+#                          unit_xattr, fuse_ro.sh, and the write-path unit
+#                          tests unit_alloc, unit_write, unit_dirw, unit_xattrw,
+#                          fuse_rw.sh)
 # A test is a program build/<mode>/tests/NAME (from tests/NAME.c) or a script
 # tests/NAME.sh.  Not run directly: helper tools (walk) and programs that
 # have a tests/NAME.sh wrapper (the wrapper runs them).  lib.sh, mktree.sh
@@ -38,7 +40,7 @@ builddir() {
 
 is_concurrency_test() {
 	case "$1" in *thread* | *concur* | *race* | *parallel*) return 0 ;; esac
-	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro) return 0 ;; esac
+	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro | unit_alloc | unit_write | unit_dirw | unit_xattrw | fuse_rw) return 0 ;; esac
 	return 1
 }
 
