@@ -701,6 +701,7 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 	struct timespec now = fs_now();
 
 	n->mode = mode;
+	n->links = S_ISDIR(mode) ? 2 : 1; /* its first name (and its "." ) */
 	n->uid = caller_uid();
 	n->gid = caller_gid();
 	if (dir->mode & S_ISGID) {

@@ -454,7 +454,8 @@ enum inode_state_bits {
 };
 /*
  * Allocate and initialise a new inode (ialloc_alloc() picks the number)
- * of the given mode, owned by the caller, in the cache with one reference.
+ * of the given mode, owned by the caller, in the cache with one reference,
+ * with the link count of its first name (2 for a directory).
  * The caller holds dir's lock for writing and a handle; the new inode is
  * written to its inode-table block (never read from disk if every in-use
  * inode there is new).  Its lock is not held: nobody can reach it yet.

@@ -204,20 +204,23 @@ struct new_node {
 	const char *target;     /* symlinks */
 };
 
-/* Set up the new inode's body: directory entries, symlink target, device. */
+/* Set up the new inode's body: directory entries, symlink target, device
+ * number.  Returns 1 when the inode changed and must be written again
+ * (inode_new() wrote it already), 0 when not, or -errno. */
 static int init_body(struct handle *h, struct inode *dir, struct inode *n,
 		     const struct new_node *nn)
 {
-	if (S_ISDIR(nn->mode)) {
-		n->links = 2;
-		return dir_make(h, n, dir->ino);
-	}
-	n->links = 1;
-	if (S_ISLNK(nn->mode))
-		return symlink_write(h, n, nn->target, strlen(nn->target));
-	if (S_ISCHR(nn->mode) || S_ISBLK(nn->mode))
+	int err = 0;
+
+	if (S_ISDIR(nn->mode))
+		err = dir_make(h, n, dir->ino);
+	else if (S_ISLNK(nn->mode))
+		err = symlink_write(h, n, nn->target, strlen(nn->target));
+	else if (S_ISCHR(nn->mode) || S_ISBLK(nn->mode))
 		encode_rdev(n, nn->rdev);
-	return 0;
+	else
+		return 0; /* regular files, fifos, sockets: nothing more */
+	return err ? err : 1;
 }
 
 /* Inside the handle, dir locked: make the inode and its entry. */
@@ -231,8 +234,9 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 		return err;
 	if (S_ISDIR(nn->mode) && (err = dir_inc_links(h->fs, dir)))
 		goto undo;
-	if ((err = init_body(h, dir, n, nn)) || (err = inode_write(h, n)) ||
-	    (err = dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode)))) {
+	if ((err = init_body(h, dir, n, nn)) == 1)
+		err = inode_write(h, n);
+	if (err || (err = dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode)))) {
 		if (S_ISDIR(nn->mode))
 			dir_dec_links(dir);
 		goto undo;
