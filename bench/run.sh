@@ -3,6 +3,10 @@
 # output in bench/results/ (gitignored) as well as on stdout.  Build first
 # with `make BUILD=fast` (or use `make bench`, which does both).
 # Benchmarks, not tests: `make check` does not run them.
+#   read_bench.sh  stat/read through lib, FUSE, kernel, fuse2fs
+#   create.sh      file creation (seed 002): lib, FUSE, nullfs, kernel, fuse2fs
+#   fuse_loop.sh   FUSE request loops on nullfs
+# BENCHES="create read_bench" runs only those.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 mkdir -p bench/results
@@ -10,6 +14,9 @@ log=bench/results/run-$(date +%Y%m%d-%H%M%S).log
 status=0
 for b in bench/*.sh; do
 	[ "$b" = bench/run.sh ] && continue
+	if [ -n "${BENCHES:-}" ]; then
+		case " $BENCHES " in *" $(basename "$b" .sh) "*) ;; *) continue ;; esac
+	fi
 	[ -x "$b" ] || continue
 	echo "==== $b" | tee -a "$log"
 	"$b" 2>&1 | tee -a "$log"
