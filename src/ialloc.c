@@ -496,7 +496,11 @@ int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *i
 		int err = claim_in_group(h, g, is_dir, ino);
 
 		if (err == 0) {
-			if (!is_dir && fs_flex_size(fs) > 1)
+			/* Store only a change: every creator would otherwise
+			 * write this shared line on every create. */
+			if (!is_dir && fs_flex_size(fs) > 1 &&
+			    atomic_load_explicit(&fs->hot->last_flex, memory_order_relaxed) !=
+				    g / fs_flex_size(fs))
 				atomic_store_explicit(&fs->hot->last_flex, g / fs_flex_size(fs),
 						      memory_order_relaxed);
 			dir->last_alloc_group = g + 1;

@@ -450,8 +450,16 @@ static int setup_hot(struct uext4_fs *fs)
 
 void group_set_dirty(struct uext4_fs *fs, uint32_t group)
 {
-	if (group < fs->groups_count)
-		atomic_fetch_or(&fs->hot->group_dirty[group / 64], 1ull << (group % 64));
+	_Atomic uint64_t *w;
+	uint64_t bit = 1ull << (group % 64);
+
+	if (group >= fs->groups_count)
+		return;
+	/* Read first: the bit is usually set already, and a read keeps the
+	 * line shared between creators instead of bouncing it. */
+	w = &fs->hot->group_dirty[group / 64];
+	if (!(atomic_load_explicit(w, memory_order_relaxed) & bit))
+		atomic_fetch_or(w, bit);
 }
 
 /* The superblock changed outside the counters (state, mount count). */
