@@ -3,9 +3,11 @@
  *
  * One function per subcommand, found through the command table at the end.
  * Adding a subcommand = writing cmd_foo(), its usage text, and one table row.
- * Every read command opens the image read-only through the public API.
+ * Every read command opens the image read-only through the public API; the
+ * write commands (write.c, copy.c) mount it read-write and unmount it, which
+ * writes everything back.
  */
-#include "uext4.h"
+#include "cli.h"
 #include "../fuse/fuse.h"  /* not libfuse's fuse.h, which -I/usr/include/fuse3 would find first */
 
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -22,35 +25,38 @@
 
 #define CHUNK (1u << 20)        /* cat streams in 1 MiB pieces */
 
-struct command {
-	const char *name;
-	int (*run)(const struct command *c, int argc, char **argv);
-	const char *synopsis;   /* arguments after "uext4 NAME" */
-	const char *summary;    /* one line for the overview */
-	const char *manual;     /* DESCRIPTION .. EXAMPLES */
-};
-
 static const struct command *find_command(const char *name);
 static void print_manual(FILE *out, const struct command *c);
 
 /* ---------------------------------------------------------------- errors */
 
-/* "uext4 CMD: WHAT: message": the library's message when it left one. */
-static int fail(const struct command *c, const char *what, long ret)
+/*
+ * "uext4 CMD: WHAT: cause (details)": the standard text for the errno, then
+ * the library's message when it left one, which names the structure.
+ */
+int fail(const struct command *c, const char *what, long ret)
 {
-	const char *msg = uext4_last_error();
-
+	const char *msg = uext4_last_error(), *cause;
 	size_t wl = strlen(what);
+	int err = ret < 0 ? (int)-ret : (int)ret;
 
-	if (!msg || !*msg)
-		msg = ret == -ENODATA ? "No such attribute" : strerror(ret < 0 ? (int)-ret : (int)ret);
-	else if (!strncmp(msg, what, wl) && !strncmp(msg + wl, ": ", 2))
+	cause = err == ENODATA ? "No such attribute" : strerror(err);
+	if (msg && !strncmp(msg, what, wl) && !strncmp(msg + wl, ": ", 2))
 		msg += wl + 2;  /* the library already named it */
-	fprintf(stderr, "uext4 %s: %s: %s\n", c->name, what, msg);
+	if (!msg || !*msg || !strcmp(msg, cause))
+		fprintf(stderr, "uext4 %s: %s: %s\n", c->name, what, cause);
+	else
+		fprintf(stderr, "uext4 %s: %s: %s (%s)\n", c->name, what, cause, msg);
 	return 1;
 }
 
-static int usage_error(const struct command *c, const char *why)
+int fail_host(const struct command *c, const char *what, int err)
+{
+	fprintf(stderr, "uext4 %s: %s: %s\n", c->name, what, strerror(err));
+	return 1;
+}
+
+int usage_error(const struct command *c, const char *why)
 {
 	if (why)
 		fprintf(stderr, "uext4 %s: %s\n", c->name, why);
@@ -59,13 +65,16 @@ static int usage_error(const struct command *c, const char *why)
 	return 2;
 }
 
-/* Any "--help" among the arguments prints the manual page. */
-static int wants_help(int argc, char **argv)
+/* Any "--help" among the arguments prints the manual page; so does "-h",
+ * except for commands that have an -h option of their own (chown -h). */
+static int wants_help(const struct command *c, int argc, char **argv)
 {
+	int own_h = strstr(c->synopsis, "[-h]") != NULL;
+
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
 			break;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+		if (!strcmp(argv[i], "--help") || (!own_h && !strcmp(argv[i], "-h")))
 			return 1;
 	}
 	return 0;
@@ -75,7 +84,7 @@ static int wants_help(int argc, char **argv)
  * getopt with our error format.  Returns the option, -1 at the end, or '?'
  * after printing the problem (caller returns usage_error).
  */
-static int next_opt(const struct command *c, int argc, char **argv, const char *opts)
+int next_opt(const struct command *c, int argc, char **argv, const char *opts)
 {
 	int ch;
 
@@ -94,7 +103,7 @@ static int next_opt(const struct command *c, int argc, char **argv, const char *
 
 /* ------------------------------------------------------------ image access */
 
-static int open_image(const struct command *c, const char *image, uext4_fs **fs)
+int open_image(const struct command *c, const char *image, uext4_fs **fs)
 {
 	struct uext4_opts o = { .read_only = 1 };
 	int ret = uext4_mount(image, &o, fs);
@@ -102,17 +111,69 @@ static int open_image(const struct command *c, const char *image, uext4_fs **fs)
 	return ret < 0 ? fail(c, image, ret) : 0;
 }
 
-static int close_image(const struct command *c, const char *image, uext4_fs *fs, int status)
+/*
+ * A process that writes an image holds an exclusive flock on it until it
+ * has unmounted it (written everything back), so a second writer - another
+ * write command, a second read-write mount - fails instead of corrupting the
+ * image, and `flock IMAGE true` waits for a mount server's write-back after
+ * fusermount3 -u.  Released by close_image (or at exit).
+ */
+static int image_lock_fd = -1;
+
+static int lock_image(const struct command *c, const char *image)
+{
+	int fd = open(image, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;       /* uext4_mount reports why */
+	if (flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
+		fprintf(stderr, "uext4 %s: %s: in use by another process writing it "
+			"(a read-write mount?)\n", c->name, image);
+		close(fd);
+		return 1;
+	}
+	image_lock_fd = fd;
+	return 0;
+}
+
+static void unlock_image(void)
+{
+	if (image_lock_fd >= 0)
+		close(image_lock_fd);
+	image_lock_fd = -1;
+}
+
+int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
+{
+	struct uext4_opts o = { .read_only = 0 };
+	int ret;
+
+	if (lock_image(c, image))
+		return 1;
+	ret = uext4_mount(image, &o, fs);
+	if (ret < 0) {
+		unlock_image();
+		return fail(c, image, ret);
+	}
+	/* New inodes belong to whoever runs the command; root may use the
+	 * reserved blocks, as with the kernel. */
+	uext4_set_caller((uint32_t)getuid(), (uint32_t)getgid());
+	return 0;
+}
+
+int close_image(const struct command *c, const char *image, uext4_fs *fs, int status)
 {
 	int ret = uext4_umount(fs);
 
-	if (ret < 0 && status == 0)
+	unlock_image();
+	/* A failed write-back is always worth saying, even after another error. */
+	if (ret < 0)
 		return fail(c, image, ret);
 	return status;
 }
 
 /* Paths in the image are absolute; "a/b" means "/a/b". */
-static const char *image_path(const char *p, char *buf, size_t len)
+const char *image_path(const char *p, char *buf, size_t len)
 {
 	if (p[0] == '/')
 		return p;
@@ -120,7 +181,7 @@ static const char *image_path(const char *p, char *buf, size_t len)
 	return buf;
 }
 
-static int resolve(const struct command *c, uext4_fs *fs, const char *path, int follow,
+int resolve(const struct command *c, uext4_fs *fs, const char *path, int follow,
 		   uint64_t *ino, struct uext4_stat *st)
 {
 	char buf[4096];
@@ -197,7 +258,7 @@ static void format_epoch(int64_t secs, char *buf, size_t len)
 	strftime(buf, len, "%a %b %e %H:%M:%S %Y", &tm);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+int write_all(int fd, const char *buf, size_t len)
 {
 	while (len) {
 		ssize_t n = write(fd, buf, len);
@@ -538,7 +599,7 @@ static int cat_file(const struct command *c, uext4_fs *fs, const char *path)
 	if (resolve(c, fs, path, 1, &ino, &st))
 		return 1;
 	if (S_ISDIR(st.mode))
-		return fail(c, path, -EISDIR);
+		return fail_host(c, path, EISDIR);
 	ret = uext4_open(fs, ino, O_RDONLY, &f);
 	if (ret < 0)
 		return fail(c, path, ret);
@@ -784,9 +845,9 @@ static int check_mountpoint(const struct command *c, const char *mnt)
 	struct stat st;
 
 	if (stat(mnt, &st))
-		return fail(c, mnt, -errno);
+		return fail_host(c, mnt, errno);
 	if (!S_ISDIR(st.st_mode))
-		return fail(c, mnt, -ENOTDIR);
+		return fail_host(c, mnt, ENOTDIR);
 	return 0;
 }
 
@@ -817,9 +878,9 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	if (!foreground) {
 		o.ready_fd = uext4_fuse_daemonize();   /* the parent exits inside */
 		if (o.ready_fd < 0)
-			return fail(c, "fork", -errno);
+			return fail_host(c, "fork", errno);
 	}
-	if (open_image(c, image, &fs))
+	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
 	ret = uext4_fuse_run(fs, mnt, &o);
 	return close_image(c, image, fs, ret < 0 ? 1 : 0);
@@ -862,7 +923,8 @@ static int cmd_help(const struct command *c, int argc, char **argv)
 #define EXIT_TEXT \
 	"EXIT STATUS\n" \
 	"    0  success\n" \
-	"    1  an error (missing image or path, corrupt structure, I/O error)\n" \
+	"    1  an error (missing image or path, existing target, corrupt structure,\n" \
+	"       I/O error, no space left, failed write-back)\n" \
 	"    2  wrong usage\n"
 
 static const struct command commands[] = {
@@ -925,11 +987,19 @@ static const struct command commands[] = {
 	  "    returns once the mount is ready and a background process serves it;\n"
 	  "    if mounting fails it prints why and exits 1.  Unmount with\n"
 	  "    `fusermount3 -u MOUNTPOINT` (or umount as root); the server then\n"
-	  "    closes the image.  Non-root users mount through fusermount3.\n"
-	  "    Mounts are read-only for now.\n"
+	  "    writes everything back and closes the image; if writing back fails\n"
+	  "    it says so on stderr (and exits 1 with -f).  Non-root users mount\n"
+	  "    through fusermount3.  The kernel checks permissions\n"
+	  "    (default_permissions); new files belong to the calling user.\n"
+	  "    A read-write server holds an flock(2) on IMAGE until it has written\n"
+	  "    everything back, so a second read-write mount or a write command on\n"
+	  "    a mounted image fails, and `flock IMAGE true` waits for the server to\n"
+	  "    finish after an unmount.  Do not change the image any other way\n"
+	  "    while it is mounted: the server assumes it is the only writer.\n"
 	  "\nOPTIONS\n"
 	  "    -f              stay in the foreground (Ctrl-C unmounts)\n"
-	  "    -o ro           read-only (the default)\n"
+	  "    -o ro           read-only (the kernel mount is read-only too)\n"
+	  "    -o rw           read-write (the default)\n"
 	  "    -o allow_other  let other users access the mount (non-root needs\n"
 	  "                    user_allow_other in /etc/fuse.conf)\n"
 	  "    -o loop=st|pool|mt\n"
@@ -942,12 +1012,149 @@ static const struct command commands[] = {
 	  "    -o max_idle=N   mt: idle threads kept (fewer means thread churn)\n"
 	  "    -o clone_fd     mt: one /dev/fuse descriptor per thread\n"
 	  "    -o timeout=S    kernel caching of names and attributes, seconds\n"
-	  "                    (default 1000000 for read-only mounts)\n"
+	  "                    (default 1000000 for read-only mounts, 1 for\n"
+	  "                    read-write ones)\n"
 	  "    -o debug        trace FUSE requests on stderr (use with -f)\n"
 	  "    Other options are passed to the kernel (e.g. -o max_read=131072).\n"
 	  "\nEXAMPLES\n"
-	  "    uext4 mount disk.img /mnt && ls /mnt && fusermount3 -u /mnt\n"
+	  "    uext4 mount disk.img /mnt && cp -a /etc /mnt && fusermount3 -u /mnt &&\n"
+	  "        flock disk.img true\n"
+	  "    uext4 mount -o ro disk.img /mnt\n"
 	  "    uext4 mount -f -o loop=st,debug disk.img /mnt\n" },
+	{ "put", cmd_put, "[-p|-P] [-v] IMAGE SRC DST", "copy a file or tree from the host into an image",
+	  "DESCRIPTION\n"
+	  "    Copies the host file SRC into IMAGE as DST; a directory SRC is copied\n"
+	  "    with everything below it.  If DST is an existing directory the copy is\n"
+	  "    DST/NAME, NAME being SRC's last component (SRC \".\" or \"/\" merges its\n"
+	  "    contents into DST); otherwise DST's parent must exist.  Existing\n"
+	  "    directories are merged into, other existing files replaced.\n"
+	  "    Every file type is copied: regular files (holes stay holes),\n"
+	  "    directories, symbolic links, character and block devices, fifos and\n"
+	  "    sockets; names that are hard links to one inode inside the tree stay\n"
+	  "    hard links.  Permission bits (with setuid, setgid, sticky) are always\n"
+	  "    kept; by default also owners, access and modification times with\n"
+	  "    nanoseconds, and extended attributes, POSIX ACLs included.  The\n"
+	  "    change time is the time of the copy, as with every copy.\n"
+	  "    A source file that cannot be read is reported and skipped; running\n"
+	  "    out of space or an image error stops the copy.  Progress (files and\n"
+	  "    bytes) is shown on stderr when it is a terminal, or with -v.\n"
+	  "\nOPTIONS\n"
+	  "    -p  preserve owners, times and extended attributes (the default)\n"
+	  "    -P  do not: new files belong to the invoking user, times are now\n"
+	  "    -v  report progress on stderr even when it is not a terminal\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 put disk.img /etc /          # the tree as /etc\n"
+	  "    uext4 put disk.img ./rootfs/. /    # rootfs's contents into /\n"
+	  "    uext4 put disk.img notes.txt /home/me/notes.txt\n" },
+	{ "get", cmd_get, "[-p|-P] [-v] IMAGE SRC DST", "copy a file or tree out of an image",
+	  "DESCRIPTION\n"
+	  "    Copies SRC of IMAGE to the host path DST, recursively for a\n"
+	  "    directory, like put in the other direction: every file type, hard\n"
+	  "    links within the tree, holes (all-zero 1 MiB pieces are left as holes),\n"
+	  "    permission bits, and by default owners (as root), times and extended\n"
+	  "    attributes.  If DST is an existing directory the copy is DST/NAME.\n"
+	  "    A final symbolic link SRC is copied as a link.  The image is opened\n"
+	  "    read-only.\n"
+	  "\nOPTIONS\n"
+	  "    -p  preserve owners, times and extended attributes (the default)\n"
+	  "    -P  do not\n"
+	  "    -v  report progress on stderr even when it is not a terminal\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 get disk.img /etc/fstab fstab\n"
+	  "    uext4 get disk.img / /tmp/unpacked\n" },
+	{ "mkdir", cmd_mkdir, "[-p] [-m MODE] IMAGE PATH...", "make directories in an image",
+	  "DESCRIPTION\n"
+	  "    Makes each directory PATH in IMAGE.  Its parent must exist and PATH\n"
+	  "    must not, unless -p is given.\n"
+	  "\nOPTIONS\n"
+	  "    -p       make missing parents too (with at least u+wx); an existing\n"
+	  "             directory is no error\n"
+	  "    -m MODE  permission bits in octal (default 755; no umask applies)\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 mkdir disk.img /srv\n"
+	  "    uext4 mkdir -p -m 700 disk.img /home/me/.ssh\n" },
+	{ "rm", cmd_rm, "[-r] [-f] IMAGE PATH...", "remove files or trees from an image",
+	  "DESCRIPTION\n"
+	  "    Removes each PATH of IMAGE.  A symbolic link is removed, not what it\n"
+	  "    points to.  Directories need -r.  The root cannot be removed.\n"
+	  "\nOPTIONS\n"
+	  "    -r, -R  remove directories and everything below them\n"
+	  "    -f      a PATH that does not exist is no error\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 rm disk.img /tmp/junk\n"
+	  "    uext4 rm -rf disk.img /var/cache/apt\n" },
+	{ "mv", cmd_mv, "[-n|-x] IMAGE SRC DST", "rename or move a file in an image",
+	  "DESCRIPTION\n"
+	  "    Renames SRC of IMAGE to DST, atomically.  If DST is an existing\n"
+	  "    directory, SRC moves into it under its own name; otherwise an existing\n"
+	  "    DST is replaced (a directory only by a directory, and only if empty).\n"
+	  "\nOPTIONS\n"
+	  "    -n  fail if DST exists (RENAME_NOREPLACE)\n"
+	  "    -x  exchange SRC and DST, which must both exist (RENAME_EXCHANGE)\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 mv disk.img /etc/motd /etc/motd.old\n"
+	  "    uext4 mv -x disk.img /boot/vmlinuz /boot/vmlinuz.new\n" },
+	{ "ln", cmd_ln, "[-s] IMAGE TARGET LINKNAME", "make a hard or symbolic link in an image",
+	  "DESCRIPTION\n"
+	  "    Makes LINKNAME in IMAGE a new name for the file TARGET (a hard link;\n"
+	  "    TARGET must exist and not be a directory, and a symbolic link TARGET\n"
+	  "    is linked itself) or, with -s, a symbolic link whose text is TARGET\n"
+	  "    (which need not exist).  If LINKNAME is an existing directory the\n"
+	  "    link is made inside it under TARGET's last component.\n"
+	  "\nOPTIONS\n"
+	  "    -s  make a symbolic link\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 ln disk.img /bin/busybox /bin/sh\n"
+	  "    uext4 ln -s disk.img ../lib/libfoo.so.1 /usr/lib/libfoo.so\n" },
+	{ "chmod", cmd_chmod, "IMAGE MODE PATH...", "change permission bits in an image",
+	  "DESCRIPTION\n"
+	  "    Sets the permission bits of each PATH of IMAGE to MODE, an octal\n"
+	  "    number up to 7777 (setuid 4000, setgid 2000, sticky 1000).\n"
+	  "    Symbolic links are followed.  The change time becomes now.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 chmod disk.img 755 /usr/local/bin/tool\n"
+	  "    uext4 chmod disk.img 1777 /tmp\n" },
+	{ "chown", cmd_chown, "[-h] IMAGE UID[:GID] PATH...", "change owners in an image",
+	  "DESCRIPTION\n"
+	  "    Sets the owner of each PATH of IMAGE to UID and, if given, the group\n"
+	  "    to GID.  \":GID\" changes only the group.  UID and GID are numbers, or\n"
+	  "    names looked up in the host's user and group databases.  Symbolic\n"
+	  "    links are followed unless -h.  Set-id bits are left as they are.\n"
+	  "\nOPTIONS\n"
+	  "    -h  change a symbolic link itself\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 chown disk.img 1000:1000 /home/me\n"
+	  "    uext4 chown disk.img :50 /srv/shared\n" },
+	{ "setfattr", cmd_setfattr, "[-h] IMAGE -n NAME [-v VALUE] | -x NAME PATH...",
+	  "set or remove an extended attribute",
+	  "DESCRIPTION\n"
+	  "    Sets the extended attribute NAME (with its namespace prefix: user.,\n"
+	  "    trusted., security., system.) of each PATH of IMAGE to VALUE (empty\n"
+	  "    without -v), or removes it with -x.  VALUE is encoded like\n"
+	  "    setfattr(1): 0x... is hexadecimal, 0s... base64, \"...\" a string with\n"
+	  "    \\ooo octal escapes, anything else the text itself.  Symbolic links are\n"
+	  "    followed unless -h.\n"
+	  "\nOPTIONS\n"
+	  "    -n NAME   the attribute to set\n"
+	  "    -v VALUE  its value\n"
+	  "    -x NAME   the attribute to remove\n"
+	  "    -h        work on a symbolic link itself\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 setfattr disk.img -n user.comment -v hello /file\n"
+	  "    uext4 setfattr disk.img -n security.capability -v 0s... /usr/bin/ping\n"
+	  "    uext4 setfattr disk.img -x user.comment /file\n" },
+	{ "truncate", cmd_truncate, "[-c] -s SIZE IMAGE PATH...", "set the size of files in an image",
+	  "DESCRIPTION\n"
+	  "    Sets the size of each regular file PATH of IMAGE to SIZE bytes: data\n"
+	  "    past SIZE is freed, and a file that grows reads zeros (a hole) up to\n"
+	  "    SIZE.  A missing PATH is created (mode 644) unless -c.\n"
+	  "\nOPTIONS\n"
+	  "    -s SIZE  the new size: a number, optionally followed by K, M, G or T\n"
+	  "             (powers of 1024)\n"
+	  "    -c       do not create missing files\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 truncate -s 0 disk.img /var/log/syslog\n"
+	  "    uext4 truncate -s 1G disk.img /swapfile\n" },
 	{ "version", cmd_version, "", "print the version",
 	  "DESCRIPTION\n"
 	  "    Prints the version of uext4.\n" },
@@ -975,16 +1182,19 @@ static void print_manual(FILE *out, const struct command *c)
 
 static void print_overview(FILE *out)
 {
-	fprintf(out, "NAME\n    uext4 - ext4 in userspace: inspect and mount ext4 images\n\n"
+	fprintf(out, "NAME\n    uext4 - ext4 in userspace: inspect, change and mount ext4 images\n\n"
 		"SYNOPSIS\n    uext4 COMMAND [OPTIONS] IMAGE [ARGS]\n    uext4 help COMMAND\n\n"
-		"DESCRIPTION\n    Reads ext4 filesystem images (files or block devices) without\n"
-		"    the kernel's ext4 driver.  Paths inside an image are absolute\n"
+		"DESCRIPTION\n    Reads and writes ext4 filesystem images (files or block devices)\n"
+		"    without the kernel's ext4 driver.  Commands that change an image\n"
+		"    write it back completely before they exit; never use them on an\n"
+		"    image that is mounted.  Paths inside an image are absolute\n"
 		"    (\"/dir/file\"); \"dir/file\" is taken relative to the root.\n\n"
 		"COMMANDS\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "    %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
-		"    uext4 cat disk.img /etc/fstab\n    uext4 mount disk.img /mnt\n\n%s", EXIT_TEXT);
+		"    uext4 cat disk.img /etc/fstab\n    uext4 put disk.img ./rootfs/. /\n"
+		"    uext4 mount disk.img /mnt\n\n%s", EXIT_TEXT);
 }
 
 int main(int argc, char **argv)
@@ -1009,7 +1219,7 @@ int main(int argc, char **argv)
 			"Try 'uext4 help' for more information.\n", argv[1]);
 		return 2;
 	}
-	if (wants_help(argc - 1, argv + 1)) {
+	if (wants_help(c, argc - 1, argv + 1)) {
 		print_manual(stdout, c);
 		return 0;
 	}

@@ -2,9 +2,11 @@
  * fuse.c - uext4's FUSE server on libfuse3's low-level API.
  *
  * Inode numbers pass straight through (FUSE_ROOT_ID == 1 maps to ext4's root
- * inode 2).  The filesystem is read-only for now: every modifying request
- * answers EROFS.  Since the mount is ours alone, read-only mounts use very
- * long entry/attribute timeouts and keep the page cache across opens.
+ * inode 2).  Mounts are read-write unless -o ro.  Permissions are the
+ * kernel's business (default_permissions); the library only writes.  Since
+ * the mount is ours alone, every change passes through the kernel, which
+ * keeps its caches right: read-only mounts use very long entry/attribute
+ * timeouts and keep the page cache across opens, read-write ones 1 s.
  */
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
@@ -20,18 +22,22 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #define RO_TIMEOUT 1e6          /* seconds: nobody else changes a ro image */
 #define RW_TIMEOUT 1.0
 #define MAX_IO (1u << 20)       /* readahead / write size we ask for */
 
-/* Per-mount state; immutable once the session runs. */
+/* Per-mount state; immutable once the session runs, except write_back_err
+ * (written by destroy, after every request). */
 struct server {
 	uext4_fs *fs;
 	int read_only;
 	double timeout;
 	uint32_t block_size;
+	const char *fsname;     /* for messages */
+	int write_back_err;     /* uext4_sync() failure at destroy, or 0 */
 };
 
 static struct server *srv(fuse_req_t req)
@@ -95,12 +101,18 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
 			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 
-	if (s->read_only)
-		want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* A symlink's target never changes; O_TRUNC comes with the open
+	 * instead of a separate SETATTR. */
+	want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (!s->read_only)
+		want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want |= want & conn->capable;
 	/* Page-cache invalidation on mtime change is pointless on a private ro
 	 * mount and costs a GETATTR per open. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* The library does not clear setuid/setgid on write, truncate or
+	 * chown: let the kernel do it (it sends a SETATTR of the mode). */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	conn->max_readahead = MAX_IO;
 	conn->max_write = MAX_IO;
 	conn->time_gran = 1;
@@ -113,8 +125,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fuse_entry_param e;
 	int ret = uext4_lookup(s->fs, to_ext4(parent), name, &u);
 
-	if (ret == -ENOENT && s->read_only) {
-		/* Negative entry: cache the absence as long as a presence. */
+	if (ret == -ENOENT) {
+		/* Negative entry: cache the absence as long as a presence (a
+		 * create through the kernel replaces it). */
 		memset(&e, 0, sizeof(e));
 		e.entry_timeout = s->timeout;
 		fuse_reply_entry(req, &e);
@@ -175,6 +188,11 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---------------------------------------------------------------- files */
 
+static struct server *begin_write(fuse_req_t req);
+static int truncate_on_open(struct server *s, fuse_ino_t ino);
+static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
+			struct fuse_file_info *fi, const struct fuse_entry_param *e);
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct server *s = srv(req);
@@ -185,16 +203,19 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	ret = uext4_open(s->fs, to_ext4(ino), fi->flags, &f);
+	if (fi->flags & O_TRUNC)
+		begin_write(req);
+	ret = uext4_open(s->fs, to_ext4(ino), fi->flags & ~O_TRUNC, &f);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
 	}
-	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = s->read_only;
-	fi->noflush = 1;
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		uext4_release(f);       /* the opener was interrupted */
+	if ((fi->flags & O_TRUNC) && (ret = truncate_on_open(s, ino)) < 0) {
+		uext4_release(f);
+		reply_err(req, ret);
+		return;
+	}
+	finish_open(req, s, f, fi, NULL);
 }
 
 /*
@@ -483,71 +504,325 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* ------------------------------------------- modifications: not yet (EROFS) */
+/* -------------------------------------------------------- modifications */
+
+/*
+ * Every request that may create an inode or allocate blocks first tells the
+ * library who is asking: new inodes get the caller's fsuid/fsgid (or the
+ * group of a setgid parent, which the library handles), and only root may
+ * dig into the reserved blocks.  The identity is per thread, so this is
+ * right for every loop kind.
+ */
+static struct server *begin_write(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+
+	uext4_set_caller(ctx->uid, ctx->gid);
+	return srv(req);
+}
+
+static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
+			       const struct uext4_stat *u)
+{
+	struct fuse_entry_param e;
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fill_entry(s, u, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void reply_attr_or_err(fuse_req_t req, const struct server *s, int ret,
+			      const struct uext4_stat *u)
+{
+	struct stat st;
+
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	to_stat(s, u, &st);
+	fuse_reply_attr(req, &st, s->timeout);
+}
+
+/* FUSE setattr bits to the library's. */
+static void to_setattr(const struct stat *attr, int to_set, struct uext4_setattr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		a->valid |= UEXT4_SET_MODE;
+		a->mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		a->valid |= UEXT4_SET_UID;
+		a->uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		a->valid |= UEXT4_SET_GID;
+		a->gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		a->valid |= UEXT4_SET_SIZE;
+		a->size = (uint64_t)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		a->valid |= UEXT4_SET_ATIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME) {
+		a->valid |= UEXT4_SET_ATIME;
+		a->atime = attr->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		a->valid |= UEXT4_SET_MTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME) {
+		a->valid |= UEXT4_SET_MTIME;
+		a->mtime = attr->st_mtim;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		a->valid |= UEXT4_SET_CTIME;
+		a->ctime = attr->st_ctim;
+	}
+}
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+	struct uext4_setattr a;
+	struct uext4_stat u;
+	int ret;
+
+	to_setattr(attr, to_set, &a);
+	/* ftruncate(fi) changes the same inode: the library works on inodes. */
+	ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	reply_attr_or_err(req, s, ret, &u);
 }
 
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		     dev_t rdev)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+	struct uext4_stat u;
+	int ret;
+
+	if (S_ISDIR(mode))
+		ret = uext4_mkdir(s->fs, to_ext4(parent), name, mode, &u);
+	else
+		ret = uext4_mknod(s->fs, to_ext4(parent), name, mode, (uint64_t)rdev, &u);
+	reply_entry_or_err(req, s, ret, &u);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	fuse_reply_err(req, EROFS);
-}
+	struct server *s = begin_write(req);
+	struct uext4_stat u;
+	int ret = uext4_mkdir(s->fs, to_ext4(parent), name, S_IFDIR | (mode & 07777), &u);
 
-static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	fuse_reply_err(req, EROFS);
+	reply_entry_or_err(req, s, ret, &u);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, EROFS);
-}
+	struct server *s = begin_write(req);
+	struct uext4_stat u;
+	int ret = uext4_symlink(s->fs, to_ext4(parent), name, link, &u);
 
-static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      fuse_ino_t newparent, const char *newname, unsigned flags)
-{
-	fuse_reply_err(req, EROFS);
+	reply_entry_or_err(req, s, ret, &u);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+	struct uext4_stat u;
+	int ret = uext4_link(s->fs, to_ext4(ino), to_ext4(newparent), newname, &u);
+
+	reply_entry_or_err(req, s, ret, &u);
 }
 
-static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-		     off_t off, struct fuse_file_info *fi)
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+
+	fuse_reply_err(req, -uext4_unlink(s->fs, to_ext4(parent), name));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct server *s = begin_write(req);
+
+	fuse_reply_err(req, -uext4_rmdir(s->fs, to_ext4(parent), name));
+}
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname, unsigned flags)
+{
+	struct server *s = begin_write(req);
+	unsigned uflags = 0;
+	int ret;
+
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		fuse_reply_err(req, EINVAL);    /* RENAME_WHITEOUT: overlayfs only */
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		uflags |= UEXT4_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		uflags |= UEXT4_RENAME_EXCHANGE;
+	ret = uext4_rename(s->fs, to_ext4(parent), name, to_ext4(newparent), newname, uflags);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+/* O_TRUNC arrives with the open (FUSE_CAP_ATOMIC_O_TRUNC): truncate here,
+ * updating mtime and ctime like open(2) does. */
+static int truncate_on_open(struct server *s, fuse_ino_t ino)
+{
+	struct uext4_setattr a = { .valid = UEXT4_SET_SIZE | UEXT4_SET_MTIME_NOW, .size = 0 };
+	struct uext4_stat u;
+
+	return uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+}
+
+/* Hand the open file to the kernel; if the opener was interrupted meanwhile
+ * nobody will release it, so we do. */
+static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
+			struct fuse_file_info *fi, const struct fuse_entry_param *e)
+{
+	fi->fh = (uint64_t)(uintptr_t)f;
+	fi->keep_cache = s->read_only;
+	fi->noflush = 1;
+	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT)
+		uext4_release(f);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+	struct fuse_entry_param e;
+	struct uext4_stat u;
+	uext4_file *f;
+	int ret;
+
+	/* The kernel looked the name up first: O_EXCL on an existing name
+	 * never gets here, and a create racing another one fails EEXIST. */
+	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
+	if (ret >= 0)
+		ret = uext4_open(s->fs, u.ino, fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC), &f);
+	if (ret < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	fill_entry(s, &u, &e);
+	finish_open(req, s, f, fi, &e);
+}
+
+/* ------------------------------------------------------------ file data */
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		     off_t off, struct fuse_file_info *fi)
+{
+	ssize_t n;
+
+	begin_write(req);
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	n = uext4_pwrite((uext4_file *)(uintptr_t)fi->fh, buf, size, (uint64_t)off);
+	if (n < 0)
+		reply_err(req, n);
+	else
+		fuse_reply_write(req, (size_t)n);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	int ret;
+
+	begin_write(req);
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ret = uext4_fallocate((uext4_file *)(uintptr_t)fi->fh, mode, (uint64_t)off,
+			      (uint64_t)len);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+/* Nothing is buffered per open file: writes reach the library at once. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int ret = uext4_fsync((uext4_file *)(uintptr_t)fi->fh, datasync);
+
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+/* A directory's entries live in metadata blocks: make everything durable. */
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	int ret = uext4_sync(srv(req)->fs);
+
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+	int ret = uext4_setxattr(s->fs, to_ext4(ino), name, value, size, flags);
+
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	fuse_reply_err(req, EROFS);
+	struct server *s = begin_write(req);
+	int ret = uext4_removexattr(s->fs, to_ext4(ino), name);
+
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+/*
+ * The session ends (unmount, or a signal): write everything back now, while
+ * the image is still ours, and say so if it fails.  The caller of
+ * uext4_fuse_run then unmounts the library fs, which checks again.
+ */
+static void op_destroy(void *userdata)
+{
+	struct server *s = userdata;
+	int ret;
+
+	if (s->read_only)
+		return;
+	ret = uext4_sync(s->fs);
+	if (ret < 0) {
+		const char *msg = *uext4_last_error() ? uext4_last_error() : strerror(-ret);
+
+		s->write_back_err = ret;
+		fprintf(stderr, "uext4 mount: writing back %s failed: %s\n", s->fsname, msg);
+		/* A daemon's stderr is /dev/null: leave a trace somewhere. */
+		syslog(LOG_ERR, "uext4: writing back %s failed: %s", s->fsname, msg);
+	}
 }
 
 static const struct fuse_lowlevel_ops uext4_ops = {
 	.init = op_init,
+	.destroy = op_destroy,
 	.lookup = op_lookup,
 	.forget = op_forget,
 	.forget_multi = op_forget_multi,
@@ -567,7 +842,7 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 	.mknod = op_mknod,
 	.mkdir = op_mkdir,
 	.unlink = op_unlink,
-	.rmdir = op_unlink,
+	.rmdir = op_rmdir,
 	.symlink = op_symlink,
 	.rename = op_rename,
 	.link = op_link,
@@ -575,6 +850,10 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 	.create = op_create,
 	.setxattr = op_setxattr,
 	.removexattr = op_removexattr,
+	.fallocate = op_fallocate,
+	.flush = op_flush,
+	.fsync = op_fsync,
+	.fsyncdir = op_fsyncdir,
 };
 
 /* -------------------------------------------------------------- options */
@@ -582,7 +861,6 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->read_only = 1;
 	o->timeout = -1;
 	/* Measured on the project's 2-core machine (bench/read_bench.sh,
 	 * /usr/include image, cold): the single-threaded loop beat the pool
@@ -622,10 +900,9 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 
 	if (!strcmp(opt, "ro"))
 		o->read_only = 1;
-	else if (!strcmp(opt, "rw")) {
-		snprintf(err, errlen, "read-write mounts are not supported yet");
-		return -EINVAL;
-	} else if (!strcmp(opt, "allow_other"))
+	else if (!strcmp(opt, "rw"))
+		o->read_only = 0;
+	else if (!strcmp(opt, "allow_other"))
 		o->allow_other = 1;
 	else if (!strcmp(opt, "debug"))
 		o->debug = 1;
@@ -781,14 +1058,13 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
 {
-	struct server s = { .fs = fs, .read_only = 1 };
+	struct server s = { .fs = fs, .read_only = o->read_only,
+			    .fsname = o->fsname ? o->fsname : "the image" };
 	struct uext4_statfs sf;
 	char mopts[2300];
 	char *argv[5];
 	int argc = 0, ret;
 
-	if (!o->read_only)
-		fprintf(stderr, "uext4 mount: read-write is not supported yet; mounting read-only\n");
 	s.timeout = o->timeout >= 0 ? o->timeout : (s.read_only ? RO_TIMEOUT : RW_TIMEOUT);
 	ret = uext4_statfs(fs, &sf);
 	s.block_size = ret < 0 ? 4096 : sf.block_size;
@@ -811,7 +1087,9 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 		return -EINVAL;
 	}
 	ret = serve(se, mountpoint, o);
-	fuse_session_destroy(se);
+	fuse_session_destroy(se);       /* calls op_destroy: writes back */
 	fuse_opt_free_args(&args);
+	if (ret == 0 && s.write_back_err)
+		ret = s.write_back_err;
 	return ret;
 }

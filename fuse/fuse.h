@@ -7,9 +7,9 @@
  *	uext4_fuse_opts_init(&o);
  *	for each "-o" item: uext4_fuse_parse_opt(&o, item);
  *	if (!foreground) o.ready_fd = uext4_fuse_daemonize();   // parent exits here
- *	uext4_mount(image, ..., &fs);                           // in the child
+ *	uext4_mount(image, {.read_only = o.read_only}, &fs);    // in the child
  *	ret = uext4_fuse_run(fs, mountpoint, &o);               // until unmounted
- *	uext4_umount(fs);
+ *	if (uext4_umount(fs) < 0) ...                           // write-back error
  */
 #ifndef UEXT4_FUSE_H
 #define UEXT4_FUSE_H
@@ -23,7 +23,7 @@ extern "C" {
 enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LOOP_POOL };
 
 struct uext4_fuse_opts {
-	int read_only;          /* mount read-only (forced on until the write path lands) */
+	int read_only;          /* mount read-only (-o ro); default read-write */
 	int allow_other;        /* let other users see the mount */
 	int debug;              /* libfuse request tracing to stderr */
 	const char *fsname;     /* shown in /proc/mounts (usually the image path) */
@@ -37,7 +37,7 @@ struct uext4_fuse_opts {
 	int ready_fd;           /* -1, or written once the mount is live (daemon mode) */
 };
 
-/* Defaults: read-only, single-threaded loop (fastest measured here), ready_fd -1. */
+/* Defaults: read-write, single-threaded loop (fastest measured here), ready_fd -1. */
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
  * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool",
@@ -58,7 +58,10 @@ int uext4_fuse_daemonize(void);
 
 /*
  * Mount fs on mountpoint and serve requests until unmounted (fusermount3 -u,
- * umount) or SIGINT/SIGTERM/SIGHUP.  Does not unmount the library fs.
+ * umount) or SIGINT/SIGTERM/SIGHUP.  When the session ends, a read-write fs
+ * is written back with uext4_sync() (a failure is printed on stderr and
+ * returned), but not unmounted: the caller then calls uext4_umount(), which
+ * must succeed too.  fs must be mounted read-only if o->read_only.
  * Returns 0, or a negative errno with a message on stderr.
  */
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o);

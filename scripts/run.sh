@@ -2,7 +2,7 @@
 # scripts/run.sh (make run) - install dependencies, build, create uext4.img
 # if absent, and mount it on ./mnt with our FUSE server.
 #
-# The mount is read-only for now: the write path is the next issue.
+# The mount is read-write; `uext4 mount -o ro` mounts read-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS="build-essential pkg-config libfuse3-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod"
@@ -36,6 +36,6 @@ if mountpoint -q mnt; then
 	echo "unmount it first with:  fusermount3 -u mnt"
 	exit 1
 fi
-echo "mounting uext4.img on mnt READ-ONLY (-o ro): writing is the next issue"
-build/uext4 mount -o ro uext4.img mnt
-echo "mounted.  Unmount with:  fusermount3 -u mnt"
+echo "mounting uext4.img on mnt (read-write)"
+build/uext4 mount uext4.img mnt
+echo "mounted.  Unmount with:  fusermount3 -u mnt  (the server writes everything back as it exits)"

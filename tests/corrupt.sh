@@ -347,7 +347,29 @@ fuse_expect_refused() {
 # ---- cases ------------------------------------------------------------------
 
 # begin BASE NAME: fresh copy of a base image.
+# write_probes: the write commands on the damaged image of the case just
+# run: each may fail (with a message) but never crash, hang or trip a
+# sanitizer.  Damage a writer meets is reported, not spread.
+write_probes() {
+	local bin what
+	echo probe > "$T/probe.txt"
+	for bin in "${BINS[@]}"; do
+		for argv in "mkdir $IMG /wp_dir" "put $IMG $T/probe.txt /wp_file" \
+			"mkdir $IMG /dir/wp_sub" "put $IMG $T/probe.txt /bigdir/wp_name" \
+			"setfattr -n user.wp -v 1 $IMG /hello.txt" "truncate -s 0 $IMG /frag" \
+			"rm -r $IMG /dir" "mv $IMG /hello.txt /hello2.txt"; do
+			what="write probe: $(basename "$(dirname "$bin")")/$(basename "$bin") $argv"
+			# shellcheck disable=SC2086
+			run_cli "$bin" $argv
+			crash_checks "$what" || continue
+			if [ $RC -ne 0 ] && [ -z "$ERR" ]; then fail "$what: exit $RC without a message"; continue; fi
+			pass
+		done
+	done
+}
+
 begin() {
+	[ $CASES -gt 0 ] && [ -z "${NO_WRITE_PROBES:-}" ] && write_probes
 	CASE=$2
 	CASES=$((CASES + 1))
 	IMG=$T/case.img
@@ -791,6 +813,7 @@ fi
 for s in ${SECTIONS:-superblock group_desc inode extent dir htree xattr inline symlink argument}; do
 	${s}_cases
 done
+[ -z "${NO_WRITE_PROBES:-}" ] && write_probes
 
 echo "corrupt.sh: $CASES cases, $CHECKS checks passed, $FAILS failures (binaries: ${BINS[*]})"
 [ $FAILS -eq 0 ] || exit 1

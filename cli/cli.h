@@ -1,0 +1,69 @@
+/*
+ * cli.h - what the uext4 command's source files share: the command table
+ * entry, error and usage reporting, option parsing and image access.
+ * uext4.c has the table, the read commands and these helpers; write.c the
+ * namespace and attribute commands; copy.c put and get.
+ */
+#ifndef UEXT4_CLI_H
+#define UEXT4_CLI_H
+
+#include "uext4.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct command {
+	const char *name;
+	int (*run)(const struct command *c, int argc, char **argv);
+	const char *synopsis;   /* arguments after "uext4 NAME" */
+	const char *summary;    /* one line for the overview */
+	const char *manual;     /* DESCRIPTION .. EXAMPLES */
+};
+
+/* "uext4 CMD: WHAT: message" on stderr (the library's message when it left
+ * one); returns 1, the exit status for errors. */
+int fail(const struct command *c, const char *what, long ret);
+/* The same for a host error (errno value), ignoring the library message. */
+int fail_host(const struct command *c, const char *what, int err);
+/* The usage line on stderr; returns 2. */
+int usage_error(const struct command *c, const char *why);
+/* getopt with our messages; '?' means the caller returns usage_error. */
+int next_opt(const struct command *c, int argc, char **argv, const char *opts);
+
+/* Mount IMAGE read-only / read-write; 0, or 1 after printing the error.
+ * Read-write mounts act as the invoking user (uext4_set_caller). */
+int open_image(const struct command *c, const char *image, uext4_fs **fs);
+int open_image_rw(const struct command *c, const char *image, uext4_fs **fs);
+/* Unmount (writing back); a failure turns status 0 into 1. */
+int close_image(const struct command *c, const char *image, uext4_fs *fs, int status);
+
+/* Paths in the image are absolute; "a/b" means "/a/b". */
+const char *image_path(const char *p, char *buf, size_t len);
+/* Resolve PATH (printing the error): 0 or 1. st may be NULL. */
+int resolve(const struct command *c, uext4_fs *fs, const char *path, int follow,
+	    uint64_t *ino, struct uext4_stat *st);
+int write_all(int fd, const char *buf, size_t len);
+
+/* write.c */
+/* Split PATH into its resolved parent directory and last component
+ * (copied into name, at most 255 bytes).  0, or 1 after printing the error. */
+int split_path(const struct command *c, uext4_fs *fs, const char *path, uint64_t *dir,
+	       char name[256]);
+/* Remove name in dir (shown as path) and, if recursive and a directory,
+ * everything below it.  0, or 1 after printing the error. */
+int remove_tree(const struct command *c, uext4_fs *fs, uint64_t dir, const char *name,
+		const char *path, int recursive);
+int cmd_mkdir(const struct command *c, int argc, char **argv);
+int cmd_rm(const struct command *c, int argc, char **argv);
+int cmd_mv(const struct command *c, int argc, char **argv);
+int cmd_ln(const struct command *c, int argc, char **argv);
+int cmd_chmod(const struct command *c, int argc, char **argv);
+int cmd_chown(const struct command *c, int argc, char **argv);
+int cmd_setfattr(const struct command *c, int argc, char **argv);
+int cmd_truncate(const struct command *c, int argc, char **argv);
+
+/* copy.c */
+int cmd_put(const struct command *c, int argc, char **argv);
+int cmd_get(const struct command *c, int argc, char **argv);
+
+#endif
