@@ -356,26 +356,36 @@ static struct buf *buf_became_unreferenced(struct bcache *bc, struct bc_shard *s
 
 /* ------------------------------------------------------------- API */
 
-/* Find or create the buffer for blocknr, with a reference. */
+/* Find or create the buffer for blocknr, with a reference.  *fresh (if
+ * given) says the buffer was just allocated: its data is all zero. */
+static int get_buf_fresh(struct bcache *bc, uint64_t blocknr, struct buf **out, bool *fresh);
+
 static int get_buf(struct bcache *bc, uint64_t blocknr, struct buf **out)
+{
+	return get_buf_fresh(bc, blocknr, out, NULL);
+}
+
+static int get_buf_fresh(struct bcache *bc, uint64_t blocknr, struct buf **out, bool *fresh)
 {
 	uint64_t h = hash_block(blocknr);
 	struct bc_shard *s = shard_of(bc, h);
-	struct buf *b, *fresh, *victims;
+	struct buf *b, *fresh_buf, *victims;
 
 	ulock_lock(&s->lock);
 	b = hash_lookup(s, h, blocknr);
 	if (b)
 		grab_locked(s, b);
 	ulock_unlock(&s->lock);
+	if (fresh)
+		*fresh = false;
 	if (b) {
 		*out = b;
 		return 0;
 	}
 
 	/* Allocate outside the lock, then check nobody raced us in. */
-	fresh = buf_alloc(bc, blocknr);
-	if (!fresh)
+	fresh_buf = buf_alloc(bc, blocknr);
+	if (!fresh_buf)
 		return fs_err(ENOMEM, "buffer cache: out of memory for block %llu",
 			      (unsigned long long)blocknr);
 	ulock_lock(&s->lock);
@@ -384,14 +394,16 @@ static int get_buf(struct bcache *bc, uint64_t blocknr, struct buf **out)
 		grab_locked(s, b);
 		victims = NULL;
 	} else {
-		hash_insert(bc, s, h, fresh);
+		hash_insert(bc, s, h, fresh_buf);
 		victims = evict_locked(bc, s);
 	}
 	ulock_unlock(&s->lock);
 	buf_free_list(bc, victims);
 	if (b)
-		buf_free(bc, fresh);
-	*out = b ? b : fresh;
+		buf_free(bc, fresh_buf);
+	if (!b && fresh)
+		*fresh = true; /* slab objects come zero-filled */
+	*out = b ? b : fresh_buf;
 	return 0;
 }
 
@@ -621,7 +633,7 @@ int bget_new(struct bcache *bc, uint64_t blocknr, struct buf **out)
 	ulock_lock(&b->lock);
 	memset(b->data, 0, bc->block_size);
 	b->kind = UEXT4_META_OTHER;
-	atomic_fetch_and_explicit(&b->state, ~BUF_IOERR, memory_order_relaxed);
+	atomic_fetch_and_explicit(&b->state, ~(BUF_IOERR | BUF_DIRENTS_OK), memory_order_relaxed);
 	atomic_fetch_or_explicit(&b->state, BUF_UPTODATE | BUF_VERIFIED, memory_order_release);
 	ulock_unlock(&b->lock);
 	*out = b;
@@ -632,7 +644,8 @@ int bget_zero_if_absent(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kin
 			struct buf **out)
 {
 	struct buf *b;
-	int err = get_buf(bc, blocknr, &b);
+	bool fresh;
+	int err = get_buf_fresh(bc, blocknr, &b, &fresh);
 
 	*out = NULL;
 	if (err)
@@ -640,7 +653,8 @@ int bget_zero_if_absent(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kin
 	if (!buf_uptodate(b)) {
 		ulock_lock(&b->lock);
 		if (!buf_uptodate(b)) {
-			memset(b->data, 0, bc->block_size);
+			if (!fresh) /* a new buffer is zero already */
+				memset(b->data, 0, bc->block_size);
 			b->kind = (uint8_t)kind;
 			atomic_fetch_or_explicit(&b->state, BUF_UPTODATE | BUF_VERIFIED,
 						 memory_order_release);
@@ -685,7 +699,8 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 		b = hash_lookup(s, h, blk);
 		if (b) {
 			atomic_fetch_and_explicit(&b->state,
-						  ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED),
+						  ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED |
+						    BUF_DIRENTS_OK),
 						  memory_order_acq_rel);
 			if (atomic_load_explicit(&b->refcount, memory_order_relaxed) == 0) {
 				/* Idle and clean: drop it now. */

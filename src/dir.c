@@ -185,12 +185,59 @@ void dir_release_leaf(struct uext4_fs *fs, struct dir_leaf *lf)
 	lf->b = NULL;
 }
 
+/* Were this leaf's entries all checked by an earlier full scan?  Our own
+ * writers keep a leaf well formed, so a second check would only cost. */
+static bool leaf_trusted(const struct dir_leaf *lf)
+{
+	return atomic_load_explicit(&lf->b->state, memory_order_acquire) & BUF_DIRENTS_OK;
+}
+
+static void leaf_set_trusted(const struct dir_leaf *lf)
+{
+	atomic_fetch_or_explicit(&lf->b->state, BUF_DIRENTS_OK, memory_order_release);
+}
+
+/* The unchecked entry at off of a trusted leaf. */
+static inline void leaf_entry_fast(const struct uext4_fs *fs, const struct dir_leaf *lf,
+				   unsigned off, struct dir_ent *e)
+{
+	const struct ext4_dir_entry_2 *de = (const void *)(lf->b->data + off);
+
+	e->ino = le32(de->inode);
+	e->rec_len = dir_rec_len(fs, de->rec_len);
+	e->name_len = de->name_len;
+	e->file_type = de->file_type;
+	e->name = de->name;
+}
+
+static int leaf_find_fast(struct uext4_fs *fs, const struct dir_leaf *lf, const char *name,
+			  size_t len, bool *found, uint64_t *ino, unsigned *ftype)
+{
+	struct dir_ent e;
+
+	for (unsigned off = 0; off < lf->end; off += e.rec_len) {
+		leaf_entry_fast(fs, lf, off, &e);
+		if (e.rec_len == 0)
+			break; /* cannot happen in a trusted leaf; never loop */
+		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+			*found = true;
+			*ino = e.ino;
+			if (ftype)
+				*ftype = dir_dtype(fs, e.file_type);
+			return 0;
+		}
+	}
+	return 0;
+}
+
 int dir_leaf_find(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
 		  const char *name, size_t len, bool *found, uint64_t *ino, unsigned *ftype)
 {
 	struct dir_ent e;
 
 	*found = false;
+	if (leaf_trusted(lf))
+		return leaf_find_fast(fs, lf, name, len, found, ino, ftype);
 	for (unsigned off = 0; off < lf->end; off += e.rec_len) {
 		int err = dir_leaf_entry(fs, dir, lf, off, &e);
 
@@ -204,6 +251,7 @@ int dir_leaf_find(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf 
 			return 0;
 		}
 	}
+	leaf_set_trusted(lf); /* every entry was checked */
 	return 0;
 }
 
@@ -685,19 +733,29 @@ int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_
 		       unsigned need, unsigned *off)
 {
 	struct dir_ent e;
+	bool trusted = leaf_trusted(lf);
 
 	for (unsigned o = 0; o < lf->end; o += e.rec_len) {
-		int err = dir_leaf_entry(fs, dir, lf, o, &e);
 		unsigned used;
 
-		if (err)
-			return err;
+		if (trusted) {
+			leaf_entry_fast(fs, lf, o, &e);
+			if (e.rec_len == 0)
+				break;
+		} else {
+			int err = dir_leaf_entry(fs, dir, lf, o, &e);
+
+			if (err)
+				return err;
+		}
 		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
 		if (e.rec_len - used >= need) {
 			*off = o;
 			return 1;
 		}
 	}
+	if (!trusted)
+		leaf_set_trusted(lf);
 	return 0;
 }
 

@@ -81,6 +81,8 @@ enum buf_state_bits {
 	BUF_DIRTY = 1u << 1,    /* data differs from disk (write path) */
 	BUF_VERIFIED = 1u << 2, /* checksum/structure checked once */
 	BUF_IOERR = 1u << 3,    /* last read failed */
+	BUF_DIRENTS_OK = 1u << 4, /* a directory leaf whose entries were all
+				   * checked once (dir.c); the writers keep it so */
 };
 
 /*
