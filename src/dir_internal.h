@@ -98,6 +98,12 @@ void dir_leaf_dirty(struct handle *h, struct inode *dir, struct buf *b);
 void dir_dx_dirty(struct handle *h, struct inode *dir, struct buf *b);
 
 /* htree.c write side. */
+/* dir_add_excl()'s htree part: 0 added, -EEXIST, 1 = use lookup + add. */
+int htree_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   uint64_t ino, unsigned ftype);
+int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
+			       const struct dir_leaf *lf, const char *name, size_t len,
+			       unsigned need, unsigned *off);
 int htree_add(struct handle *h, struct inode *dir, const char *name, size_t len,
 	      uint64_t ino, unsigned ftype);
 /* Turn a one-block linear directory into an htree, then add the name. */

@@ -982,9 +982,46 @@ static int leaf_try_put(struct handle *h, struct inode *dir, struct dir_leaf *lf
 	return 1;
 }
 
-/* One attempt: 1 inserted, 0 index room was made (probe again), error. */
+/* Would a lookup of hash go on past the leaf the path is at (a hash
+ * collision continued in the next leaf)?  Same rule as dx_next_leaf(). */
+static bool dx_leaf_continues(const struct dx_path *p, uint32_t hash)
+{
+	int level = (int)p->levels - 1;
+
+	while (level >= 0 && p->f[level].at + 1 >= p->f[level].count)
+		level--;
+	if (level < 0)
+		return false;
+	return (entry_hash(&p->f[level].entries[p->f[level].at + 1]) & ~1u) == hash;
+}
+
+/* For an exclusive add: -EEXIST, 2 (name may sit in the next leaf: the
+ * caller must look it up), 1 inserted, 0 no room in this leaf. */
+static int leaf_try_put_excl(struct handle *h, struct inode *dir, struct dir_leaf *lf,
+			     const struct dx_path *p, uint32_t hash, const char *name,
+			     size_t len, uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	unsigned off;
+	int r = dir_leaf_find_name_or_room(fs, dir, lf, name, len, EXT4_DIR_REC_LEN(len), &off);
+
+	if (r < 0)
+		return r;
+	if (dx_leaf_continues(p, hash))
+		return 2;
+	if (r == 0)
+		return 0;
+	if ((r = handle_write_access(h, lf->b)))
+		return r;
+	dir_leaf_put(fs, lf->b->data, off, ino, name, (unsigned)len, ftype);
+	dir_leaf_dirty(h, dir, lf->b);
+	return 1;
+}
+
+/* One attempt: 1 inserted, 0 index room was made (probe again), error;
+ * with excl also -EEXIST or 2 (see leaf_try_put_excl()). */
 static int htree_add_once(struct handle *h, struct inode *dir, const char *name, size_t len,
-			  uint64_t ino, unsigned ftype, struct dx_path *p)
+			  uint64_t ino, unsigned ftype, struct dx_path *p, bool excl)
 {
 	struct uext4_fs *fs = h->fs;
 	struct dir_leaf lf = { .b = NULL };
@@ -996,8 +1033,12 @@ static int htree_add_once(struct handle *h, struct inode *dir, const char *name,
 	    (r = dirhash(p->hash_version, fs->hash_seed, name, len, &hash, NULL)) ||
 	    (r = dx_descend(fs, dir, hash, p)) || (r = dx_read_leaf(fs, dir, p, &lf)))
 		goto out;
-	if ((r = leaf_try_put(h, dir, &lf, name, len, ino, ftype)))
+	if (excl) {
+		if ((r = leaf_try_put_excl(h, dir, &lf, p, hash, name, len, ino, ftype)))
+			goto out;
+	} else if ((r = leaf_try_put(h, dir, &lf, name, len, ino, ftype))) {
 		goto out;
+	}
 	if (frame_full(&p->f[p->levels - 1])) {
 		r = dx_make_index_room(h, dir, p);
 		goto out;
@@ -1017,13 +1058,30 @@ out:
 	return r;
 }
 
+int htree_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   uint64_t ino, unsigned ftype)
+{
+	/* The first attempt checks the name; after a split it is known absent. */
+	for (int tries = 0; tries < 2 * DX_MAX_LEVELS + 2; tries++) {
+		struct dx_path p;
+		int r = htree_add_once(h, dir, name, len, ino, ftype, &p, tries == 0);
+
+		if (r == 2 && tries == 0)
+			return 1;
+		if (r)
+			return r < 0 ? r : 0;
+	}
+	return fs_err(EIO, "htree directory inode %lu: no room after splitting the index",
+		      (unsigned long)dir->ino);
+}
+
 int htree_add(struct handle *h, struct inode *dir, const char *name, size_t len,
 	      uint64_t ino, unsigned ftype)
 {
 	/* Each retry splits one index level or adds one: a few suffice. */
 	for (int tries = 0; tries < 2 * DX_MAX_LEVELS + 2; tries++) {
 		struct dx_path p;
-		int r = htree_add_once(h, dir, name, len, ino, ftype, &p);
+		int r = htree_add_once(h, dir, name, len, ino, ftype, &p, false);
 
 		if (r)
 			return r < 0 ? r : 0;

@@ -557,6 +557,10 @@ ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t
 /* Same as dir_lookup(), with dir->lock already held (read or write). */
 int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		      uint64_t *ino, unsigned *ftype);
+/* Add an entry unless the name exists (-EEXIST): one probe and one leaf
+ * scan instead of a lookup and an insert (the create path). */
+int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,
+		 uint64_t ino, unsigned ftype);
 /* Add an entry; the caller has checked that the name is not there. */
 int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino,
 	    unsigned ftype);

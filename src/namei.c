@@ -236,14 +236,12 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 		goto undo;
 	if ((err = init_body(h, dir, n, nn)) == 1)
 		err = inode_write(h, n);
-	if (err || (err = dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode)))) {
+	/* dir_add_excl() also sets the directory's times and writes it. */
+	if (err || (err = dir_add_excl(h, dir, name, len, n->ino, ftype_of_mode(nn->mode)))) {
 		if (S_ISDIR(nn->mode))
 			dir_dec_links(dir);
 		goto undo;
 	}
-	touch_dir(dir);
-	if ((err = inode_write(h, dir)))
-		return err; /* the entry exists: keep the inode */
 	*out = n;
 	return 0;
 undo:
@@ -273,7 +271,9 @@ static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 		return err;
 	urw_wrlock(&dir->lock);
 	err = check_dir_alive(dir);
-	if (!err) {
+	/* An htree directory checks the name in dir_add_excl()'s single leaf
+	 * scan; others look it up first, before an inode is taken. */
+	if (!err && !(dir->flags & EXT4_INDEX_FL)) {
 		err = dir_lookup_locked(fs, dir, name, len, &existing, &ft);
 		if (err == 0)
 			err = fs_err(EEXIST, "\"%s\" exists in directory inode %llu (inode %llu)",
