@@ -784,7 +784,9 @@ int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
 			if (err)
 				return err;
 		}
-		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0)
+		/* Last bytes first: names of a stream differ there. */
+		if (e.ino && e.name_len == len && e.name[len - 1] == name[len - 1] &&
+		    memcmp(e.name, name, len) == 0)
 			return -EEXIST;
 		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
 		if (!room && e.rec_len - used >= need) {

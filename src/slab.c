@@ -103,6 +103,11 @@ void *slab_alloc(struct slab *s)
 	} else if ((size_t)(sh->end - sh->cur) >= s->objsize || shard_refill(s, sh)) {
 		p = sh->cur;
 		sh->cur += s->objsize;
+		/* The next object will be wanted soon (a stream of creates):
+		 * start bringing its cold lines in now. */
+		if ((size_t)(sh->end - sh->cur) >= s->objsize)
+			for (size_t o = 0; o < s->objsize; o += CACHELINE)
+				__builtin_prefetch(sh->cur + o, 1, 3);
 	}
 	ulock_unlock(&sh->lock);
 	if (recycled)
