@@ -89,6 +89,7 @@ struct bcache {
 	size_t buf_alloc_size;  /* header + data, rounded to CACHELINE */
 	uint64_t mem_limit;     /* bytes */
 	struct slab *slab;      /* buffer objects (header + data) */
+	_Atomic uint64_t write_epoch; /* commits' write-outs finished */
 	struct bc_shard *shards;
 };
 
@@ -520,8 +521,12 @@ void bcache_readahead(struct bcache *bc, uint64_t start, uint32_t count,
 	tmp = malloc(len);
 	if (!tmp)
 		return;
+	/* A write-out that ends while we read may have made what we read
+	 * stale (its blocks can be evicted right after): then install nothing. */
+	uint64_t epoch = atomic_load(&bc->write_epoch);
 	/* Best effort: a failed read is reported by the bread() that follows. */
-	if (bdev_read(bc->dev, tmp, len, start * bc->block_size) == 0) {
+	if (bdev_read(bc->dev, tmp, len, start * bc->block_size) == 0 &&
+	    atomic_load(&bc->write_epoch) == epoch) {
 		for (uint32_t i = 0; i < count; i++)
 			install_ahead(bc, start + i, tmp + (size_t)i * bc->block_size, kind);
 	} else {
@@ -785,4 +790,9 @@ size_t bcache_take_dirty(struct bcache *bc, struct buf ***out)
 	}
 	*out = v;
 	return n;
+}
+
+void bcache_note_write_done(struct bcache *bc)
+{
+	atomic_fetch_add(&bc->write_epoch, 1);
 }

@@ -147,6 +147,8 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count);
  * caller brelse()s each.  Only called by the commit with handles drained. */
 size_t bcache_take_dirty(struct bcache *bc, struct buf ***out);
 size_t bcache_dirty_count(struct bcache *bc);
+/* A commit's write-out ended (readahead discards what it read meanwhile). */
+void bcache_note_write_done(struct bcache *bc);
 uint64_t bcache_mem_limit(struct bcache *bc);
 static inline bool buf_verified(struct buf *b)
 { return atomic_load_explicit(&b->state, memory_order_acquire) & BUF_VERIFIED; }

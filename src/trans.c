@@ -342,8 +342,13 @@ static int cmp_blocknr(const void *a, const void *b)
 	return x->blocknr < y->blocknr ? -1 : x->blocknr > y->blocknr;
 }
 
-/* Take the dirty buffers, finish their checksums, copy them. */
-static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **blocks, size_t *n)
+/*
+ * Take the dirty buffers, finish their checksums, copy them.  The buffers
+ * stay referenced (*held) until their copies are on disk: evicted earlier,
+ * a block would be read back from disk older than the copy being written.
+ */
+static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **blocks, size_t *n,
+			  struct buf ***held)
 {
 	struct buf **v, **v2;
 	size_t n1, n2, i;
@@ -396,9 +401,8 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 		(*blocks)[i] = all[i]->blocknr;
 		if (all[i]->csum_kind == CSUM_INODE_TABLE)
 			mark_itable_written(fs, all[i]);
-		brelse(fs->bc, all[i]);
 	}
-	free(all);
+	*held = all;
 	free(v);
 	free(v2);
 	return err;
@@ -430,6 +434,7 @@ int trans_commit(struct uext4_fs *fs)
 	struct trans *t = fs->trans;
 	uint8_t *copies = NULL;
 	uint64_t *blocks = NULL;
+	struct buf **held = NULL;
 	size_t n = 0;
 	int err, werr;
 
@@ -439,7 +444,7 @@ int trans_commit(struct uext4_fs *fs)
 		return fs_err(EDEADLK, "commit requested inside a handle");
 	ulock_lock(&t->commit_lock);
 	drain_handles(t);
-	err = snapshot_dirty(fs, &copies, &blocks, &n);
+	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
 	atomic_store(&t->commit_wanted, 0);
 	release_handles(t, blocks, n);
 	werr = n ? write_copies(fs, copies, blocks, n) : 0;
@@ -457,6 +462,10 @@ int trans_commit(struct uext4_fs *fs)
 		atomic_compare_exchange_strong(&t->err, &expected, werr);
 		err = err ? err : werr;
 	}
+	bcache_note_write_done(fs->bc);
+	for (size_t i = 0; i < n; i++)
+		brelse(fs->bc, held[i]); /* now they may be evicted */
+	free(held);
 	atomic_fetch_add(&t->commits, 1);
 	ulock_unlock(&t->commit_lock);
 	free(copies);
