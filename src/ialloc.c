@@ -376,6 +376,9 @@ static uint32_t find_free_inode_bit(struct uext4_fs *fs, uint32_t g, const uint8
 				 ? (uint32_t)MIN(reserved - group_base, fs->inodes_per_group)
 				 : 0;
 
+	/* Everything below the hint is known taken: don't scan it again on
+	 * every create (a stream of creates fills a group from the front). */
+	start = MAX(start, fs->groups[g].ifree_hint & ~63u);
 	if (start >= fs->inodes_per_group)
 		return fs->inodes_per_group;
 	return bit_find_zero(map, start, fs->inodes_per_group);
@@ -457,6 +460,7 @@ static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 	if ((err = handle_write_access(h, b)))
 		goto out;
 	bit_set(b->data, bit);
+	gi->ifree_hint = bit + 1;
 	handle_dirty(h, b, CSUM_INODE_BITMAP, g, 0);
 	account_inode_taken(fs, g, bit, is_dir);
 	err = init_block_bitmap_if_needed(h, g);
@@ -546,6 +550,8 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
 	if ((err = handle_write_access(h, b)))
 		goto out;
 	bit_clear(b->data, bit);
+	if (bit < fs->groups[g].ifree_hint)
+		fs->groups[g].ifree_hint = bit;
 	handle_dirty(h, b, CSUM_INODE_BITMAP, g, 0);
 	grp_write(&gi->free_inodes, gi->free_inodes + 1);
 	if (was_dir)

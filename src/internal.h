@@ -270,6 +270,7 @@ struct group_info {
 	_Atomic uint32_t itable_unused;  /* (L) for writers; read lock-free */
 	_Atomic uint32_t flags;          /* EXT4_BG_*; (L) for writers; read lock-free */
 	uint32_t block_bitmap_csum, inode_bitmap_csum;    /* commit only */
+	uint32_t ifree_hint;        /* (L) no free inode below this index (ialloc) */
 	/* Immutable: inodes with index >= never_used_from (0-based, in the
 	 * group) were never in use before this mount (bg_itable_unused at
 	 * mount), so an inode-table block made only of them never needs a
