@@ -3,7 +3,12 @@
  *
  * Inode numbers pass straight through (FUSE_ROOT_ID == 1 maps to ext4's root
  * inode 2).  Mounts are read-write unless -o ro.  Permissions are the
- * kernel's business (default_permissions); the library only writes.  Since
+ * kernel's business (default_permissions) whenever they can matter: mounts
+ * by a non-root user and shared mounts (allow_other).  A private mount by
+ * root leaves it off: root passes every check anyway (the kernel still
+ * checks exec bits), and with it the kernel fetches the directory's
+ * attributes again after every change in it, one more round trip per
+ * create.  The library only writes.  Since
  * the mount is ours alone, every change passes through the kernel, which
  * keeps its caches right: read-only mounts use very long entry/attribute
  * timeouts and keep the page cache across opens, read-write ones 1 s.
@@ -15,6 +20,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -961,8 +967,11 @@ static int build_mount_opts(const struct uext4_fuse_opts *o, char *buf, size_t l
 	int n;
 
 	escape_opt(o->fsname ? o->fsname : "uext4", fsname, sizeof(fsname));
-	n = snprintf(buf, len, "fsname=%s,subtype=uext4,default_permissions%s%s%s%s",
-		     fsname, o->read_only ? ",ro" : "", o->allow_other ? ",allow_other" : "",
+	bool kernel_checks = o->allow_other || geteuid() != 0;
+
+	n = snprintf(buf, len, "fsname=%s,subtype=uext4%s%s%s%s%s", fsname,
+		     kernel_checks ? ",default_permissions" : "",
+		     o->read_only ? ",ro" : "", o->allow_other ? ",allow_other" : "",
 		     o->extra[0] ? "," : "", o->extra);
 	return (n < 0 || (size_t)n >= len) ? -1 : 0;
 }
