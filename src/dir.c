@@ -732,37 +732,14 @@ void dir_dx_dirty(struct handle *h, struct inode *dir, struct buf *b)
 int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
 		       unsigned need, unsigned *off)
 {
-	struct dir_ent e;
-	bool trusted = leaf_trusted(lf);
-
-	for (unsigned o = 0; o < lf->end; o += e.rec_len) {
-		unsigned used;
-
-		if (trusted) {
-			leaf_entry_fast(fs, lf, o, &e);
-			if (e.rec_len == 0)
-				break;
-		} else {
-			int err = dir_leaf_entry(fs, dir, lf, o, &e);
-
-			if (err)
-				return err;
-		}
-		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
-		if (e.rec_len - used >= need) {
-			*off = o;
-			return 1;
-		}
-	}
-	if (!trusted)
-		leaf_set_trusted(lf);
-	return 0;
+	return dir_leaf_find_name_or_room(fs, dir, lf, NULL, 0, need, off);
 }
 
 /*
  * One pass over a leaf for a create: -EEXIST if name is there, else 1 with
  * *off where an entry of `need` bytes fits, or 0 if none does.  Saves the
- * second scan that a lookup followed by an insert would make.
+ * second scan that a lookup followed by an insert would make.  With name
+ * NULL it only looks for room and stops at the first fit.
  */
 int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
 			       const struct dir_leaf *lf, const char *name, size_t len,
@@ -785,13 +762,15 @@ int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
 				return err;
 		}
 		/* Last bytes first: names of a stream differ there. */
-		if (e.ino && e.name_len == len && e.name[len - 1] == name[len - 1] &&
+		if (name && e.ino && e.name_len == len && e.name[len - 1] == name[len - 1] &&
 		    memcmp(e.name, name, len) == 0)
 			return -EEXIST;
 		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
 		if (!room && e.rec_len - used >= need) {
 			*off = o;
 			room = true;
+			if (!name)
+				return 1;
 		}
 	}
 	if (!trusted)

@@ -727,9 +727,6 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 						     sizeof(*eh)) / sizeof(struct ext4_extent)));
 		eh->eh_depth = 0;
 	}
-	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE + (uint32_t)n->extra_isize + 4) {
-		/* An empty in-inode xattr area, as the kernel leaves it. */
-	}
 }
 
 static int icache_insert_new(struct uext4_fs *fs, struct inode *n)

@@ -225,7 +225,7 @@ static int init_body(struct handle *h, struct inode *dir, struct inode *n,
 
 /* Inside the handle, dir locked: make the inode and its entry. */
 static int create_locked(struct handle *h, struct inode *dir, const char *name, size_t len,
-			 const struct new_node *nn, struct inode **out)
+			 const struct new_node *nn, bool looked_up, struct inode **out)
 {
 	struct inode *n;
 	int err = inode_new(h, dir, nn->mode, &n);
@@ -236,8 +236,12 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 		goto undo;
 	if ((err = init_body(h, dir, n, nn)) == 1)
 		err = inode_write(h, n);
-	/* dir_add_excl() also sets the directory's times and writes it. */
-	if (err || (err = dir_add_excl(h, dir, name, len, n->ino, ftype_of_mode(nn->mode)))) {
+	/* Both set the directory's times and write it.  dir_add_excl() checks
+	 * the name itself, unless make_node() just looked it up. */
+	if (!err)
+		err = looked_up ? dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode))
+				: dir_add_excl(h, dir, name, len, n->ino, ftype_of_mode(nn->mode));
+	if (err) {
 		if (S_ISDIR(nn->mode))
 			dir_dec_links(dir);
 		goto undo;
@@ -262,6 +266,7 @@ static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 	uint64_t existing;
 	size_t len;
 	unsigned ft;
+	bool looked_up;
 	int err;
 
 	if ((err = check_writable(fs)) || (err = check_name(name, &len)))
@@ -273,7 +278,8 @@ static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 	err = check_dir_alive(dir);
 	/* An htree directory checks the name in dir_add_excl()'s single leaf
 	 * scan; others look it up first, before an inode is taken. */
-	if (!err && !(dir->flags & EXT4_INDEX_FL)) {
+	looked_up = !(dir->flags & EXT4_INDEX_FL);
+	if (!err && looked_up) {
 		err = dir_lookup_locked(fs, dir, name, len, &existing, &ft);
 		if (err == 0)
 			err = fs_err(EEXIST, "\"%s\" exists in directory inode %llu (inode %llu)",
@@ -287,7 +293,7 @@ static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 		err = fs_err(ENAMETOOLONG, "symlink target of %zu bytes (at most %u)",
 			     strlen(nn->target), fs->block_size - 1);
 	if (!err && (err = handle_begin(fs, 16, &h)) == 0) {
-		err = create_locked(h, dir, name, len, nn, &n);
+		err = create_locked(h, dir, name, len, nn, looked_up, &n);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
