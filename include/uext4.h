@@ -31,6 +31,7 @@ struct uext4_opts {
 	int read_only;          /* nonzero: never write to the image */
 	uint64_t cache_bytes;   /* buffer cache memory limit; 0 = default (256 MiB) */
 	int memory_backend;     /* nonzero: load the image into memory, write nothing back */
+	unsigned commit_secs;   /* journal commit interval in seconds; 0 = default (5) */
 };
 
 struct uext4_stat {
@@ -97,6 +98,21 @@ struct uext4_info {
 int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out);
 /* Unmount: write back (when read-write) and free everything. */
 int uext4_umount(uext4_fs *fs);
+
+/* What recovery did when the image was mounted (or by uext4_recover()). */
+struct uext4_recovery {
+	uint32_t transactions;      /* journal transactions replayed */
+	uint32_t blocks;            /* blocks written back from the journal */
+	uint32_t revoked;           /* revoke records honoured */
+	uint32_t orphans_truncated; /* orphan inodes whose truncate was finished */
+	uint32_t orphans_deleted;   /* orphan inodes freed */
+	int replayed_in_memory;     /* read-only mount: replayed into memory only */
+	int bad_checksum;           /* the log ended at a block with a bad checksum */
+};
+int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r);
+/* Replay the journal and clean up orphans without mounting (as a
+ * read-write mount and a clean unmount would); r may be NULL. */
+int uext4_recover(const char *path, struct uext4_recovery *r);
 
 /* Last error message of this thread ("" if none). */
 const char *uext4_last_error(void);

@@ -699,7 +699,10 @@ int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t 
 	uint64_t blk = first, end = first + count;
 	int err = 0;
 
-	(void)flags;    /* every freed block is forgotten by the cache anyway */
+	/* Every freed block is forgotten by the cache.  Blocks that went through
+	 * the journal (all but regular files' data) are also revoked. */
+	bool journaled = (flags & BALLOC_METADATA) || !inode || !S_ISREG(inode->mode);
+
 	if (!count)
 		return 0;
 	if (first < fs->first_data_block || first >= fs->blocks_count ||
@@ -713,7 +716,7 @@ int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t 
 		return err;
 	/* Forget cached copies BEFORE the bits clear: once free, another
 	 * thread may allocate a block and dirty its new contents. */
-	handle_forget(h, first, count);
+	handle_forget(h, first, count, journaled);
 	while (blk < end) {
 		uint32_t g = group_of_block(fs, blk);
 		uint32_t off = (uint32_t)(blk - group_first_block(fs, g));

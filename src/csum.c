@@ -571,6 +571,17 @@ static void set_xattr_block(struct uext4_fs *fs, struct buf *b)
 	put_le32(b->data + off, c);
 }
 
+/* Orphan file block: the tail checksum over the entries, seeded with the
+ * orphan file's inode seed and the block number (as the verify side). */
+static void set_orphan_block(struct uext4_fs *fs, struct buf *b)
+{
+	size_t entries = fs->block_size - sizeof(struct ext4_orphan_block_tail);
+	uint32_t c = crc_le64(inode_seed(fs, b->owner, b->owner_gen), b->blocknr);
+
+	c = crc32c(c, b->data, entries);
+	put_le32(b->data + entries + offsetof(struct ext4_orphan_block_tail, ob_checksum), c);
+}
+
 void csum_set_buffer(struct uext4_fs *fs, struct buf *b)
 {
 	if (!fs->metadata_csum)
@@ -580,6 +591,7 @@ void csum_set_buffer(struct uext4_fs *fs, struct buf *b)
 	case CSUM_DX_NODE: set_dx_node(fs, b); break;
 	case CSUM_EXTENT: set_extent_block(fs, b); break;
 	case CSUM_XATTR: set_xattr_block(fs, b); break;
+	case CSUM_ORPHAN: set_orphan_block(fs, b); break;
 	default: break; /* bitmaps, descriptors, inodes, super: set elsewhere */
 	}
 }

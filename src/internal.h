@@ -69,6 +69,10 @@ static inline int bdev_write(struct bdev *d, const void *buf, size_t len, uint64
 { return d->ops->write(d, buf, len, off); }
 static inline int bdev_flush(struct bdev *d) { return d->ops->flush(d); }
 static inline void bdev_close(struct bdev *d) { d->ops->close(d); }
+/* crashdev.c: a device whose writes stay in memory (reads see them) on top
+ * of base, which it owns.  A read-only mount replays a dirty journal into
+ * it, leaving the image untouched. */
+struct bdev *bdev_open_overlay(struct bdev *base);
 
 /* ---------------------------------------------------------------- bcache.c
  * Buffer cache: blocks keyed by number in a sharded hash table.  A buffer
@@ -100,6 +104,8 @@ enum csum_kind {
 	CSUM_INODE_TABLE,       /* inode checksums are set by inode_write() */
 	CSUM_GROUP_DESC,        /* set by the commit from fs->groups[] */
 	CSUM_SUPER,
+	CSUM_ORPHAN,            /* orphan file block (owner = orphan file ino/gen) */
+	CSUM_JOURNAL,           /* journal blocks: never through the cache */
 };
 
 struct buf {
@@ -187,6 +193,7 @@ struct handle {
 	unsigned depth;     /* nested begins on this thread */
 	unsigned slot;      /* which drain counter this handle holds */
 	int err;            /* first error recorded */
+	uint32_t tid;       /* the transaction this handle belongs to */
 };
 struct trans;
 int trans_init(struct uext4_fs *fs);
@@ -198,16 +205,99 @@ int handle_write_access(struct handle *h, struct buf *b);
 int handle_create_access(struct handle *h, struct buf *b);
 void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t owner,
 		  uint32_t gen);
-/* Metadata blocks being freed: their pending changes are dropped. */
-void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count);
-/* Write every dirty block and flush the device. */
+/* Blocks being freed: their pending changes are dropped; metadata blocks
+ * are also revoked in the journal (a later replay must not write an old
+ * copy over the block's next owner). */
+void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool metadata);
+/* Commit the running transaction (everything changed so far) and wait
+ * until it is durable. */
 int trans_commit(struct uext4_fs *fs);
+/* fsync: make transaction tid durable (no-op if it already is; then only
+ * the device is flushed, for file data). */
+int trans_commit_tid(struct uext4_fs *fs, uint32_t tid);
+/* The running transaction's id. */
+uint32_t trans_running_tid(struct uext4_fs *fs);
+/* Start (journal) the commit thread of a read-write mount: commits every
+ * secs seconds; stopped by trans_destroy(). */
+int trans_start_timer(struct uext4_fs *fs, unsigned secs);
 /* Inode-table blocks: handle_dirty(h, b, CSUM_INODE_TABLE, group, index in
  * the group's table); has the commit written that block since mount? */
 bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index);
 /* Readers of fs->sb on a read-write mount (the commit rewrites it). */
 void trans_lock_super(struct uext4_fs *fs);
 void trans_unlock_super(struct uext4_fs *fs);
+
+/* ---------------------------------------------------------------- journal.c
+ * JBD2 journal in the internal journal inode (EXT4_JOURNAL_INO).  trans.c
+ * drives it: one call per transaction, with the transaction's metadata
+ * blocks already copied and checksummed.  On-disk format in src/jbd2.h.
+ */
+struct journal;
+/* Read-write mount, after any recovery: map the journal inode, read and
+ * check the journal superblock (v2; refuses external journals and unknown
+ * features by name); with metadata_csum switch the journal to checksum v3.
+ * *out is NULL (and 0 returned) when the file system has no journal. */
+int journal_open(struct uext4_fs *fs, struct journal **out);
+void journal_close(struct journal *j);
+/* Most metadata blocks one transaction may hold (the commit closes a
+ * transaction before it grows past this). */
+uint32_t journal_max_transaction(const struct journal *j);
+/* The id to give the first transaction (from the journal superblock). */
+uint32_t journal_first_tid(const struct journal *j);
+/*
+ * Log one transaction and make it durable: descriptor blocks with a tag per
+ * block (escaping blocks that begin with the JBD2 magic), the copies,
+ * revoke blocks for revoked[], a flush (so ordered data and the log are on
+ * disk), the commit block (time, checksum), a flush.  homes[] are the
+ * blocks' home locations (sorted, distinct); copies holds n blocks.  When
+ * the log is full it first flushes the device (earlier transactions'
+ * home writes, which trans.c issues right after each commit, are then on
+ * disk) and moves the log tail in the journal superblock.
+ */
+int journal_commit(struct journal *j, uint32_t tid, const uint64_t *homes, const uint8_t *copies,
+		   size_t n, const uint64_t *revoked, size_t nrevoked);
+/* Clean unmount, after the last home writes: flush, mark the journal empty
+ * (s_start = 0, s_sequence = next tid), flush. */
+int journal_mark_empty(struct journal *j);
+
+/* ---------------------------------------------------------------- recovery.c */
+struct journal_replay {
+	uint32_t transactions, blocks, revoked;  /* replayed; revoke records seen */
+	uint32_t first_tid, end_tid;             /* [first, end) replayed */
+	bool stopped_on_bad_csum;                /* the log ended at a bad checksum */
+};
+/*
+ * Replay the journal onto fs->dev (scan, revoke and replay passes, as the
+ * kernel's jbd2 recovery), flush, and mark the journal empty with the next
+ * sequence number.  fs is a mount with its groups and inode cache (the
+ * journal inode is mapped through them) but nothing cached from the
+ * journaled area may be trusted afterwards: the caller remounts.  Does
+ * nothing (r zeroed) when the journal is empty (s_start == 0).
+ */
+int journal_recover(struct uext4_fs *fs, struct journal_replay *r);
+
+/* ---------------------------------------------------------------- orphan.c
+ * Orphan inodes: unlinked but still open, or in a shrinking truncate, so
+ * that a crash finishes the job at the next mount.  Orphan file (seed 000)
+ * when the file system has one, else (and when it is full) the legacy
+ * list through s_last_orphan and i_dtime (seed 003).
+ */
+struct orphan_state;
+struct inode;
+/* Read-write mount, before orphan_cleanup(): load the orphan file's state;
+ * sets ORPHAN_PRESENT (written at the next commit) when there is one. */
+int orphan_init(struct uext4_fs *fs);
+void orphan_destroy(struct uext4_fs *fs);
+/* Put inode on an orphan list, in h.  Caller holds inode->lock for writing
+ * (or owns the inode).  Adding an inode already on a list does nothing. */
+int orphan_add(struct handle *h, struct inode *inode);
+/* Take it off again (no-op if it is on none). */
+int orphan_del(struct handle *h, struct inode *inode);
+/* Mount: finish what a crash interrupted.  Inodes with links are truncated
+ * to i_size, the others are freed.  No handle open. */
+int orphan_cleanup(struct uext4_fs *fs, uint32_t *truncated, uint32_t *deleted);
+/* Clean unmount (lists empty): clear ORPHAN_PRESENT. */
+void orphan_umount(struct uext4_fs *fs);
 
 /* ---------------------------------------------------------------- slab.c
  * Fixed-size, 64-byte-aligned, zero-filled objects from big chunks (cached
@@ -339,6 +429,10 @@ struct uext4_fs {
 	struct trans *trans;        /* trans.c: handles and commits */
 	struct balloc_state *balloc; /* balloc.c: preallocation windows */
 	_Atomic(struct xindex *) xindex; /* xattr.c: shared-block index, made on first use */
+	struct journal *journal;    /* journal.c; NULL without a journal */
+	struct orphan_state *orphan; /* orphan.c; read-write mounts */
+	unsigned commit_secs;       /* commit interval */
+	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
 	struct ext4_super_block sb; /* copy of the on-disk superblock */
 };
@@ -360,6 +454,9 @@ static inline uint32_t group_of_ino(const struct uext4_fs *fs, uint64_t ino)
 { return (uint32_t)((ino - 1) / fs->inodes_per_group); }
 
 int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out);
+/* Mount a device (which the mount then owns, also on failure): tests
+ * mount crash-recording and memory devices with it. */
+int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out);
 /* Write back everything (read-write mounts) and free the mount.  Returns
  * the first write-back error. */
 int super_umount(struct uext4_fs *fs);
@@ -432,6 +529,15 @@ struct inode {
 	uint64_t alloc_goal;        /* balloc: block after the last allocation, 0 = none */
 	struct balloc_pa *pa;       /* balloc: in-memory preallocation, or NULL */
 	_Atomic uint32_t istate;    /* INODE_* bits */
+	_Atomic uint32_t last_tid;  /* transaction that last wrote the inode (fsync) */
+	/* Orphan state (orphan.c), protected by the orphan code's own locks:
+	 * the slot in the orphan file (block * entries per block + index),
+	 * and the legacy list's links (in memory, and the next inode number
+	 * that i_dtime holds on disk while INODE_ORPHAN_LIST is set). */
+	uint32_t orphan_slot;
+	struct inode *orphan_prev, *orphan_next;
+	_Atomic uint32_t orphan_next_ino;
+	atomic_flag raw_lock;       /* serialises writing raw into the itable buffer */
 	/* Cache bookkeeping, protected by the icache shard lock: */
 	_Atomic uint32_t refcount;
 	uint64_t nlookup;           /* FUSE lookup count */
@@ -456,7 +562,14 @@ enum inode_state_bits {
 	INODE_DELETED = 1u << 1,    /* freed: links 0 and last reference gone */
 	INODE_UNLINKED = 1u << 2,   /* links reached 0: free at the last iput() */
 	INODE_UNHASHED = 1u << 3,   /* deleted and out of the cache's hash */
+	INODE_ORPHAN_FILE = 1u << 4, /* has a slot in the orphan file (orphan_slot) */
+	INODE_ORPHAN_LIST = 1u << 5, /* on the legacy s_last_orphan list */
 };
+/* Legacy orphan list: the inode's on-disk i_dtime holds the next orphan's
+ * number; store it in inode->orphan_next_ino, then call this to put it in
+ * the inode-table block (under inode->raw_lock, no inode->lock needed, as
+ * the kernel's NEXT_ORPHAN update of the previous inode). */
+int inode_write_orphan_link(struct handle *h, struct inode *inode);
 /*
  * Allocate and initialise a new inode (ialloc_alloc() picks the number)
  * of the given mode, owned by the caller, in the cache with one reference,
@@ -636,6 +749,12 @@ int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t 
 #define BALLOC_METADATA 1u  /* the blocks held metadata: forget cached copies */
 int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t count,
 		unsigned flags);
+/* Blocks freed by transactions up to tid may be allocated again: they are
+ * not handed out before the transaction that freed them is committed, or
+ * a crash could leave the old owner pointing at a new owner's data. */
+void balloc_release_busy(struct uext4_fs *fs, uint32_t tid);
+/* Are blocks waiting for a commit to become allocatable? (ENOSPC retry) */
+bool balloc_has_busy(struct uext4_fs *fs);
 /* Where to start looking for an inode that has no block to follow. */
 uint64_t balloc_goal(struct uext4_fs *fs, struct inode *inode);
 /* Give back an inode's preallocated, unused blocks (close, truncate). */

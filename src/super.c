@@ -574,13 +574,28 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 {
 	struct uext4_opts none = {0};
 	const struct uext4_opts *o = opts ? opts : &none;
+	struct bdev *dev;
+	int err = open_device(path, o, &dev);
+
+	if (err)
+		return err;
+	return super_mount_bdev(dev, o, out);
+}
+
+int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out)
+{
+	struct uext4_opts none = {0};
+	const struct uext4_opts *o = opts ? opts : &none;
 	struct uext4_fs *fs = calloc(1, sizeof(*fs));
 	int err;
 
-	if (!fs)
+	if (!fs) {
+		bdev_close(dev);
 		return fs_err(ENOMEM, "out of memory");
+	}
+	fs->dev = dev;
 	fs->read_only = o->read_only != 0;
-	if ((err = open_device(path, o, &fs->dev)) || (err = read_super(fs, o->read_only)))
+	if ((err = read_super(fs, o->read_only)))
 		goto fail;
 	if (fs->dev->read_only)
 		fs->read_only = true;

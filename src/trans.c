@@ -237,8 +237,9 @@ static bool inflight_overlaps(const struct trans *t, uint64_t blocknr, uint32_t 
 	return lo < t->ninflight && t->inflight[lo] < blocknr + count;
 }
 
-void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count)
+void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool metadata)
 {
+	(void)metadata;
 	struct trans *t = h->fs->trans;
 
 	bcache_forget(h->fs->bc, blocknr, count);
