@@ -44,6 +44,27 @@ const char *uext4_version(void)
 	return "uext4 0.1";
 }
 
+int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r)
+{
+	*r = fs->recovery;
+	return 0;
+}
+
+int uext4_recover(const char *path, struct uext4_recovery *r)
+{
+	uext4_fs *fs;
+	int err;
+
+	fs_clear_err();
+	if (!path)
+		return fs_err(EINVAL, "uext4_recover: no image path given");
+	if ((err = super_mount(path, &(struct uext4_opts){0}, &fs)))
+		return err;
+	if (r)
+		*r = fs->recovery;
+	return super_umount(fs);
+}
+
 int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
 {
 	fs_clear_err();
@@ -475,6 +496,18 @@ int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c)
 
 /* ================================================================ write path */
 
+/*
+ * ENOSPC while blocks freed in the running transaction wait for its
+ * commit to become allocatable (balloc's busy extents): commit, and the
+ * caller tries once more, as the kernel's ext4_should_retry_alloc().
+ */
+static bool retry_after_commit(uext4_fs *fs, int err)
+{
+	if (err != -ENOSPC || !balloc_has_busy(fs))
+		return false;
+	return trans_commit(fs) == 0;
+}
+
 static int writable_inode(uext4_fs *fs, uint64_t ino, struct inode **out)
 {
 	fs_clear_err();
@@ -533,8 +566,22 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 	urw_wrlock(&n->lock);
 	if ((a->valid & UEXT4_SET_SIZE) && n->pa)
 		balloc_release_prealloc(fs, n);
-	if (!(err = handle_begin(fs, 16, &h))) {
+	bool shrink = (a->valid & UEXT4_SET_SIZE) && S_ISREG(n->mode) && a->size < n->size;
+	/* A shrinking truncate goes on an orphan list in a transaction of its
+	 * own first, as the kernel's: should the truncate not finish (it may
+	 * span transactions), the next mount completes it. */
+	if (shrink && !(err = handle_begin(fs, 4, &h))) {
+		err = orphan_add(h, n);
+		int e2 = handle_end(h);
+		err = err ? err : e2;
+	}
+	if (!err && !(err = handle_begin(fs, 16, &h))) {
 		err = apply_setattr(h, n, a);
+		if (shrink) {
+			int e3 = orphan_del(h, n);
+
+			err = err ? err : e3;
+		}
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
@@ -572,7 +619,11 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 	}
 	if (size == 0)
 		return 0;
-	return file_pwrite(f->fs, f->inode, buf, size, off);
+	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
+
+	if (retry_after_commit(f->fs, (int)MIN(n, 0)))
+		n = file_pwrite(f->fs, f->inode, buf, size, off);
+	return n;
 }
 
 int uext4_fallocate(uext4_file *f, int mode, uint64_t off, uint64_t len)
@@ -583,16 +634,24 @@ int uext4_fallocate(uext4_file *f, int mode, uint64_t off, uint64_t len)
 		return err;
 	if (len == 0)
 		return fs_err(EINVAL, "fallocate: length 0");
-	return file_fallocate(f->fs, f->inode, mode, off, len);
+	err = file_fallocate(f->fs, f->inode, mode, off, len);
+	if (retry_after_commit(f->fs, err))
+		err = file_fallocate(f->fs, f->inode, mode, off, len);
+	return err;
 }
 
+/*
+ * fsync and fdatasync: commit the transaction that last wrote the inode
+ * (file data is written inside the handles of that transaction, so it is
+ * durable with it).  Nothing to do if it is already committed.
+ */
 int uext4_fsync(uext4_file *f, int datasync)
 {
-	(void)datasync; /* one commit makes both data and metadata durable */
+	(void)datasync; /* the inode's transaction holds both */
 	fs_clear_err();
 	if (f->fs->read_only)
 		return 0;
-	return trans_commit(f->fs);
+	return trans_commit_tid(f->fs, atomic_load(&f->inode->last_tid));
 }
 
 int uext4_sync(uext4_fs *fs)
@@ -632,7 +691,11 @@ int uext4_setxattr(uext4_fs *fs, uint64_t ino, const char *name, const void *val
 {
 	if (!value && size)
 		return fs_err(EINVAL, "setxattr: no value for %zu bytes", size);
-	return change_xattr(fs, ino, name, value ? value : "", size, flags);
+	int err = change_xattr(fs, ino, name, value ? value : "", size, flags);
+
+	if (retry_after_commit(fs, err))
+		err = change_xattr(fs, ino, name, value ? value : "", size, flags);
+	return err;
 }
 
 int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name)

@@ -19,8 +19,16 @@
  * In-memory state: a struct balloc_state per mounted file system, found
  * in fs->balloc (balloc_init() at a read-write mount, balloc_destroy()).
  *
+ * Busy blocks: blocks freed by a transaction that is not committed yet are
+ * free in the bitmap (the free is part of that transaction) but are not
+ * handed out again until it commits: a crash before then leaves the old
+ * owner pointing at them, and a new owner's file data, written straight
+ * to the device, would land under it.  Each group keeps a list of busy
+ * extents tagged with the freeing transaction; the commit releases them
+ * (balloc_release_busy()).  This is the kernel's mballoc "busy extents".
+ *
  * Locking: fs->groups[g].lock (RANK_GROUP) protects the group's bitmap,
- * free_blocks, flags and its window list (struct balloc_group.windows and
+ * free_blocks, flags, its busy list and its window list (struct balloc_group.windows and
  * the start/len/group/next fields of the windows on it).  The owner's
  * inode lock (held by every caller) protects inode->pa, inode->alloc_goal
  * and pa->size.  Only one group lock is held at a time.
@@ -44,8 +52,15 @@ struct balloc_pa {
 	struct balloc_pa *next;     /* the group's window list (group lock) */
 };
 
+/* Blocks [start, start + len) of a group, freed by transaction tid. */
+struct busy_ext {
+	uint32_t start, len, tid;
+	struct busy_ext *next;
+};
+
 struct balloc_group {
 	struct balloc_pa *windows;  /* fs->groups[g].lock */
+	struct busy_ext *busy;      /* fs->groups[g].lock */
 	_Atomic uint32_t reserved;  /* blocks in windows: written under the
 				     * group lock, read without it */
 } __attribute__((aligned(CACHELINE / 4)));
@@ -53,6 +68,9 @@ struct balloc_group {
 struct balloc_state {
 	struct uext4_fs *fs;        /* immutable */
 	uint32_t ngroups;           /* immutable */
+	/* Bit per group with a busy list; set and cleared under that
+	 * group's lock, read by the commit to find them. */
+	_Atomic uint64_t *busy_groups;
 	struct balloc_group g[];
 };
 
@@ -74,6 +92,11 @@ int balloc_init(struct uext4_fs *fs)
 		return fs_err(ENOMEM, "out of memory for the block allocator");
 	st->fs = fs;
 	st->ngroups = fs->groups_count;
+	st->busy_groups = calloc((fs->groups_count + 63) / 64, sizeof(uint64_t));
+	if (!st->busy_groups) {
+		free(st);
+		return fs_err(ENOMEM, "out of memory for the block allocator");
+	}
 	fs->balloc = st;
 	return 0;
 }
@@ -95,7 +118,14 @@ void balloc_destroy(struct uext4_fs *fs)
 			pa->next = NULL;
 			pa->len = 0;
 		}
+		while (st->g[g].busy) {
+			struct busy_ext *e = st->g[g].busy;
+
+			st->g[g].busy = e->next;
+			free(e);
+		}
 	}
+	free((void *)st->busy_groups);
 	free(st);
 }
 
@@ -177,31 +207,61 @@ static uint32_t next_window(struct uext4_fs *fs, struct balloc_group *bg, uint32
 	return end;
 }
 
+/* If bit `off` of group g is busy: the offset just past that extent, else
+ * `off`.  Group lock held. */
+static uint32_t skip_busy(struct balloc_group *bg, uint32_t off)
+{
+	bool moved = true;
+
+	while (moved) {
+		moved = false;
+		for (struct busy_ext *e = bg->busy; e; e = e->next)
+			if (off >= e->start && off < e->start + e->len) {
+				off = e->start + e->len;
+				moved = true;
+			}
+	}
+	return off;
+}
+
+/* The first busy extent start in (off, end), or end. */
+static uint32_t next_busy(struct balloc_group *bg, uint32_t off, uint32_t end)
+{
+	for (struct busy_ext *e = bg->busy; e; e = e->next)
+		if (e->start > off && e->start < end)
+			end = e->start;
+	return end;
+}
+
 /*
- * First free block at or after `pos` and before `end` in the bitmap (not in
- * a window when bg is given), and the length of the free run there, up to
- * max.  Returns end if there is none.
+ * First free block at or after `pos` and before `end` in the bitmap, not
+ * busy, and not in a window when `respect`, and the length of the free run
+ * there, up to max.  Returns end if there is none.
  */
-static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, uint32_t g,
+static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool respect, uint32_t g,
 			 const uint8_t *map, uint32_t pos, uint32_t end, uint32_t max,
 			 uint32_t *len)
 {
+	bool windows = bg && respect && bg->windows, busy = bg && bg->busy;
+
 	for (;;) {
-		uint32_t p = bit_find_zero(map, pos, end), q, lim;
+		uint32_t p = bit_find_zero(map, pos, end), q, lim, s = 0;
 
 		if (p >= end)
 			return end;
-		if (bg && bg->windows) {
-			uint32_t s = skip_windows(fs, bg, g, p);
-
-			if (s != p) {
-				pos = s;
-				continue;
-			}
+		if (windows)
+			s = skip_windows(fs, bg, g, p);
+		if (busy && s <= p)
+			s = skip_busy(bg, p);
+		if (s > p) {
+			pos = s;
+			continue;
 		}
 		lim = (uint32_t)MIN((uint64_t)end, (uint64_t)p + max);
-		if (bg && bg->windows)
+		if (windows)
 			lim = next_window(fs, bg, g, p, lim);
+		if (busy)
+			lim = next_busy(bg, p, lim);
 		q = bit_find_set(map, p, lim);
 		*len = q - p;
 		return p;
@@ -219,7 +279,7 @@ static void window_reserve(struct uext4_fs *fs, struct balloc_state *st, struct 
 	struct balloc_group *bg = &st->g[g];
 	uint32_t nb = group_nblocks(fs, g), len = 0;
 
-	if (off >= nb || find_run(fs, bg, g, map, off, nb, size, &len) != off || !len)
+	if (off >= nb || find_run(fs, bg, true, g, map, off, nb, size, &len) != off || !len)
 		return;
 	pa->start = group_first_block(fs, g) + off;
 	pa->len = len;
@@ -426,7 +486,7 @@ static int try_group(struct alloc_req *r, uint32_t g, uint32_t start, uint32_t e
 {
 	struct uext4_fs *fs = r->h->fs;
 	struct group_info *gi = &fs->groups[g];
-	struct balloc_group *bg = r->st && respect ? &r->st->g[g] : NULL;
+	struct balloc_group *bg = r->st ? &r->st->g[g] : NULL;
 	struct buf *b = NULL;
 	uint32_t off, len = 0;
 	int err = 1;
@@ -436,7 +496,7 @@ static int try_group(struct alloc_req *r, uint32_t g, uint32_t start, uint32_t e
 		goto out;
 	if ((err = balloc_bitmap_locked(r->h, g, &b)))
 		goto out;
-	off = find_run(fs, bg, g, b->data, start, end, r->want, &len);
+	off = find_run(fs, bg, respect, g, b->data, start, end, r->want, &len);
 	if (off >= end || !len) {
 		err = 1;
 		goto out;
@@ -654,6 +714,80 @@ static int check_not_metadata(struct uext4_fs *fs, uint64_t first, uint64_t coun
 	return 0;
 }
 
+/* Blocks [off, off + n) of group g are busy until transaction tid commits.
+ * Group lock held. */
+static int busy_add(struct uext4_fs *fs, uint32_t g, uint32_t off, uint32_t n, uint32_t tid)
+{
+	struct balloc_state *st = fs->balloc;
+	struct busy_ext *e;
+
+	if (!st)
+		return 0;
+	e = st->g[g].busy;
+	if (e && e->tid == tid && e->start + e->len == off) {
+		e->len += n;    /* a truncate frees runs in order */
+		return 0;
+	}
+	if (!(e = malloc(sizeof(*e))))
+		return fs_err(ENOMEM, "out of memory for freed blocks of group %u", g);
+	*e = (struct busy_ext){.start = off, .len = n, .tid = tid, .next = st->g[g].busy};
+	st->g[g].busy = e;
+	atomic_fetch_or(&st->busy_groups[g / 64], 1ull << (g % 64));
+	return 0;
+}
+
+/* Drop group g's busy extents of transactions up to tid. */
+static void busy_release_group(struct uext4_fs *fs, uint32_t g, uint32_t tid)
+{
+	struct balloc_state *st = fs->balloc;
+	struct group_info *gi = &fs->groups[g];
+	struct busy_ext **pp;
+
+	ulock_lock(&gi->lock);
+	pp = &st->g[g].busy;
+	while (*pp) {
+		struct busy_ext *e = *pp;
+
+		if ((int32_t)(e->tid - tid) <= 0) {
+			*pp = e->next;
+			free(e);
+		} else {
+			pp = &e->next;
+		}
+	}
+	if (!st->g[g].busy)
+		atomic_fetch_and(&st->busy_groups[g / 64], ~(1ull << (g % 64)));
+	ulock_unlock(&gi->lock);
+}
+
+void balloc_release_busy(struct uext4_fs *fs, uint32_t tid)
+{
+	struct balloc_state *st = fs->balloc;
+
+	if (!st)
+		return;
+	for (uint32_t w = 0; w < (st->ngroups + 63) / 64; w++) {
+		uint64_t m = atomic_load(&st->busy_groups[w]);
+
+		while (m) {
+			busy_release_group(fs, w * 64 + (uint32_t)__builtin_ctzll(m), tid);
+			m &= m - 1;
+		}
+	}
+}
+
+bool balloc_has_busy(struct uext4_fs *fs)
+{
+	struct balloc_state *st = fs->balloc;
+
+	if (!st)
+		return false;
+	for (uint32_t w = 0; w < (st->ngroups + 63) / 64; w++)
+		if (atomic_load(&st->busy_groups[w]))
+			return true;
+	return false;
+}
+
 /* Clear n bits from off in group g; returns blocks that were already free
  * (not counted), or -errno. */
 static int64_t free_in_group(struct handle *h, uint32_t g, uint32_t off, uint32_t n)
@@ -678,6 +812,7 @@ static int64_t free_in_group(struct handle *h, uint32_t g, uint32_t off, uint32_
 	if (cleared) {
 		handle_dirty(h, b, CSUM_BLOCK_BITMAP, g, 0);
 		grp_write(&gi->free_blocks, gi->free_blocks + cleared);
+		err = busy_add(fs, g, off, n, h->tid);
 	}
 out:
 	ulock_unlock(&gi->lock);

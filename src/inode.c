@@ -9,6 +9,7 @@
  * shard holds more than its share of ICACHE_MAX_UNUSED.
  */
 #include "internal.h"
+#include "orphan_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -278,9 +279,13 @@ static bool valid_file_type(uint32_t mode)
 }
 
 /* An inode referenced by a directory must be in use and of a real type. */
-static int check_in_use(struct inode *n, uint64_t blk)
+/* Orphan cleanup at mount loads the inodes with no links it is to free,
+ * as the kernel's ext4_iget() in its orphan cleanup state. */
+static int check_in_use(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 {
-	if (n->mode == 0 || (n->links == 0 && n->ino >= EXT4_GOOD_OLD_FIRST_INO))
+	bool unlinked_ok = n->links == 0 && fs->orphan && orphan_cleanup_running(fs);
+
+	if (n->mode == 0 || (n->links == 0 && n->ino >= EXT4_GOOD_OLD_FIRST_INO && !unlinked_ok))
 		return fs_corrupt("inode %llu (block %llu) is not in use (deleted inode referenced)",
 				  (unsigned long long)n->ino, (unsigned long long)blk);
 	if (!valid_file_type(n->mode))
@@ -332,7 +337,7 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	memcpy(n->raw, b->data + off, fs->inode_size);
 	brelse(fs->bc, b);
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
-	    (err = check_in_use(n, blk)) || (err = xattr_check_ibody(fs, n))) {
+	    (err = check_in_use(fs, n, blk)) || (err = xattr_check_ibody(fs, n))) {
 		slab_free(fs->icache->slab, n);
 		return err;
 	}
@@ -412,6 +417,8 @@ static void inode_delete(struct uext4_fs *fs, struct inode *n)
 		err = inode_truncate_blocks(h, n, 0);
 	if (!err)
 		err = xattr_release_inode(h, n);
+	if (!err)
+		err = orphan_del(h, n);
 	if (!err) {
 		struct timespec now = fs_now();
 
@@ -600,6 +607,27 @@ static void encode_blocks(struct uext4_fs *fs, struct inode *n, struct ext4_inod
 		r->i_blocks_high = cpu_to_le16((uint16_t)(b >> 32));
 }
 
+/* inode->raw_lock: a leaf spin lock around writing the raw inode into its
+ * inode-table buffer, so that orphan.c can relink a list neighbour
+ * (inode_write_orphan_link) without that inode's lock. */
+static void raw_lock(struct inode *n)
+{
+	while (atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+static void raw_unlock(struct inode *n)
+{
+	atomic_flag_clear_explicit(&n->raw_lock, memory_order_release);
+}
+
+static uint32_t orphan_dtime(struct inode *n, uint32_t dtime)
+{
+	if (atomic_load_explicit(&n->istate, memory_order_acquire) & INODE_ORPHAN_LIST)
+		return atomic_load_explicit(&n->orphan_next_ino, memory_order_acquire);
+	return dtime;
+}
+
 /* The parsed fields back into the raw inode (i_block, xattrs untouched). */
 static void encode_inode(struct uext4_fs *fs, struct inode *n)
 {
@@ -616,7 +644,8 @@ static void encode_inode(struct uext4_fs *fs, struct inode *n)
 	r->i_generation = cpu_to_le32(n->generation);
 	r->i_file_acl_lo = cpu_to_le32((uint32_t)n->file_acl);
 	r->i_file_acl_high = cpu_to_le16((uint16_t)(n->file_acl >> 32));
-	r->i_dtime = cpu_to_le32(n->dtime);
+	/* On the legacy orphan list, i_dtime links to the next orphan. */
+	r->i_dtime = cpu_to_le32(orphan_dtime(n, n->dtime));
 	encode_blocks(fs, n, r);
 	r->i_flags = cpu_to_le32(n->flags);
 	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
@@ -660,12 +689,45 @@ int inode_write(struct handle *h, struct inode *n)
 	struct buf *b;
 	int err;
 
-	encode_inode(fs, n);
-	csum_set_inode(fs, n->ino, n->raw);
 	if ((err = itable_block_for_write(fs, n->ino, &b, &off, &group, &index)))
 		return err;
 	if ((err = handle_write_access(h, b)) == 0) {
+		raw_lock(n);
+		encode_inode(fs, n);
+		csum_set_inode(fs, n->ino, n->raw);
 		memcpy(b->data + off, n->raw, fs->inode_size);
+		raw_unlock(n);
+		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
+		/* fsync commits up to here (trans_commit_tid()). */
+		atomic_store_explicit(&n->last_tid, h->tid, memory_order_relaxed);
+	}
+	brelse(fs->bc, b);
+	return err;
+}
+
+/*
+ * Only the i_dtime of the inode's on-disk copy (the legacy orphan list's
+ * link) and its checksum, in the inode-table buffer.  The caller need not
+ * hold n->lock: the buffer's copy of an inode is only written under
+ * raw_lock, and n->raw is left alone (the next inode_write() encodes the
+ * same link from orphan_next_ino).
+ */
+int inode_write_orphan_link(struct handle *h, struct inode *n)
+{
+	struct uext4_fs *fs = h->fs;
+	uint32_t off, group, index;
+	struct buf *b;
+	int err;
+
+	if ((err = itable_block_for_write(fs, n->ino, &b, &off, &group, &index)))
+		return err;
+	if ((err = handle_write_access(h, b)) == 0) {
+		struct ext4_inode *r = (struct ext4_inode *)(b->data + off);
+
+		raw_lock(n);
+		r->i_dtime = cpu_to_le32(orphan_dtime(n, 0));
+		csum_set_inode(fs, n->ino, r);
+		raw_unlock(n);
 		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
 	}
 	brelse(fs->bc, b);

@@ -220,6 +220,7 @@ uint32_t trans_running_tid(struct uext4_fs *fs);
 /* Start (journal) the commit thread of a read-write mount: commits every
  * secs seconds; stopped by trans_destroy(). */
 int trans_start_timer(struct uext4_fs *fs, unsigned secs);
+void trans_stop_timer(struct uext4_fs *fs);
 /* Inode-table blocks: handle_dirty(h, b, CSUM_INODE_TABLE, group, index in
  * the group's table); has the commit written that block since mount? */
 bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index);

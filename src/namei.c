@@ -161,16 +161,22 @@ static void dir_dec_links(struct inode *dir)
 		dir->links--;
 }
 
-/* The inode has lost its last link: it goes at its last iput(). */
-static void drop_link(struct inode *n)
+/*
+ * Drop a link.  An inode that lost its last one goes at its last iput(),
+ * maybe much later (it is open); it goes on an orphan list in this same
+ * transaction, so that a crash before then frees it at the next mount.
+ */
+static int drop_link(struct handle *h, struct inode *n)
 {
+	n->ctime = fs_now();
 	if (n->links > 0)
 		n->links--;
 	if (n->links == 0 || (S_ISDIR(n->mode) && n->links <= 1)) {
 		n->links = 0;
 		atomic_fetch_or(&n->istate, INODE_UNLINKED);
+		return orphan_add(h, n);
 	}
-	n->ctime = fs_now();
+	return 0;
 }
 
 static void stat_of(uext4_fs *fs, struct inode *n, struct uext4_stat *st)
@@ -252,14 +258,29 @@ undo:
 	/* Nobody can reach it: its last iput() frees it. */
 	n->links = 0;
 	atomic_fetch_or(&n->istate, INODE_UNLINKED);
+	orphan_add(h, n);
 	inode_write(h, n);
 	inode_write(h, dir);
 	*out = n;
 	return err;
 }
 
+static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
+			  const struct new_node *nn, struct uext4_stat *st);
+
+/* ENOSPC while freed blocks wait for a commit: commit and try once more. */
 static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 		     const struct new_node *nn, struct uext4_stat *st)
+{
+	int err = make_node_once(fs, dirino, name, nn, st);
+
+	if (err == -ENOSPC && balloc_has_busy(fs) && trans_commit(fs) == 0)
+		err = make_node_once(fs, dirino, name, nn, st);
+	return err;
+}
+
+static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
+			  const struct new_node *nn, struct uext4_stat *st)
 {
 	struct inode *dir, *n = NULL;
 	struct handle *h;
@@ -463,9 +484,10 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 					c->links = 1;
 					dir_dec_links(dir);
 				}
-				drop_link(c);
+				err = drop_link(h, c);
 				touch_dir(dir);
-				err = inode_write(h, c);
+				if (!err)
+					err = inode_write(h, c);
 				if (!err)
 					err = inode_write(h, dir);
 			}
@@ -599,7 +621,8 @@ static int rename_move(struct handle *h, struct rename_op *r)
 			r->t->links = 1;
 			dir_dec_links(r->nd);
 		}
-		drop_link(r->t);
+		if ((err = drop_link(h, r->t)))
+			return err;
 	} else if ((err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino,
 				  ftype_of_mode(r->s->mode)))) {
 		return err;

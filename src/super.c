@@ -24,7 +24,7 @@
 	 EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT |               \
 	 EXT4_FEATURE_INCOMPAT_FLEX_BG | EXT4_FEATURE_INCOMPAT_EA_INODE |            \
 	 EXT4_FEATURE_INCOMPAT_CSUM_SEED | EXT4_FEATURE_INCOMPAT_LARGEDIR |          \
-	 EXT4_FEATURE_INCOMPAT_INLINE_DATA)
+	 EXT4_FEATURE_INCOMPAT_INLINE_DATA | EXT4_FEATURE_INCOMPAT_RECOVER)
 
 /* Read-only compat features we may mount read-write (later issues write). */
 #define SUPPORTED_RO_COMPAT                                                          \
@@ -136,12 +136,17 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 	char names[256];
 	uint32_t bad = fs->feature_incompat & ~SUPPORTED_INCOMPAT;
 
-	if (bad & EXT4_FEATURE_INCOMPAT_RECOVER) {
-		if (fs->feature_compat & EXT4_FEATURE_COMPAT_HAS_JOURNAL)
-			return fs_err(EUCLEAN, "the image needs journal recovery "
-				      "(needs_recovery is set), which this version cannot do yet; "
-				      "run e2fsck or mount it with the kernel first");
-	}
+	if (fs->feature_incompat & EXT4_FEATURE_INCOMPAT_JOURNAL_DEV)
+		return fs_err(EOPNOTSUPP, "this is an external journal device, not a file system");
+	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && le32(fs->sb.s_journal_inum) == 0)
+		return fs_err(EOPNOTSUPP, "the file system's journal is on an external device "
+			      "(journal_dev 0x%x), which uext4 does not support; only internal "
+			      "journals (in inode %u) are", le32(fs->sb.s_journal_dev),
+			      EXT4_JOURNAL_INO);
+	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) &&
+	    !FS_HAS_COMPAT(fs, HAS_JOURNAL))
+		return fs_corrupt("superblock: needs_recovery is set but there is no journal "
+				  "(run e2fsck)");
 	if (bad) {
 		super_feature_names(0, bad, 0, names, sizeof(names));
 		return fs_err(EOPNOTSUPP, "unsupported feature: %s", names);
@@ -468,25 +473,64 @@ void super_mark_dirty(struct uext4_fs *fs)
 	atomic_store(&fs->hot->sb_dirty, true);
 }
 
+/* The superblock straight to the device and flushed, besides its buffer
+ * (journaled at the next commit): needs_recovery must be on disk before
+ * the journal holds anything, and cleared only after it is empty. */
+static int write_super_now(struct uext4_fs *fs)
+{
+	uint32_t off = EXT4_SUPERBLOCK_OFFSET % fs->block_size;
+	uint64_t blk = EXT4_SUPERBLOCK_OFFSET / fs->block_size;
+	struct buf *b;
+	int err;
+
+	if ((err = super_write(fs)) || (err = bread(fs->bc, blk, UEXT4_META_SUPER, &b)))
+		return err;
+	err = bdev_write(fs->dev, b->data + off, sizeof(fs->sb),
+			 (blk << fs->log_block_size) + off);
+	brelse(fs->bc, b);
+	return err ? err : bdev_flush(fs->dev);
+}
+
+static void set_incompat(struct uext4_fs *fs, uint32_t bit, bool on)
+{
+	fs->feature_incompat = on ? fs->feature_incompat | bit : fs->feature_incompat & ~bit;
+	fs->sb.s_feature_incompat = cpu_to_le32(fs->feature_incompat);
+}
+
 /*
- * Read-write mount: the kernel's bookkeeping (mount count and time, the
- * file system not clean while mounted), written by a first commit so that
- * a crash leaves it marked for checking.
+ * Read-write mount: open the journal and mark it in use (needs_recovery,
+ * as the kernel), the mount count and time, a first commit; then finish
+ * what a crash left on the orphan lists and start the commit timer.
  */
-static int start_writing(struct uext4_fs *fs)
+static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 {
 	struct timespec now = fs_now();
-	int err = trans_init(fs);
+	int err;
 
-	if (err || (err = balloc_init(fs)))
+	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &fs->journal)))
+		return err;
+	if ((err = trans_init(fs)) || (err = balloc_init(fs)))
 		return err;
 	fs->sb.s_mnt_count = cpu_to_le16((uint16_t)(le16(fs->sb.s_mnt_count) + 1));
 	fs->sb.s_mtime = cpu_to_le32((uint32_t)now.tv_sec);
 	fs->sb.s_mtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
-	if (!FS_HAS_COMPAT(fs, HAS_JOURNAL))
+	if (fs->journal) {
+		set_incompat(fs, EXT4_FEATURE_INCOMPAT_RECOVER, true);
+		if ((err = write_super_now(fs)))
+			return err;
+	} else {
+		/* Without a journal a crash needs e2fsck: say so until unmount. */
 		fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) & ~EXT4_VALID_FS);
+	}
 	super_mark_dirty(fs);
-	return trans_commit(fs);
+	if ((err = orphan_init(fs)) || (err = trans_commit(fs)))
+		return err;
+	if ((err = orphan_cleanup(fs, &fs->recovery.orphans_truncated,
+				  &fs->recovery.orphans_deleted)))
+		return err;
+	if (fs->recovery.orphans_truncated || fs->recovery.orphans_deleted)
+		err = trans_commit(fs);
+	return err ? err : trans_start_timer(fs, fs->commit_secs);
 }
 
 /* Superblock block number and the superblock's offset in it. */
@@ -582,6 +626,65 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 	return super_mount_bdev(dev, o, out);
 }
 
+/* The caches and group table of a mount (none of it written back). */
+static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
+{
+	fs->bc = bcache_create(fs->dev, fs->block_size, o->cache_bytes);
+	fs->icache = fs->bc ? icache_create(fs) : NULL;
+	if (!fs->icache)
+		return fs_err(ENOMEM, "out of memory for the caches");
+	return load_group_descs(fs);
+}
+
+static void drop_caches(struct uext4_fs *fs)
+{
+	if (fs->icache)
+		icache_destroy(fs->icache);
+	fs->icache = NULL;
+	if (fs->bc)
+		bcache_destroy(fs->bc);
+	fs->bc = NULL;
+	if (fs->groups)
+		for (uint32_t g = 0; g < fs->groups_count; g++)
+			ulock_destroy(&fs->groups[g].lock);
+	free(fs->groups);
+	fs->groups = NULL;
+}
+
+/*
+ * needs_recovery: replay the journal with just enough of a mount to find
+ * the journal inode, then forget everything cached (replay rewrote blocks
+ * under it) and read the superblock again.  A read-only mount replays
+ * into a memory overlay: the image itself is never written.
+ */
+static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
+{
+	struct journal_replay r = {0};
+	int err;
+
+	if (fs->read_only) {
+		struct bdev *ov = bdev_open_overlay(fs->dev);
+
+		if (!ov)
+			return fs_err(ENOMEM, "out of memory for replaying the journal in memory");
+		fs->dev = ov;
+		fs->recovery.replayed_in_memory = 1;
+	}
+	err = load_caches(fs, o);
+	if (!err)
+		err = journal_recover(fs, &r);
+	drop_caches(fs);
+	if (err)
+		return err;
+	fs->recovery.transactions = r.transactions;
+	fs->recovery.blocks = r.blocks;
+	fs->recovery.revoked = r.revoked;
+	fs->recovery.bad_checksum = r.stopped_on_bad_csum;
+	if (!r.transactions)
+		fs->recovery.replayed_in_memory = 0;
+	return read_super(fs, fs->read_only);
+}
+
 int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out)
 {
 	struct uext4_opts none = {0};
@@ -594,18 +697,13 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 		return fs_err(ENOMEM, "out of memory");
 	}
 	fs->dev = dev;
-	fs->read_only = o->read_only != 0;
+	fs->read_only = o->read_only != 0 || dev->read_only;
+	fs->commit_secs = o->commit_secs ? o->commit_secs : 5;
 	if ((err = read_super(fs, o->read_only)))
 		goto fail;
-	if (fs->dev->read_only)
-		fs->read_only = true;
-	fs->bc = bcache_create(fs->dev, fs->block_size, o->cache_bytes);
-	fs->icache = fs->bc ? icache_create(fs) : NULL;
-	if (!fs->icache) {
-		err = fs_err(ENOMEM, "out of memory for the caches");
+	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
 		goto fail;
-	}
-	if ((err = load_group_descs(fs)) || (err = setup_hot(fs)))
+	if ((err = load_caches(fs, o)) || (err = setup_hot(fs)))
 		goto fail;
 	/* Like the kernel, refuse a file system whose root is unreadable; the
 	 * reference held until unmount lets path walks start lock-free. */
@@ -616,14 +714,42 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 				 fs->root->mode);
 		goto fail;
 	}
-	if (!fs->read_only && (err = start_writing(fs)))
+	if (!fs->read_only && (err = start_writing(fs, o)))
 		goto fail;
 	*out = fs;
 	return 0;
 fail:
-	fs->read_only = true; /* write nothing back from a failed mount */
+	/* Write nothing back from a failed mount; the journal stays as it is
+	 * (needs_recovery set) for the next try. */
+	trans_stop_timer(fs);
+	fs->read_only = true;
 	super_umount(fs);
 	return err;
+}
+
+/*
+ * Clean unmount of a read-write mount: free what was unlinked while open,
+ * write everything back, empty the orphan lists and the journal, and only
+ * then clear needs_recovery (and orphan_present) and mark the file system
+ * clean.
+ */
+static int finish_writing(struct uext4_fs *fs)
+{
+	int err;
+
+	trans_stop_timer(fs);
+	icache_delete_unlinked(fs);
+	if ((err = trans_commit(fs)))
+		return err;
+	orphan_umount(fs);
+	fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) | EXT4_VALID_FS);
+	super_mark_dirty(fs);
+	if ((err = trans_commit(fs)) || !fs->journal)
+		return err;
+	if ((err = journal_mark_empty(fs->journal)))
+		return err;
+	set_incompat(fs, EXT4_FEATURE_INCOMPAT_RECOVER, false);
+	return write_super_now(fs);
 }
 
 int super_umount(struct uext4_fs *fs)
@@ -635,30 +761,23 @@ int super_umount(struct uext4_fs *fs)
 	if (fs->root)
 		iput(fs, fs->root);
 	fs->root = NULL;
-	if (!fs->read_only && fs->trans) {
-		icache_delete_unlinked(fs);
-		/* Everything back, then mark the file system clean. */
-		err = trans_commit(fs);
-		if (!err) {
-			fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) | EXT4_VALID_FS);
-			super_mark_dirty(fs);
-			err = trans_commit(fs);
-		}
-	}
+	if (!fs->read_only && fs->trans)
+		err = finish_writing(fs);
+	trans_stop_timer(fs);
 	if (fs->icache)
 		icache_destroy(fs->icache);
+	fs->icache = NULL;
 	if (fs->balloc)
 		balloc_destroy(fs);
+	orphan_destroy(fs);
 	xattr_index_destroy(fs);
 	trans_destroy(fs);
-	if (fs->bc)
-		bcache_destroy(fs->bc);
+	if (fs->journal)
+		journal_close(fs->journal);
+	fs->journal = NULL;
+	drop_caches(fs);
 	if (fs->dev)
 		bdev_close(fs->dev);
-	if (fs->groups)
-		for (uint32_t g = 0; g < fs->groups_count; g++)
-			ulock_destroy(&fs->groups[g].lock);
-	free(fs->groups);
 	if (fs->hot)
 		free((void *)fs->hot->group_dirty);
 	free(fs->hot);

@@ -11,9 +11,18 @@
  * copies everything, lets handles run again, and writes the copies with no
  * handle waiting for the I/O.
  *
- * This issue writes the blocks in place (no journal): crash safety is the
- * journal issue's, which replaces trans_commit()'s write-out with a JBD2
- * commit and keeps this interface.
+ * With a journal (journal.c) the commit is a JBD2 one: the copies and
+ * the revoke records of freed metadata go to the log, which is made
+ * durable (flush, commit block, flush) before blocks freed in the
+ * transaction may be allocated again (balloc's busy extents) and before
+ * the copies are written home (the checkpoint, with handles running).
+ * Without a journal the copies are written home and flushed.
+ *
+ * Transactions are numbered from 1 (running); the journal's sequence
+ * numbers are journal_first_tid() + number - 1.  Group commit: an fsync
+ * whose inode's last transaction is already committed returns at once;
+ * fsyncs that wait on the commit lock find their transaction committed
+ * by the one ahead of them.  A timer thread commits every commit_secs.
  *
  * What protects what:
  *   struct trans fields    immutable after trans_init(), except:
@@ -26,6 +35,10 @@
  *                          only outside handles
  *   itb_written            atomic bits; set by the commit (see
  *                          trans_itable_block_written())
+ *   running, committed     atomics; changed by the committer (commit_lock)
+ *   revoke[i]              revoke[i].lock (leaf): freed metadata blocks of
+ *                          the running transaction, by handle slot
+ *   timer_*                wait_lock
  */
 #include "internal.h"
 
@@ -40,8 +53,17 @@ struct trans_slot {
 	char pad[CACHELINE - sizeof(int64_t)];
 };
 
+/* Freed metadata of the running transaction, per handle slot. */
+struct revoke_list {
+	pthread_mutex_t lock;
+	uint64_t *start;       /* ranges [start[i], start[i] + count[i]) */
+	uint32_t *count;
+	size_t n, cap;
+} __attribute__((aligned(CACHELINE)));
+
 struct trans {
 	struct trans_slot slot[TRANS_SLOTS];    /* first: own cache lines */
+	struct revoke_list revoke[TRANS_SLOTS];
 	_Atomic int blocked __attribute__((aligned(CACHELINE)));
 	_Atomic int commit_wanted;
 	pthread_mutex_t wait_lock;
@@ -57,7 +79,18 @@ struct trans {
 	_Atomic int err;                       /* first write-back error (negative) */
 	_Atomic uint64_t commits;
 	size_t dirty_limit;                    /* buffers; commit beyond it */
+	unsigned check_mask;                   /* look at the dirty count every mask+1 ends */
 	_Atomic uint8_t *itb_written;          /* bit per inode-table block */
+	/* Read-mostly, apart from the write-hot lines above (seed 004): */
+	struct journal *journal __attribute__((aligned(CACHELINE)));
+	uint32_t jbase;                        /* journal sequence of transaction 1 */
+	_Atomic uint32_t running __attribute__((aligned(CACHELINE)));
+	_Atomic uint32_t committed;
+	/* The commit timer: */
+	pthread_t timer;
+	bool timer_started, timer_stop;        /* wait_lock */
+	pthread_cond_t timer_cond;
+	unsigned timer_secs;
 };
 
 static _Thread_local struct handle cur_handle;
@@ -87,11 +120,24 @@ int trans_init(struct uext4_fs *fs)
 	pthread_cond_init(&t->drained, NULL);
 	pthread_cond_init(&t->unblocked, NULL);
 	pthread_cond_init(&t->written, NULL);
+	pthread_cond_init(&t->timer_cond, NULL);
 	ulock_init(&t->commit_lock, RANK_HANDLE);
-	/* Write back when a quarter of the cache is dirty. */
+	for (unsigned i = 0; i < TRANS_SLOTS; i++)
+		pthread_mutex_init(&t->revoke[i].lock, NULL);
+	t->running = 1;
+	t->journal = fs->journal;
+	t->jbase = fs->journal ? journal_first_tid(fs->journal) : 1;
+	/* Write back when a quarter of the cache is dirty, or when the
+	 * transaction would outgrow the journal. */
 	t->dirty_limit = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
-	if (t->dirty_limit < 64)
-		t->dirty_limit = 64;
+	if (fs->journal && t->dirty_limit > journal_max_transaction(fs->journal) / 2)
+		t->dirty_limit = journal_max_transaction(fs->journal) / 2;
+	if (t->dirty_limit < 16)
+		t->dirty_limit = 16;
+	/* Summing the shards' dirty counts reads 64 cache lines: a thread
+	 * looks every 32nd handle, or every one when the limit is small
+	 * enough for those 32 to overshoot it. */
+	t->check_mask = t->dirty_limit >= 8192 ? 31 : t->dirty_limit >= 1024 ? 3 : 0;
 	t->itb_written = calloc(bits / 8 + 1, 1);
 	if (!t->itb_written) {
 		free(t);
@@ -107,11 +153,18 @@ void trans_destroy(struct uext4_fs *fs)
 
 	if (!t)
 		return;
+	trans_stop_timer(fs);
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->drained);
 	pthread_cond_destroy(&t->unblocked);
 	pthread_cond_destroy(&t->written);
+	pthread_cond_destroy(&t->timer_cond);
 	ulock_destroy(&t->commit_lock);
+	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
+		pthread_mutex_destroy(&t->revoke[i].lock);
+		free(t->revoke[i].start);
+		free(t->revoke[i].count);
+	}
 	free((void *)t->itb_written);
 	free(t);
 	fs->trans = NULL;
@@ -170,6 +223,9 @@ int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
 	h->depth = 1;
 	h->slot = slot;
 	h->err = 0;
+	/* Registered in the slot before the commit can close the running
+	 * transaction, so this handle belongs to it. */
+	h->tid = atomic_load(&t->running);
 	*out = h;
 	return 0;
 }
@@ -185,10 +241,8 @@ int handle_end(struct handle *h)
 	lockdep_leave(RANK_HANDLE, h);
 	slot_leave(t, h->slot);
 	h->err = 0;
-	/* Summing the shards' dirty counts reads 64 cache lines: look only
-	 * every 32nd handle of a thread. */
 	static _Thread_local unsigned ends;
-	if ((++ends & 31) == 0 && bcache_dirty_count(fs->bc) > t->dirty_limit &&
+	if ((++ends & t->check_mask) == 0 && bcache_dirty_count(fs->bc) > t->dirty_limit &&
 	    !atomic_exchange(&t->commit_wanted, 1)) {
 		int cerr = trans_commit(fs);
 
@@ -237,12 +291,49 @@ static bool inflight_overlaps(const struct trans *t, uint64_t blocknr, uint32_t 
 	return lo < t->ninflight && t->inflight[lo] < blocknr + count;
 }
 
+/* Remember freed journaled blocks: the commit writes revoke records. */
+static void revoke_add(struct trans *t, unsigned slot, uint64_t blocknr, uint32_t count)
+{
+	struct revoke_list *r = &t->revoke[slot];
+
+	pthread_mutex_lock(&r->lock);
+	if (r->n && r->start[r->n - 1] + r->count[r->n - 1] == blocknr) {
+		r->count[r->n - 1] += count;
+	} else {
+		if (r->n == r->cap) {
+			size_t cap = r->cap ? r->cap * 2 : 64;
+			uint64_t *s = realloc(r->start, cap * sizeof(*s));
+			uint32_t *c = s ? realloc(r->count, cap * sizeof(*c)) : NULL;
+
+			if (s)
+				r->start = s;
+			if (c)
+				r->count = c;
+			if (!s || !c) {
+				/* Without the record a replay could write an old
+				 * copy over the block's next owner: stop writing. */
+				int expected = 0;
+
+				atomic_compare_exchange_strong(&t->err, &expected, -ENOMEM);
+				pthread_mutex_unlock(&r->lock);
+				return;
+			}
+			r->cap = cap;
+		}
+		r->start[r->n] = blocknr;
+		r->count[r->n] = count;
+		r->n++;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool metadata)
 {
-	(void)metadata;
 	struct trans *t = h->fs->trans;
 
 	bcache_forget(h->fs->bc, blocknr, count);
+	if (metadata && t->journal)
+		revoke_add(t, h->slot, blocknr, count);
 	if (!atomic_load(&t->writing))
 		return;
 	pthread_mutex_lock(&t->wait_lock);
@@ -397,6 +488,15 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 	if (n2)
 		memcpy(all + n1, v2, n2 * sizeof(*all));
 	qsort(all, *n, sizeof(*all), cmp_blocknr);
+	/* A block dirtied again by write_descriptors() came in both takes. */
+	size_t kept = 0;
+	for (i = 0; i < *n; i++) {
+		if (kept && all[kept - 1] == all[i])
+			brelse(fs->bc, all[i]);
+		else
+			all[kept++] = all[i];
+	}
+	*n = kept;
 	for (i = 0; i < *n; i++) {
 		memcpy(*copies + i * fs->block_size, all[i]->data, fs->block_size);
 		(*blocks)[i] = all[i]->blocknr;
@@ -430,48 +530,254 @@ static int write_copies(struct uext4_fs *fs, const uint8_t *copies, const uint64
 	return 0;
 }
 
-int trans_commit(struct uext4_fs *fs)
+static int cmp_u64(const void *a, const void *b)
 {
-	struct trans *t = fs->trans;
-	uint8_t *copies = NULL;
-	uint64_t *blocks = NULL;
-	struct buf **held = NULL;
-	size_t n = 0;
-	int err, werr;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
-	if (!t)
+	return x < y ? -1 : x > y;
+}
+
+/* Is blocknr among the sorted blocks[0..n)? */
+static bool in_sorted(const uint64_t *blocks, size_t n, uint64_t blocknr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (blocks[mid] < blocknr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && blocks[lo] == blocknr;
+}
+
+/*
+ * The closed transaction's revoke records (handles drained): every freed
+ * journaled block, sorted, without duplicates and without blocks the
+ * transaction logs itself (a record would cancel that copy on replay).
+ */
+static int collect_revokes(struct trans *t, const uint64_t *logged, size_t nlogged,
+			   uint64_t **out, size_t *nout)
+{
+	size_t total = 0, n = 0;
+	uint64_t *v;
+
+	*out = NULL;
+	*nout = 0;
+	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
+		pthread_mutex_lock(&t->revoke[i].lock);
+		for (size_t j = 0; j < t->revoke[i].n; j++)
+			total += t->revoke[i].count[j];
+		pthread_mutex_unlock(&t->revoke[i].lock);
+	}
+	if (!total)
 		return 0;
-	if (cur_handle.depth > 0)
-		return fs_err(EDEADLK, "commit requested inside a handle");
-	ulock_lock(&t->commit_lock);
-	drain_handles(t);
-	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
-	atomic_store(&t->commit_wanted, 0);
-	release_handles(t, blocks, n);
-	werr = n ? write_copies(fs, copies, blocks, n) : 0;
+	if (!(v = malloc(total * sizeof(*v))))
+		return fs_err(ENOMEM, "commit: out of memory for %zu revoke records", total);
+	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
+		struct revoke_list *r = &t->revoke[i];
+
+		pthread_mutex_lock(&r->lock);
+		for (size_t j = 0; j < r->n; j++)
+			for (uint32_t k = 0; k < r->count[j]; k++)
+				v[n++] = r->start[j] + k;
+		r->n = 0;
+		pthread_mutex_unlock(&r->lock);
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	total = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((i == 0 || v[i] != v[i - 1]) && !in_sorted(logged, nlogged, v[i]))
+			v[total++] = v[i];
+	*out = v;
+	*nout = total;
+	return 0;
+}
+
+/* After the write-out: drop the in-flight list and wake waiting frees. */
+static void writes_done(struct trans *t)
+{
 	pthread_mutex_lock(&t->wait_lock);
 	atomic_store(&t->writing, 0);
 	t->inflight = NULL;
 	t->ninflight = 0;
 	pthread_cond_broadcast(&t->written);
 	pthread_mutex_unlock(&t->wait_lock);
-	if (!werr)
-		werr = bdev_flush(fs->dev);
+}
+
+/*
+ * Make the closed transaction durable and write it home.  Journal: log it
+ * (durable on return), then its freed blocks may be reused, then the home
+ * writes (no flush: the next commit's flush or the journal's tail move
+ * covers them).  No journal: home writes and a flush.
+ */
+static int write_out(struct uext4_fs *fs, uint32_t tid, const uint8_t *copies,
+		     const uint64_t *blocks, size_t n, const uint64_t *revoked, size_t nrevoked)
+{
+	struct trans *t = fs->trans;
+	int err = 0;
+
+	if (t->journal) {
+		if (n || nrevoked)
+			err = journal_commit(t->journal, t->jbase + tid - 1, blocks, copies, n,
+					     revoked, nrevoked);
+		if (!err)
+			err = n ? write_copies(fs, copies, blocks, n) : 0;
+	} else {
+		err = n ? write_copies(fs, copies, blocks, n) : 0;
+		if (!err)
+			err = bdev_flush(fs->dev);
+	}
+	return err;
+}
+
+/* One commit; commit_lock held, no handle open on this thread. */
+static int commit_locked(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	uint8_t *copies = NULL;
+	uint64_t *blocks = NULL, *revoked = NULL;
+	struct buf **held = NULL;
+	size_t n = 0, nrevoked = 0;
+	uint32_t tid;
+	int err, rerr, werr;
+
+	drain_handles(t);
+	tid = atomic_load(&t->running);
+	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
+	rerr = collect_revokes(t, blocks, n, &revoked, &nrevoked);
+	err = err ? err : rerr;
+	atomic_store(&t->running, tid + 1);
+	atomic_store(&t->commit_wanted, 0);
+	release_handles(t, blocks, n);
+	werr = err ? err : write_out(fs, tid, copies, blocks, n, revoked, nrevoked);
+	writes_done(t);
 	if (werr) {
 		int expected = 0;
 
 		atomic_compare_exchange_strong(&t->err, &expected, werr);
 		err = err ? err : werr;
+	} else {
+		atomic_store(&t->committed, tid);
+		balloc_release_busy(fs, tid);
 	}
 	bcache_note_write_done(fs->bc);
 	for (size_t i = 0; i < n; i++)
 		brelse(fs->bc, held[i]); /* now they may be evicted */
 	free(held);
 	atomic_fetch_add(&t->commits, 1);
-	ulock_unlock(&t->commit_lock);
 	free(copies);
 	free(blocks);
+	free(revoked);
 	return err;
+}
+
+int trans_commit(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	int err;
+
+	if (!t)
+		return 0;
+	if (cur_handle.depth > 0)
+		return fs_err(EDEADLK, "commit requested inside a handle");
+	ulock_lock(&t->commit_lock);
+	err = commit_locked(fs);
+	ulock_unlock(&t->commit_lock);
+	return err;
+}
+
+/* Transaction a is at or before b (numbers wrap as the journal's do). */
+static bool tid_le(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) <= 0;
+}
+
+int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
+{
+	struct trans *t = fs->trans;
+	int err = 0;
+
+	if (!t || !tid)
+		return 0;
+	if (cur_handle.depth > 0)
+		return fs_err(EDEADLK, "fsync inside a handle");
+	/* The transaction's file data was written inside its handles, so it
+	 * is durable once the transaction is. */
+	if (tid_le(tid, atomic_load(&t->committed)))
+		return atomic_load(&t->err);
+	ulock_lock(&t->commit_lock);
+	if (!tid_le(tid, atomic_load(&t->committed)))
+		err = commit_locked(fs); /* also commits every fsync queued behind us */
+	ulock_unlock(&t->commit_lock);
+	return err ? err : atomic_load(&t->err);
+}
+
+uint32_t trans_running_tid(struct uext4_fs *fs)
+{
+	return fs->trans ? atomic_load(&fs->trans->running) : 0;
+}
+
+/* ------------------------------------------------------------- timer */
+
+static bool has_work(struct uext4_fs *fs)
+{
+	return bcache_dirty_count(fs->bc) > 0 || atomic_load(&fs->hot->sb_dirty) ||
+	       balloc_has_busy(fs);
+}
+
+/* The commit thread: a commit every timer_secs while there is work. */
+static void *timer_main(void *arg)
+{
+	struct uext4_fs *fs = arg;
+	struct trans *t = fs->trans;
+
+	pthread_mutex_lock(&t->wait_lock);
+	while (!t->timer_stop) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += t->timer_secs;
+		while (!t->timer_stop &&
+		       pthread_cond_timedwait(&t->timer_cond, &t->wait_lock, &until) == 0)
+			;
+		if (t->timer_stop)
+			break;
+		pthread_mutex_unlock(&t->wait_lock);
+		if (has_work(fs))
+			trans_commit(fs); /* errors stick in t->err for the next handle */
+		pthread_mutex_lock(&t->wait_lock);
+	}
+	pthread_mutex_unlock(&t->wait_lock);
+	return NULL;
+}
+
+int trans_start_timer(struct uext4_fs *fs, unsigned secs)
+{
+	struct trans *t = fs->trans;
+	int err;
+
+	t->timer_secs = secs ? secs : 5;
+	if ((err = pthread_create(&t->timer, NULL, timer_main, fs)))
+		return fs_err(err, "cannot start the commit thread: %s", strerror(err));
+	t->timer_started = true;
+	return 0;
+}
+
+void trans_stop_timer(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+
+	if (!t || !t->timer_started)
+		return;
+	pthread_mutex_lock(&t->wait_lock);
+	t->timer_stop = true;
+	pthread_cond_broadcast(&t->timer_cond);
+	pthread_mutex_unlock(&t->wait_lock);
+	pthread_join(t->timer, NULL);
+	t->timer_started = false;
 }
 
 /* Readers of fs->sb (which the commit rewrites) hold this around the copy. */

@@ -444,6 +444,10 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 		handle_begin(fs, 4, &h);
 		err = balloc_free(h, NULL, runs[nr - 1].first, runs[nr - 1].n, 0);
 		CHECK(err == 0, "%s: free %d", what, err);
+		handle_end(h);
+		/* Allocatable again once the free is committed. */
+		CHECK(trans_commit(fs) == 0, "%s: commit", what);
+		handle_begin(fs, 4, &h);
 		err = balloc_alloc(h, NULL, 0, runs[nr - 1].n, &first, &got);
 		handle_end(h);
 		CHECK(err == 0 && first == runs[nr - 1].first && got == runs[nr - 1].n,
@@ -476,6 +480,19 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 		handle_end(h);
 		CHECK(err == 0, "%s: balloc_free %d", what, err);
 	}
+	/* Freed blocks are busy until the freeing transaction commits. */
+	handle_begin(fs, 4, &h);
+	{
+		uint64_t b1;
+		uint32_t n1;
+
+		err = balloc_alloc(h, NULL, 0, 1, &b1, &n1);
+		CHECK(err == -ENOSPC, "%s: a freed block was reused before the commit: %d", what, err);
+	}
+	handle_end(h);
+	CHECK(balloc_has_busy(fs), "%s: no busy blocks after the frees", what);
+	CHECK(trans_commit(fs) == 0, "%s: commit", what);
+	CHECK(!balloc_has_busy(fs), "%s: busy blocks left after the commit", what);
 	snap(fs, &after);
 	CHECK(after.free_blocks == before.free_blocks && after.free_inodes == before.free_inodes,
 	      "%s: counts after refill %lld/%lld vs %lld/%lld", what, (long long)after.free_blocks,
@@ -827,13 +844,20 @@ int main(void)
 		}
 		if (!(fs = mount_rw()))
 			continue;
+		/* Commits between the tests: blocks one frees become allocatable
+		 * again only when the freeing transaction commits. */
 		test_stress(fs, var->name);
+		CHECK(trans_commit(fs) == 0, "commit");
 		test_corrupt(fs, var->name);
+		CHECK(trans_commit(fs) == 0, "commit");
 		test_prealloc(fs, var->name);
+		CHECK(trans_commit(fs) == 0, "commit");
 		test_prealloc_interleaved(fs, var->name);
+		CHECK(trans_commit(fs) == 0, "commit");
 		if (var->seed002) {
 			test_seed002(fs, var->name);
 			test_seed002_threads(fs, var->name);
+			CHECK(trans_commit(fs) == 0, "commit");
 		}
 		if (var->enospc)
 			test_enospc(fs, var->name);
