@@ -920,6 +920,12 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 			return -EINVAL;
 		}
 		o->loop = (enum uext4_fuse_loop)k;
+	} else if (!strncmp(opt, "commit=", 7)) {
+		if (parse_uint(opt + 7, 86400, &v) || v == 0) {
+			snprintf(err, errlen, "bad commit interval '%s' (1..86400 seconds)", opt + 7);
+			return -EINVAL;
+		}
+		o->commit_secs = (unsigned)v;
 	} else if (!strncmp(opt, "threads=", 8)) {
 		if (parse_uint(opt + 8, 1024, &v) || v == 0) {
 			snprintf(err, errlen, "bad threads '%s' (1..1024)", opt + 8);

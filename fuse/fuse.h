@@ -24,6 +24,7 @@ enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LO
 
 struct uext4_fuse_opts {
 	int read_only;          /* mount read-only (-o ro); default read-write */
+	unsigned commit_secs;   /* -o commit=N: journal commit interval; 0 = 5 s */
 	int allow_other;        /* let other users see the mount */
 	int debug;              /* libfuse request tracing to stderr */
 	const char *fsname;     /* shown in /proc/mounts (usually the image path) */
