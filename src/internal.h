@@ -435,8 +435,11 @@ struct uext4_fs {
 	unsigned commit_secs;       /* commit interval */
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
-	struct ext4_super_block sb; /* copy of the on-disk superblock */
-};
+	/* --- written: by the commit (counters, times) and the legacy orphan
+	 * list (s_last_orphan), so on cache lines of its own, after every
+	 * read-mostly field (checked in super.c) --- */
+	struct ext4_super_block sb __attribute__((aligned(CACHELINE)));
+} __attribute__((aligned(CACHELINE)));
 
 #define FS_HAS_INCOMPAT(fs, f) (((fs)->feature_incompat & EXT4_FEATURE_INCOMPAT_##f) != 0)
 #define FS_HAS_COMPAT(fs, f) (((fs)->feature_compat & EXT4_FEATURE_COMPAT_##f) != 0)

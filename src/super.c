@@ -18,6 +18,27 @@
 #define GD_BLOCK_CSUM_HI_END_ (offsetof(struct ext4_group_desc, bg_block_bitmap_csum_hi) + 2)
 #define GD_INODE_CSUM_HI_END_ (offsetof(struct ext4_group_desc, bg_inode_bitmap_csum_hi) + 2)
 
+/*
+ * Seed 004: the mounted file system's read-mostly state (geometry, feature
+ * flags, the journal, cache and group-table pointers) shares no cache line
+ * with anything written while mounted.  struct uext4_fs starts on a line
+ * and the superblock copy, which commits and the legacy orphan list write,
+ * begins on a line after the last read-mostly field.  Write-hot state has
+ * its own allocations: fs->hot (counters, one line per slot), each
+ * group_info (own lines), struct trans (drain counters, one line each;
+ * the committer's flags, the journal pointer and the transaction ids on
+ * separate lines: see trans.c), the orphan state (per-block counters one
+ * line each).
+ */
+_Static_assert(_Alignof(struct uext4_fs) >= CACHELINE, "uext4_fs is cache-line aligned");
+_Static_assert(offsetof(struct uext4_fs, sb) % CACHELINE == 0, "sb starts a cache line");
+_Static_assert(offsetof(struct uext4_fs, sb) >= offsetof(struct uext4_fs, root) + sizeof(void *),
+	       "the superblock copy comes after every read-mostly field");
+_Static_assert(offsetof(struct uext4_fs, journal) / CACHELINE <
+		       offsetof(struct uext4_fs, sb) / CACHELINE,
+	       "the journal pointer is not on the superblock copy's lines");
+_Static_assert(sizeof(struct group_info) % CACHELINE == 0, "a group per cache line");
+
 /* Incompat features this version reads and understands. */
 #define SUPPORTED_INCOMPAT                                                           \
 	(EXT4_FEATURE_INCOMPAT_FILETYPE | EXT4_FEATURE_INCOMPAT_META_BG |            \
@@ -689,13 +710,14 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 {
 	struct uext4_opts none = {0};
 	const struct uext4_opts *o = opts ? opts : &none;
-	struct uext4_fs *fs = calloc(1, sizeof(*fs));
+	struct uext4_fs *fs = aligned_alloc(CACHELINE, sizeof(*fs));
 	int err;
 
 	if (!fs) {
 		bdev_close(dev);
 		return fs_err(ENOMEM, "out of memory");
 	}
+	memset(fs, 0, sizeof(*fs));
 	fs->dev = dev;
 	fs->read_only = o->read_only != 0 || dev->read_only;
 	fs->commit_secs = o->commit_secs ? o->commit_secs : 5;

@@ -93,6 +93,18 @@ struct trans {
 	unsigned timer_secs;
 };
 
+/* Seed 004: what handles write (their slot), what the committer writes
+ * (blocked, ids) and what everyone only reads (journal, jbase) sit on
+ * different cache lines. */
+_Static_assert(offsetof(struct trans, blocked) % CACHELINE == 0, "blocked on its own line");
+_Static_assert(offsetof(struct trans, journal) % CACHELINE == 0 &&
+		       offsetof(struct trans, journal) > offsetof(struct trans, itb_written),
+	       "journal pointer on a read-mostly line");
+_Static_assert(offsetof(struct trans, running) % CACHELINE == 0 &&
+		       offsetof(struct trans, running) >= offsetof(struct trans, jbase) + sizeof(uint32_t),
+	       "transaction ids off the read-mostly line");
+_Static_assert(sizeof(struct revoke_list) % CACHELINE == 0, "a revoke list per line");
+
 static _Thread_local struct handle cur_handle;
 
 unsigned thread_slot(void)
