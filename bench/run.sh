@@ -6,6 +6,7 @@
 #   read_bench.sh  stat/read through lib, FUSE, kernel, fuse2fs
 #   create.sh      file creation (seed 002): lib, FUSE, nullfs, kernel, fuse2fs
 #   fuse_loop.sh   FUSE request loops on nullfs
+#   orphan.sh      stress-orphan truncates, unlinks, fsync latency (seed 000)
 # BENCHES="create read_bench" runs only those.
 set -u
 cd "$(dirname "$0")/.." || exit 1

@@ -67,18 +67,15 @@ struct trans {
 	_Atomic int blocked __attribute__((aligned(CACHELINE)));
 	_Atomic int commit_wanted;
 	pthread_mutex_t wait_lock;
-	pthread_cond_t drained, unblocked, written;
-	/* The blocks a commit is writing after it let handles run again
-	 * (sorted; wait_lock).  A handle freeing one of them waits for the
-	 * write: the block's next owner may write it straight to the disk,
-	 * and the old copy must not land on top. */
-	const uint64_t *inflight;
-	size_t ninflight;
-	_Atomic int writing;
+	pthread_cond_t drained, unblocked;
 	struct ulock commit_lock;
 	_Atomic int err;                       /* first write-back error (negative) */
 	_Atomic uint64_t commits;
 	size_t dirty_limit;                    /* buffers; commit beyond it */
+	/* The commit's copy buffer, kept between commits (commit_lock):
+	 * fresh memory for every commit cost a page fault per 4 KiB. */
+	uint8_t *copybuf;
+	size_t copycap;
 	unsigned check_mask;                   /* look at the dirty count every mask+1 ends */
 	_Atomic uint8_t *itb_written;          /* bit per inode-table block */
 	/* Read-mostly, apart from the write-hot lines above (seed 004): */
@@ -131,7 +128,6 @@ int trans_init(struct uext4_fs *fs)
 	pthread_mutex_init(&t->wait_lock, NULL);
 	pthread_cond_init(&t->drained, NULL);
 	pthread_cond_init(&t->unblocked, NULL);
-	pthread_cond_init(&t->written, NULL);
 	pthread_cond_init(&t->timer_cond, NULL);
 	ulock_init(&t->commit_lock, RANK_HANDLE);
 	for (unsigned i = 0; i < TRANS_SLOTS; i++)
@@ -169,7 +165,6 @@ void trans_destroy(struct uext4_fs *fs)
 	pthread_mutex_destroy(&t->wait_lock);
 	pthread_cond_destroy(&t->drained);
 	pthread_cond_destroy(&t->unblocked);
-	pthread_cond_destroy(&t->written);
 	pthread_cond_destroy(&t->timer_cond);
 	ulock_destroy(&t->commit_lock);
 	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
@@ -178,6 +173,7 @@ void trans_destroy(struct uext4_fs *fs)
 		free(t->revoke[i].count);
 	}
 	free((void *)t->itb_written);
+	free(t->copybuf);
 	free(t);
 	fs->trans = NULL;
 }
@@ -287,22 +283,6 @@ void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t
 	bcache_mark_dirty(h->fs->bc, b);
 }
 
-/* Does [blocknr, blocknr + count) meet the sorted in-flight list? */
-static bool inflight_overlaps(const struct trans *t, uint64_t blocknr, uint32_t count)
-{
-	size_t lo = 0, hi = t->ninflight;
-
-	while (lo < hi) {  /* first entry >= blocknr */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->inflight[mid] < blocknr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < t->ninflight && t->inflight[lo] < blocknr + count;
-}
-
 /* Remember freed journaled blocks: the commit writes revoke records. */
 static void revoke_add(struct trans *t, unsigned slot, uint64_t blocknr, uint32_t count)
 {
@@ -343,15 +323,12 @@ void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool meta
 {
 	struct trans *t = h->fs->trans;
 
+	/* No wait for a commit still writing an old copy home: the blocks
+	 * stay busy (unallocatable) until this transaction commits, which
+	 * is after that write. */
 	bcache_forget(h->fs->bc, blocknr, count);
 	if (metadata && t->journal)
 		revoke_add(t, h->slot, blocknr, count);
-	if (!atomic_load(&t->writing))
-		return;
-	pthread_mutex_lock(&t->wait_lock);
-	while (atomic_load(&t->writing) && inflight_overlaps(t, blocknr, count))
-		pthread_cond_wait(&t->written, &t->wait_lock);
-	pthread_mutex_unlock(&t->wait_lock);
 }
 
 /* ------------------------------------------------------------- commit */
@@ -393,12 +370,9 @@ static void drain_handles(struct trans *t)
 	pthread_mutex_unlock(&t->wait_lock);
 }
 
-static void release_handles(struct trans *t, const uint64_t *blocks, size_t n)
+static void release_handles(struct trans *t)
 {
 	pthread_mutex_lock(&t->wait_lock);
-	t->inflight = blocks;
-	t->ninflight = n;
-	atomic_store(&t->writing, n > 0);
 	atomic_store(&t->blocked, 0);
 	pthread_cond_broadcast(&t->unblocked);
 	pthread_mutex_unlock(&t->wait_lock);
@@ -446,6 +420,21 @@ static int cmp_blocknr(const void *a, const void *b)
 	return x->blocknr < y->blocknr ? -1 : x->blocknr > y->blocknr;
 }
 
+/* The commit's copy buffer, grown as needed and reused. */
+static uint8_t *copy_buffer(struct trans *t, size_t bytes)
+{
+	if (bytes > t->copycap) {
+		size_t cap = MAX(bytes, t->copycap * 2);
+		uint8_t *p = realloc(t->copybuf, cap);
+
+		if (!p)
+			return NULL;
+		t->copybuf = p;
+		t->copycap = cap;
+	}
+	return t->copybuf ? t->copybuf : copy_buffer(t, 1);
+}
+
 /*
  * Take the dirty buffers, finish their checksums, copy them.  The buffers
  * stay referenced (*held) until their copies are on disk: evicted earlier,
@@ -477,7 +466,7 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 		err = err ? err : fs_err(ENOMEM, "commit: out of memory");
 	}
 	*n = n1 + n2;
-	*copies = malloc(*n * fs->block_size + 1);
+	*copies = copy_buffer(fs->trans, *n * fs->block_size);
 	*blocks = malloc(*n * sizeof(uint64_t) + 1);
 	struct buf **all = malloc(*n * sizeof(*all) + 1);
 	if (!*copies || !*blocks || !all) {
@@ -608,17 +597,6 @@ static int collect_revokes(struct trans *t, const uint64_t *logged, size_t nlogg
 	return 0;
 }
 
-/* After the write-out: drop the in-flight list and wake waiting frees. */
-static void writes_done(struct trans *t)
-{
-	pthread_mutex_lock(&t->wait_lock);
-	atomic_store(&t->writing, 0);
-	t->inflight = NULL;
-	t->ninflight = 0;
-	pthread_cond_broadcast(&t->written);
-	pthread_mutex_unlock(&t->wait_lock);
-}
-
 /*
  * Make the closed transaction durable and write it home.  Journal: log it
  * (durable on return), then its freed blocks may be reused, then the home
@@ -663,9 +641,8 @@ static int commit_locked(struct uext4_fs *fs)
 	err = err ? err : rerr;
 	atomic_store(&t->running, tid + 1);
 	atomic_store(&t->commit_wanted, 0);
-	release_handles(t, blocks, n);
+	release_handles(t);
 	werr = err ? err : write_out(fs, tid, copies, blocks, n, revoked, nrevoked);
-	writes_done(t);
 	if (werr) {
 		int expected = 0;
 
@@ -680,7 +657,6 @@ static int commit_locked(struct uext4_fs *fs)
 		brelse(fs->bc, held[i]); /* now they may be evicted */
 	free(held);
 	atomic_fetch_add(&t->commits, 1);
-	free(copies);
 	free(blocks);
 	free(revoked);
 	return err;
