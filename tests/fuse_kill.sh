@@ -186,9 +186,16 @@ round() { # round N
 	# Abort the FUSE connection so no request waits on the dead server.
 	[ -w "/sys/fs/fuse/connections/$conn/abort" ] && echo 1 > "/sys/fs/fuse/connections/$conn/abort"
 	wait "$pid" 2> /dev/null
+	# Stop the writers BEFORE the lazy unmount: afterwards their paths
+	# would reach the empty mount point directory on the host, and what
+	# they "fsynced" there would be logged as if it were in the image.
+	for w in "${pids[@]}"; do
+		pkill -9 -P "$w" 2> /dev/null
+		kill -9 "$w" 2> /dev/null
+	done
+	for w in "${pids[@]}"; do wait "$w" 2> /dev/null; done
 	echo "killed with $(grep -c '^F ' "$log") fsynced files logged"
 	fusermount3 -uz "$mnt" 2> /dev/null || umount -l "$mnt"
-	for w in "${pids[@]}"; do wait "$w"; done
 	recover "$img" || { bad "round $n: recovery failed"; return; }
 	fsck_clean "$img" || { bad "round $n: e2fsck after recovery (seed $SEED)"; cp "$img" /tmp/fuse_kill-fail-r$n.img; echo "kept /tmp/fuse_kill-fail-r$n.img"; }
 	fuse_mount "$img" "$mnt" || { bad "round $n: read-only mount for checking"; return; }
