@@ -158,10 +158,10 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 	uint32_t bad = fs->feature_incompat & ~SUPPORTED_INCOMPAT;
 
 	if (fs->feature_incompat & EXT4_FEATURE_INCOMPAT_JOURNAL_DEV)
-		return fs_err(EOPNOTSUPP, "this is an external journal device, not a file system");
+		return fs_err(EOPNOTSUPP, "this is an external journal device (journal_dev), not a file system");
 	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && le32(fs->sb.s_journal_inum) == 0)
 		return fs_err(EOPNOTSUPP, "the file system's journal is on an external device "
-			      "(journal_dev 0x%x), which uext4 does not support; only internal "
+			      "(s_journal_dev 0x%x), which uext4 does not support; only internal "
 			      "journals (in inode %u) are", le32(fs->sb.s_journal_dev),
 			      EXT4_JOURNAL_INO);
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) &&

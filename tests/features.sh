@@ -4,7 +4,9 @@
 #
 # What is refused follows src/super.c:
 #   incompat: compression, journal_dev, mmp, dirdata, encrypt, casefold,
-#             needs_recovery (with a journal) and any unknown bit -> refused;
+#             needs_recovery without a journal and any unknown bit -> refused;
+#   needs_recovery with a journal is recovered (here: an empty journal, so a
+#             read-only mount changes nothing);
 #   ro_compat: bigalloc -> always refused; any other ro_compat bit we do not
 #             write (quota, project, verity, unknown) -> read-only mount only.
 # Images are made by mke2fs where it can, otherwise a bit is set on a small
@@ -153,7 +155,7 @@ start "compression";     mkimg "" compression && refused compression
 start "dirdata";         mkimg "" dirdata && refused dirdata
 start "unknown incompat bit 31"; mkimg "" FEATURE_I31 && refused FEATURE_I31
 start "bigalloc";        MKE2FS_EXTRA="-C 16384"; mkimg bigalloc && refused bigalloc
-start "needs_recovery";  mkimg has_journal needs_recovery && refused needs_recovery
+start "needs_recovery without a journal"; mkimg ^has_journal needs_recovery && refused needs_recovery
 
 start "journal_dev (external journal device)"
 IMG=$T/j.img
@@ -172,6 +174,7 @@ start "unknown ro_compat bit 31"; mkimg "" FEATURE_R31 && accepted FEATURE_R31
 # ---- supported -----------------------------------------------------------------
 start "default ext4 (has_journal, extents, flex_bg, metadata_csum)"; mkimg "" && accepted has_journal
 start "64bit";                mkimg 64bit && accepted 64bit
+start "needs_recovery (empty journal)"; mkimg has_journal needs_recovery && accepted needs_recovery
 start "ea_inode";             mkimg ea_inode && accepted ea_inode
 start "large_dir";            mkimg large_dir && accepted large_dir
 start "inline_data";          mkimg inline_data && accepted inline_data
