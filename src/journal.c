@@ -216,9 +216,13 @@ static int set_log_area(struct jbd2_log *log)
 		uint32_t fc = JGET(sb, s_num_fc_blks);
 
 		log->fc_blocks = fc ? fc : JBD2_DEFAULT_FC_BLOCKS;
-		if (log->fc_blocks >= maxlen || maxlen - log->fc_blocks <= log->first + 1)
-			return fs_corrupt("journal superblock: %u fast-commit blocks leave no log in "
-					  "%u blocks", log->fc_blocks, maxlen);
+		/* As e2fsprogs: the log proper must keep the minimum size. */
+		if (log->fc_blocks >= maxlen || maxlen - log->fc_blocks < JBD2_MIN_LOG_BLOCKS ||
+		    maxlen - log->fc_blocks <= log->first + 1)
+			return fs_corrupt("journal superblock: %u fast-commit blocks leave fewer than "
+					  "%u log blocks in %u", log->fc_blocks, JBD2_MIN_LOG_BLOCKS,
+					  maxlen);
+		/* The log is [first, last); fast commits start at last + 1. */
 		log->last = maxlen - log->fc_blocks;
 	}
 	if (log->last - log->first < 2)

@@ -313,9 +313,9 @@ static int check_fast_commits(struct scan *s)
 	uint8_t *b = s->data;
 	int err;
 
-	if (!log->fc_blocks)
+	if (!log->fc_blocks || log->last + 1 >= log->nblocks)
 		return 0;
-	err = jbd2_read_block(log, log->last, b);
+	err = jbd2_read_block(log, log->last + 1, b);  /* j_fc_first = j_last + 1 */
 	if (err)
 		return err;
 	/* ext4_fc_tl {le16 tag, le16 len} + ext4_fc_head {le32 features, le32 tid};
