@@ -422,6 +422,25 @@ int file_write_locked(struct handle *h, struct inode *inode, const void *buf, si
 	}
 }
 
+static int zero_mapped(struct uext4_fs *fs, struct inode *inode, uint64_t from, uint64_t to);
+
+/*
+ * A shrinking truncate leaves the bytes past the new i_size in its last
+ * block as they are (seed 000's stress-orphan shrinks a file one byte at a
+ * time: each would cost a device write, and every thread's pwrite to the
+ * image takes the host file's one inode lock).  Reads stop at i_size, so
+ * they are never seen; whatever makes the file longer zeroes them first.
+ * Caller holds inode->lock for writing; new_size > inode->size.
+ */
+static int zero_eof_tail(struct uext4_fs *fs, struct inode *inode, uint64_t new_size)
+{
+	uint64_t bmask = fs->block_size - 1, from = inode->size;
+
+	if (!(from & bmask) || new_size <= from || inode_has_inline_data(inode))
+		return 0;
+	return zero_mapped(fs, inode, from, MIN(new_size, (from | bmask) + 1));
+}
+
 ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
 		    uint64_t off)
 {
@@ -456,6 +475,8 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 		if (err || written)
 			goto out;
 	}
+	if (off > inode->size && (err = zero_eof_tail(fs, inode, off)))
+		goto out;
 	while (done < size) {
 		size_t n = 0;
 		int eerr;
@@ -521,13 +542,15 @@ int file_set_size(struct handle *h, struct inode *inode, uint64_t size)
 	if (inode->flags & EXT4_INLINE_DATA_FL) {
 		err = inline_set_size(h, inode, size);
 	} else if (size < inode->size) {
+		/* The tail past the new size is zeroed when the file grows again
+		 * (zero_eof_tail()). */
 		err = inode_truncate_blocks(h, inode, (size + bmask) >> shift);
-		if (!err && (size & bmask))
-			err = zero_mapped(fs, inode, size, (size | bmask) + 1);
 		if (!err)
 			inode->size = size;
 	} else {
-		inode->size = size;
+		err = zero_eof_tail(fs, inode, size);
+		if (!err)
+			inode->size = size;
 	}
 	if (!err)
 		touch_mc(inode);
@@ -568,6 +591,11 @@ static int falloc_finish(struct uext4_fs *fs, struct inode *inode, int mode, uin
 	if (err)
 		return err;
 	if (!(mode & FALLOC_FL_KEEP_SIZE) && end > inode->size) {
+		err = zero_eof_tail(fs, inode, end);
+		if (err) {
+			handle_end(h);
+			return err;
+		}
 		inode->size = end;
 		touch_mc(inode);
 	} else {
