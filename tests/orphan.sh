@@ -16,6 +16,8 @@
 #      -fy clears the same ones: the on-disk format is right
 #  (f) corrupt lists (inode out of range, a loop) stop cleanup with a
 #      message naming the inode
+#  (g) the FUSE server killed (kill -9) while a process holds files it
+#      unlinked open: `uext4 recover` frees them, both formats
 # Every image ends e2fsck -fn clean.
 # test-timeout: 400
 . "$(dirname "$0")/lib.sh"
@@ -152,6 +154,62 @@ for fmt in file list small; do
 		echo "ok   the kernel frees our orphans: $k"
 	fi
 done
+
+# ---------------------------------------------------------------- (g)
+# The holder opens N files, writes them, unlinks them, fsyncs one (which
+# commits the unlinks' transaction), reports "ready" and waits; then the
+# server is killed under it.
+cat > "$D/hold.py" << 'PYEOF'
+import os, sys
+mnt, n = sys.argv[1], int(sys.argv[2])
+fds = []
+for i in range(n):
+    p = os.path.join(mnt, "h%d" % i)
+    fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o644)
+    os.write(fd, os.urandom(8192 + 1024 * (i % 7)))
+    os.unlink(p)
+    fds.append(fd)
+os.fsync(fds[-1])
+print("ready", flush=True)
+sys.stdin.read()
+PYEOF
+if [ -e /dev/fuse ] && command -v python3 > /dev/null && command -v fusermount3 > /dev/null; then
+	for fmt in file list; do
+		n=$((10 + SEED % 20))
+		note "(g) FUSE server killed with $n files unlinked while open, $fmt"
+		img=$D/g-$fmt.img
+		mkimg "$img" $fmt
+		before=$(free_counts "$img")
+		mkdir -p "$D/gm"
+		"$UEXT4" mount -f "$img" "$D/gm" > "$D/gm.log" 2>&1 &
+		gpid=$!
+		MOUNTS+=("$D/gm")
+		for ((i = 0; i < 300; i++)); do
+			[ "$(findmnt -n -o TARGET "$D/gm" 2> /dev/null)" = "$D/gm" ] && break
+			kill -0 $gpid 2> /dev/null || { cat "$D/gm.log"; fail "(g) mount"; }
+			sleep 0.1 # bounded poll for the mount to appear
+		done
+		coproc HOLD { python3 "$D/hold.py" "$D/gm" $n; }
+		read -r -t 60 line <&"${HOLD[0]}" || true
+		[ "$line" = ready ] || fail "(g) the holder did not get ready: $line"
+		conn=$(mountpoint -d "$D/gm" | cut -d: -f2)
+		kill -9 $gpid
+		[ -w "/sys/fs/fuse/connections/$conn/abort" ] && echo 1 > "/sys/fs/fuse/connections/$conn/abort"
+		wait $gpid 2> /dev/null
+		kill -9 "$HOLD_PID" 2> /dev/null
+		wait "$HOLD_PID" 2> /dev/null
+		fusermount3 -uz "$D/gm" 2> /dev/null || umount -l "$D/gm"
+		"$UEXT4" recover "$img" > "$D/g.out" || { cat "$D/g.out"; fail "(g) recover $fmt"; }
+		cat "$D/g.out"
+		grep -q "orphans: 0 truncated, $n freed" "$D/g.out" || fail "(g) recover did not free $n orphans"
+		after=$(free_counts "$img")
+		[ "$before" = "$after" ] || fail "(g) free blocks/inodes $after, before the files: $before"
+		echo "ok   free blocks and inodes as before the files: $after"
+		fsck_clean "$img" "(g) $fmt after recover"
+	done
+else
+	echo "(g) skipped: needs /dev/fuse, fusermount3 and python3"
+fi
 
 # ---------------------------------------------------------------- (d)
 for fmt in file list; do
