@@ -61,6 +61,11 @@ struct busy_ext {
 struct balloc_group {
 	struct balloc_pa *windows;  /* fs->groups[g].lock */
 	struct busy_ext *busy;      /* fs->groups[g].lock */
+	/* The same blocks as a bitmap, for the search (a list walk per
+	 * candidate block made an unlink-heavy transaction quadratic); made
+	 * with the group's first busy extent, freed with its last.
+	 * fs->groups[g].lock. */
+	uint8_t *busy_map;
 	_Atomic uint32_t reserved;  /* blocks in windows: written under the
 				     * group lock, read without it */
 } __attribute__((aligned(CACHELINE / 4)));
@@ -124,6 +129,7 @@ void balloc_destroy(struct uext4_fs *fs)
 			st->g[g].busy = e->next;
 			free(e);
 		}
+		free(st->g[g].busy_map);
 	}
 	free((void *)st->busy_groups);
 	free(st);
@@ -207,32 +213,6 @@ static uint32_t next_window(struct uext4_fs *fs, struct balloc_group *bg, uint32
 	return end;
 }
 
-/* If bit `off` of group g is busy: the offset just past that extent, else
- * `off`.  Group lock held. */
-static uint32_t skip_busy(struct balloc_group *bg, uint32_t off)
-{
-	bool moved = true;
-
-	while (moved) {
-		moved = false;
-		for (struct busy_ext *e = bg->busy; e; e = e->next)
-			if (off >= e->start && off < e->start + e->len) {
-				off = e->start + e->len;
-				moved = true;
-			}
-	}
-	return off;
-}
-
-/* The first busy extent start in (off, end), or end. */
-static uint32_t next_busy(struct balloc_group *bg, uint32_t off, uint32_t end)
-{
-	for (struct busy_ext *e = bg->busy; e; e = e->next)
-		if (e->start > off && e->start < end)
-			end = e->start;
-	return end;
-}
-
 /*
  * First free block at or after `pos` and before `end` in the bitmap, not
  * busy, and not in a window when `respect`, and the length of the free run
@@ -242,7 +222,7 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 			 const uint8_t *map, uint32_t pos, uint32_t end, uint32_t max,
 			 uint32_t *len)
 {
-	bool windows = bg && respect && bg->windows, busy = bg && bg->busy;
+	bool windows = bg && respect && bg->windows, busy = bg && bg->busy_map;
 
 	for (;;) {
 		uint32_t p = bit_find_zero(map, pos, end), q, lim, s = 0;
@@ -251,8 +231,8 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 			return end;
 		if (windows)
 			s = skip_windows(fs, bg, g, p);
-		if (busy && s <= p)
-			s = skip_busy(bg, p);
+		if (busy && s <= p && bit_test(bg->busy_map, p))
+			s = bit_find_zero(bg->busy_map, p, end);
 		if (s > p) {
 			pos = s;
 			continue;
@@ -261,7 +241,7 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 		if (windows)
 			lim = next_window(fs, bg, g, p, lim);
 		if (busy)
-			lim = next_busy(bg, p, lim);
+			lim = bit_find_set(bg->busy_map, p, lim);
 		q = bit_find_set(map, p, lim);
 		*len = q - p;
 		return p;
@@ -723,6 +703,10 @@ static int busy_add(struct uext4_fs *fs, uint32_t g, uint32_t off, uint32_t n, u
 
 	if (!st)
 		return 0;
+	if (!st->g[g].busy_map && !(st->g[g].busy_map = calloc(1, fs->block_size)))
+		return fs_err(ENOMEM, "out of memory for freed blocks of group %u", g);
+	for (uint32_t i = off; i < off + n; i++)
+		bit_set(st->g[g].busy_map, i);
 	e = st->g[g].busy;
 	if (e && e->tid == tid && e->start + e->len == off) {
 		e->len += n;    /* a truncate frees runs in order */
@@ -749,14 +733,19 @@ static void busy_release_group(struct uext4_fs *fs, uint32_t g, uint32_t tid)
 		struct busy_ext *e = *pp;
 
 		if ((int32_t)(e->tid - tid) <= 0) {
+			for (uint32_t i = e->start; i < e->start + e->len; i++)
+				bit_clear(st->g[g].busy_map, i);
 			*pp = e->next;
 			free(e);
 		} else {
 			pp = &e->next;
 		}
 	}
-	if (!st->g[g].busy)
+	if (!st->g[g].busy) {
+		free(st->g[g].busy_map);
+		st->g[g].busy_map = NULL;
 		atomic_fetch_and(&st->busy_groups[g / 64], ~(1ull << (g % 64)));
+	}
 	ulock_unlock(&gi->lock);
 }
 

@@ -68,6 +68,8 @@ struct trans {
 	_Atomic int commit_wanted;
 	pthread_mutex_t wait_lock;
 	pthread_cond_t drained, unblocked;
+	pthread_cond_t commit_done;            /* a commit ended (wait_lock) */
+	bool committing;                       /* commit_lock held (wait_lock) */
 	struct ulock commit_lock;
 	_Atomic int err;                       /* first write-back error (negative) */
 	_Atomic uint64_t commits;
@@ -129,6 +131,7 @@ int trans_init(struct uext4_fs *fs)
 	pthread_cond_init(&t->drained, NULL);
 	pthread_cond_init(&t->unblocked, NULL);
 	pthread_cond_init(&t->timer_cond, NULL);
+	pthread_cond_init(&t->commit_done, NULL);
 	ulock_init(&t->commit_lock, RANK_HANDLE);
 	for (unsigned i = 0; i < TRANS_SLOTS; i++)
 		pthread_mutex_init(&t->revoke[i].lock, NULL);
@@ -166,6 +169,7 @@ void trans_destroy(struct uext4_fs *fs)
 	pthread_cond_destroy(&t->drained);
 	pthread_cond_destroy(&t->unblocked);
 	pthread_cond_destroy(&t->timer_cond);
+	pthread_cond_destroy(&t->commit_done);
 	ulock_destroy(&t->commit_lock);
 	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
 		pthread_mutex_destroy(&t->revoke[i].lock);
@@ -662,6 +666,34 @@ static int commit_locked(struct uext4_fs *fs)
 	return err;
 }
 
+/*
+ * One committer at a time.  `committing` (under wait_lock) is the real
+ * turn-taking, and commit_done is broadcast at the end of each commit:
+ * an fsync waits there until its transaction is committed, by anyone,
+ * instead of queueing on a mutex, which is not fair (an fsync whose
+ * transaction was long committed could wait behind commit after commit
+ * of other threads).  commit_lock is then uncontended between committers;
+ * it also keeps readers of fs->sb (trans_lock_super()) out of a commit.
+ */
+static void commit_begin(struct trans *t)
+{
+	pthread_mutex_lock(&t->wait_lock);
+	while (t->committing)
+		pthread_cond_wait(&t->commit_done, &t->wait_lock);
+	t->committing = true;
+	pthread_mutex_unlock(&t->wait_lock);
+	ulock_lock(&t->commit_lock);
+}
+
+static void commit_end(struct trans *t)
+{
+	ulock_unlock(&t->commit_lock);
+	pthread_mutex_lock(&t->wait_lock);
+	t->committing = false;
+	pthread_cond_broadcast(&t->commit_done);
+	pthread_mutex_unlock(&t->wait_lock);
+}
+
 int trans_commit(struct uext4_fs *fs)
 {
 	struct trans *t = fs->trans;
@@ -671,9 +703,9 @@ int trans_commit(struct uext4_fs *fs)
 		return 0;
 	if (cur_handle.depth > 0)
 		return fs_err(EDEADLK, "commit requested inside a handle");
-	ulock_lock(&t->commit_lock);
+	commit_begin(t);
 	err = commit_locked(fs);
-	ulock_unlock(&t->commit_lock);
+	commit_end(t);
 	return err;
 }
 
@@ -683,6 +715,12 @@ static bool tid_le(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) <= 0;
 }
 
+/*
+ * Group commit: while another thread commits, wait for that commit to end
+ * (it may well include tid) rather than queue on the commit lock, which
+ * is not fair: an fsync whose transaction is long committed could wait
+ * behind commit after commit of other threads.
+ */
 int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
 {
 	struct trans *t = fs->trans;
@@ -694,12 +732,20 @@ int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
 		return fs_err(EDEADLK, "fsync inside a handle");
 	/* The transaction's file data was written inside its handles, so it
 	 * is durable once the transaction is. */
-	if (tid_le(tid, atomic_load(&t->committed)))
-		return atomic_load(&t->err);
-	ulock_lock(&t->commit_lock);
-	if (!tid_le(tid, atomic_load(&t->committed)))
-		err = commit_locked(fs); /* also commits every fsync queued behind us */
-	ulock_unlock(&t->commit_lock);
+	pthread_mutex_lock(&t->wait_lock);
+	while (!err && !tid_le(tid, atomic_load(&t->committed)) && !atomic_load(&t->err)) {
+		if (t->committing) {
+			pthread_cond_wait(&t->commit_done, &t->wait_lock);
+			continue;
+		}
+		t->committing = true;
+		pthread_mutex_unlock(&t->wait_lock);
+		ulock_lock(&t->commit_lock);
+		err = commit_locked(fs); /* also commits every fsync waiting */
+		commit_end(t);
+		pthread_mutex_lock(&t->wait_lock);
+	}
+	pthread_mutex_unlock(&t->wait_lock);
 	return err ? err : atomic_load(&t->err);
 }
 
