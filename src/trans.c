@@ -87,7 +87,8 @@ struct trans {
 	_Atomic uint32_t committed;
 	/* The commit timer: */
 	pthread_t timer;
-	bool timer_started, timer_stop;        /* wait_lock */
+	bool timer_started;                    /* set before handles run */
+	bool timer_stop, timer_kicked;         /* wait_lock */
 	pthread_cond_t timer_cond;
 	unsigned timer_secs;
 };
@@ -141,14 +142,14 @@ int trans_init(struct uext4_fs *fs)
 	/* Write back when a quarter of the cache is dirty, or when the
 	 * transaction would outgrow the journal. */
 	t->dirty_limit = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
-	if (fs->journal && t->dirty_limit > journal_max_transaction(fs->journal) / 2)
-		t->dirty_limit = journal_max_transaction(fs->journal) / 2;
+	if (fs->journal && t->dirty_limit > journal_max_transaction(fs->journal))
+		t->dirty_limit = journal_max_transaction(fs->journal);
 	if (t->dirty_limit < 16)
 		t->dirty_limit = 16;
 	/* Summing the shards' dirty counts reads 64 cache lines: a thread
 	 * looks every 32nd handle, or every one when the limit is small
 	 * enough for those 32 to overshoot it. */
-	t->check_mask = t->dirty_limit >= 8192 ? 31 : t->dirty_limit >= 1024 ? 3 : 0;
+	t->check_mask = t->dirty_limit >= 4096 ? 31 : t->dirty_limit >= 1024 ? 3 : 0;
 	t->itb_written = calloc(bits / 8 + 1, 1);
 	if (!t->itb_written) {
 		free(t);
@@ -242,6 +243,31 @@ int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
 	return 0;
 }
 
+static void kick_commit_thread(struct trans *t);
+
+/*
+ * Too much dirty for one transaction (a quarter of the cache, or what the
+ * journal takes at once): the commit thread commits, as jbd2's, so that
+ * this thread goes on creating; only if the dirty set keeps growing to
+ * twice the limit meanwhile does this thread commit itself (back pressure).
+ */
+static int check_dirty(struct uext4_fs *fs, int err)
+{
+	struct trans *t = fs->trans;
+	size_t dirty = bcache_dirty_count(fs->bc);
+
+	if (dirty <= t->dirty_limit)
+		return err;
+	if (t->timer_started && dirty <= 2 * t->dirty_limit) {
+		if (!atomic_exchange(&t->commit_wanted, 1))
+			kick_commit_thread(t);
+		return err;
+	}
+	int cerr = trans_commit(fs);
+
+	return err ? err : cerr;
+}
+
 int handle_end(struct handle *h)
 {
 	struct uext4_fs *fs = h->fs;
@@ -254,13 +280,8 @@ int handle_end(struct handle *h)
 	slot_leave(t, h->slot);
 	h->err = 0;
 	static _Thread_local unsigned ends;
-	if ((++ends & t->check_mask) == 0 && bcache_dirty_count(fs->bc) > t->dirty_limit &&
-	    !atomic_exchange(&t->commit_wanted, 1)) {
-		int cerr = trans_commit(fs);
-
-		if (!err)
-			err = cerr;
-	}
+	if ((++ends & t->check_mask) == 0)
+		err = check_dirty(fs, err);
 	return err;
 }
 
@@ -774,11 +795,12 @@ static void *timer_main(void *arg)
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += t->timer_secs;
-		while (!t->timer_stop &&
+		while (!t->timer_stop && !t->timer_kicked &&
 		       pthread_cond_timedwait(&t->timer_cond, &t->wait_lock, &until) == 0)
 			;
 		if (t->timer_stop)
 			break;
+		t->timer_kicked = false;
 		pthread_mutex_unlock(&t->wait_lock);
 		if (has_work(fs))
 			trans_commit(fs); /* errors stick in t->err for the next handle */
@@ -786,6 +808,15 @@ static void *timer_main(void *arg)
 	}
 	pthread_mutex_unlock(&t->wait_lock);
 	return NULL;
+}
+
+/* Ask the commit thread for a commit now (handles over the dirty limit). */
+static void kick_commit_thread(struct trans *t)
+{
+	pthread_mutex_lock(&t->wait_lock);
+	t->timer_kicked = true;
+	pthread_cond_broadcast(&t->timer_cond);
+	pthread_mutex_unlock(&t->wait_lock);
 }
 
 int trans_start_timer(struct uext4_fs *fs, unsigned secs)
