@@ -682,7 +682,19 @@ static int itable_block_for_write(struct uext4_fs *fs, uint64_t ino, struct buf 
 	return bread(fs->bc, blk, UEXT4_META_INODE_TABLE, b);
 }
 
-int inode_write(struct handle *h, struct inode *n)
+/* What goes into an inode's copy in its inode-table buffer. */
+enum itable_fill { FILL_WHOLE, FILL_ORPHAN_LINK };
+
+/*
+ * Change the inode's copy in its inode-table buffer under raw_lock, and
+ * dirty the buffer.  FILL_WHOLE: the parsed fields, encoded into n->raw
+ * with its checksum, copied in (caller holds n->lock for writing, or owns
+ * a new inode).  FILL_ORPHAN_LINK: only i_dtime (the legacy orphan list's
+ * link) and the checksum, in the buffer's copy; n->raw is left alone and
+ * the next FILL_WHOLE encodes the same link from orphan_next_ino, so no
+ * n->lock is needed (as the kernel's NEXT_ORPHAN update of a neighbour).
+ */
+static int itable_update(struct handle *h, struct inode *n, enum itable_fill fill)
 {
 	struct uext4_fs *fs = h->fs;
 	uint32_t off, group, index;
@@ -693,45 +705,36 @@ int inode_write(struct handle *h, struct inode *n)
 		return err;
 	if ((err = handle_write_access(h, b)) == 0) {
 		raw_lock(n);
-		encode_inode(fs, n);
-		csum_set_inode(fs, n->ino, n->raw);
-		memcpy(b->data + off, n->raw, fs->inode_size);
+		if (fill == FILL_WHOLE) {
+			encode_inode(fs, n);
+			csum_set_inode(fs, n->ino, n->raw);
+			memcpy(b->data + off, n->raw, fs->inode_size);
+		} else {
+			struct ext4_inode *r = (struct ext4_inode *)(b->data + off);
+
+			r->i_dtime = cpu_to_le32(orphan_dtime(n, 0));
+			csum_set_inode(fs, n->ino, r);
+		}
 		raw_unlock(n);
 		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
-		/* fsync commits up to here (trans_commit_tid()). */
-		atomic_store_explicit(&n->last_tid, h->tid, memory_order_relaxed);
 	}
 	brelse(fs->bc, b);
 	return err;
 }
 
-/*
- * Only the i_dtime of the inode's on-disk copy (the legacy orphan list's
- * link) and its checksum, in the inode-table buffer.  The caller need not
- * hold n->lock: the buffer's copy of an inode is only written under
- * raw_lock, and n->raw is left alone (the next inode_write() encodes the
- * same link from orphan_next_ino).
- */
+int inode_write(struct handle *h, struct inode *n)
+{
+	int err = itable_update(h, n, FILL_WHOLE);
+
+	/* fsync commits up to here (trans_commit_tid()). */
+	if (!err)
+		atomic_store_explicit(&n->last_tid, h->tid, memory_order_relaxed);
+	return err;
+}
+
 int inode_write_orphan_link(struct handle *h, struct inode *n)
 {
-	struct uext4_fs *fs = h->fs;
-	uint32_t off, group, index;
-	struct buf *b;
-	int err;
-
-	if ((err = itable_block_for_write(fs, n->ino, &b, &off, &group, &index)))
-		return err;
-	if ((err = handle_write_access(h, b)) == 0) {
-		struct ext4_inode *r = (struct ext4_inode *)(b->data + off);
-
-		raw_lock(n);
-		r->i_dtime = cpu_to_le32(orphan_dtime(n, 0));
-		csum_set_inode(fs, n->ino, r);
-		raw_unlock(n);
-		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
-	}
-	brelse(fs->bc, b);
-	return err;
+	return itable_update(h, n, FILL_ORPHAN_LINK);
 }
 
 /* Flags a new inode inherits from its directory, as the kernel's

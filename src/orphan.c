@@ -325,6 +325,18 @@ static void prefetch_itable(struct uext4_fs *fs, struct inode *inode)
 		brelse(fs->bc, b);
 }
 
+/* In-memory list: inode becomes the head (the one s_last_orphan names).
+ * list_lock held. */
+static void list_push_front(struct orphan_state *st, struct inode *inode)
+{
+	inode->orphan_prev = NULL;
+	inode->orphan_next = st->head;
+	if (st->head)
+		st->head->orphan_prev = inode;
+	st->head = inode;
+	st->list_len++;
+}
+
 /* Link inode in front of the list: its i_dtime takes the old head's
  * number, s_last_orphan takes its number. */
 static int list_add(struct handle *h, struct orphan_state *st, struct inode *inode)
@@ -349,12 +361,7 @@ static int list_add(struct handle *h, struct orphan_state *st, struct inode *ino
 		return err;
 	}
 	last_orphan_store(fs, (uint32_t)inode->ino);
-	inode->orphan_prev = NULL;
-	inode->orphan_next = st->head;
-	if (st->head)
-		st->head->orphan_prev = inode;
-	st->head = inode;
-	st->list_len++;
+	list_push_front(st, inode);
 	ulock_unlock(&st->list_lock);
 	return 0;
 }
@@ -571,12 +578,7 @@ static int cleanup_list(struct uext4_fs *fs, struct orphan_state *st, uint32_t *
 		atomic_store_explicit(&inode->orphan_next_ino, le32(inode_raw(inode)->i_dtime),
 				      memory_order_relaxed);
 		atomic_fetch_or_explicit(&inode->istate, INODE_ORPHAN_LIST, memory_order_release);
-		inode->orphan_prev = NULL;
-		inode->orphan_next = st->head;
-		if (st->head)
-			st->head->orphan_prev = inode;
-		st->head = inode;
-		st->list_len++;
+		list_push_front(st, inode);
 		ulock_unlock(&st->list_lock);
 		err = process_orphan(fs, inode, truncated, deleted);
 		if (!err && last_orphan_load(fs) == ino)
