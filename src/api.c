@@ -496,18 +496,6 @@ int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c)
 
 /* ================================================================ write path */
 
-/*
- * ENOSPC while blocks freed in the running transaction wait for its
- * commit to become allocatable (balloc's busy extents): commit, and the
- * caller tries once more, as the kernel's ext4_should_retry_alloc().
- */
-static bool retry_after_commit(uext4_fs *fs, int err)
-{
-	if (err != -ENOSPC || !balloc_has_busy(fs))
-		return false;
-	return trans_commit(fs) == 0;
-}
-
 static int writable_inode(uext4_fs *fs, uint64_t ino, struct inode **out)
 {
 	fs_clear_err();
@@ -621,7 +609,7 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 		return 0;
 	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
 
-	if (retry_after_commit(f->fs, (int)MIN(n, 0)))
+	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
 		n = file_pwrite(f->fs, f->inode, buf, size, off);
 	return n;
 }
@@ -635,7 +623,7 @@ int uext4_fallocate(uext4_file *f, int mode, uint64_t off, uint64_t len)
 	if (len == 0)
 		return fs_err(EINVAL, "fallocate: length 0");
 	err = file_fallocate(f->fs, f->inode, mode, off, len);
-	if (retry_after_commit(f->fs, err))
+	if (trans_retry_after_enospc(f->fs, err))
 		err = file_fallocate(f->fs, f->inode, mode, off, len);
 	return err;
 }
@@ -693,7 +681,7 @@ int uext4_setxattr(uext4_fs *fs, uint64_t ino, const char *name, const void *val
 		return fs_err(EINVAL, "setxattr: no value for %zu bytes", size);
 	int err = change_xattr(fs, ino, name, value ? value : "", size, flags);
 
-	if (retry_after_commit(fs, err))
+	if (trans_retry_after_enospc(fs, err))
 		err = change_xattr(fs, ino, name, value ? value : "", size, flags);
 	return err;
 }

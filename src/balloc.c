@@ -23,9 +23,12 @@
  * free in the bitmap (the free is part of that transaction) but are not
  * handed out again until it commits: a crash before then leaves the old
  * owner pointing at them, and a new owner's file data, written straight
- * to the device, would land under it.  Each group keeps a list of busy
- * extents tagged with the freeing transaction; the commit releases them
- * (balloc_release_busy()).  This is the kernel's mballoc "busy extents".
+ * to the device, would land under it (the kernel's mballoc "busy
+ * extents").  Only two transactions can hold busy blocks at a time, the
+ * committing one and the running one, so each group keeps one bitmap per
+ * transaction parity; the commit of transaction N drops map N % 2
+ * (balloc_release_busy()): no N-2 block is left in it, as N-2 was
+ * released before N-1 began.
  *
  * Locking: fs->groups[g].lock (RANK_GROUP) protects the group's bitmap,
  * free_blocks, flags, its busy list and its window list (struct balloc_group.windows and
@@ -52,20 +55,12 @@ struct balloc_pa {
 	struct balloc_pa *next;     /* the group's window list (group lock) */
 };
 
-/* Blocks [start, start + len) of a group, freed by transaction tid. */
-struct busy_ext {
-	uint32_t start, len, tid;
-	struct busy_ext *next;
-};
-
 struct balloc_group {
 	struct balloc_pa *windows;  /* fs->groups[g].lock */
-	struct busy_ext *busy;      /* fs->groups[g].lock */
-	/* The same blocks as a bitmap, for the search (a list walk per
-	 * candidate block made an unlink-heavy transaction quadratic); made
-	 * with the group's first busy extent, freed with its last.
+	/* Blocks freed by transactions with an even / odd number, not yet
+	 * committed; made on the first such free, dropped by the commit.
 	 * fs->groups[g].lock. */
-	uint8_t *busy_map;
+	uint8_t *busy[2];
 	_Atomic uint32_t reserved;  /* blocks in windows: written under the
 				     * group lock, read without it */
 } __attribute__((aligned(CACHELINE / 4)));
@@ -73,7 +68,7 @@ struct balloc_group {
 struct balloc_state {
 	struct uext4_fs *fs;        /* immutable */
 	uint32_t ngroups;           /* immutable */
-	/* Bit per group with a busy list; set and cleared under that
+	/* Bit per group with a busy map; set and cleared under that
 	 * group's lock, read by the commit to find them. */
 	_Atomic uint64_t *busy_groups;
 	struct balloc_group g[];
@@ -123,13 +118,8 @@ void balloc_destroy(struct uext4_fs *fs)
 			pa->next = NULL;
 			pa->len = 0;
 		}
-		while (st->g[g].busy) {
-			struct busy_ext *e = st->g[g].busy;
-
-			st->g[g].busy = e->next;
-			free(e);
-		}
-		free(st->g[g].busy_map);
+		free(st->g[g].busy[0]);
+		free(st->g[g].busy[1]);
 	}
 	free((void *)st->busy_groups);
 	free(st);
@@ -213,6 +203,32 @@ static uint32_t next_window(struct uext4_fs *fs, struct balloc_group *bg, uint32
 	return end;
 }
 
+/* If block `off` is busy: the first block after it that is not, else off.
+ * Group lock held. */
+static uint32_t busy_skip(struct balloc_group *bg, uint32_t off, uint32_t end)
+{
+	uint32_t s = off;
+
+	for (bool moved = true; moved && s < end;) {
+		moved = false;
+		for (int i = 0; i < 2 && s < end; i++)
+			if (bg->busy[i] && bit_test(bg->busy[i], s)) {
+				s = bit_find_zero(bg->busy[i], s, end);
+				moved = true;
+			}
+	}
+	return s;
+}
+
+/* The first busy block in [off, lim), or lim.  Group lock held. */
+static uint32_t busy_limit(struct balloc_group *bg, uint32_t off, uint32_t lim)
+{
+	for (int i = 0; i < 2; i++)
+		if (bg->busy[i])
+			lim = bit_find_set(bg->busy[i], off, lim);
+	return lim;
+}
+
 /*
  * First free block at or after `pos` and before `end` in the bitmap, not
  * busy, and not in a window when `respect`, and the length of the free run
@@ -222,7 +238,7 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 			 const uint8_t *map, uint32_t pos, uint32_t end, uint32_t max,
 			 uint32_t *len)
 {
-	bool windows = bg && respect && bg->windows, busy = bg && bg->busy_map;
+	bool windows = bg && respect && bg->windows, busy = bg && (bg->busy[0] || bg->busy[1]);
 
 	for (;;) {
 		uint32_t p = bit_find_zero(map, pos, end), q, lim, s = 0;
@@ -231,8 +247,8 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 			return end;
 		if (windows)
 			s = skip_windows(fs, bg, g, p);
-		if (busy && s <= p && bit_test(bg->busy_map, p))
-			s = bit_find_zero(bg->busy_map, p, end);
+		if (busy && s <= p)
+			s = busy_skip(bg, p, end);
 		if (s > p) {
 			pos = s;
 			continue;
@@ -241,7 +257,7 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 		if (windows)
 			lim = next_window(fs, bg, g, p, lim);
 		if (busy)
-			lim = bit_find_set(bg->busy_map, p, lim);
+			lim = busy_limit(bg, p, lim);
 		q = bit_find_set(map, p, lim);
 		*len = q - p;
 		return p;
@@ -699,53 +715,32 @@ static int check_not_metadata(struct uext4_fs *fs, uint64_t first, uint64_t coun
 static int busy_add(struct uext4_fs *fs, uint32_t g, uint32_t off, uint32_t n, uint32_t tid)
 {
 	struct balloc_state *st = fs->balloc;
-	struct busy_ext *e;
+	uint8_t **map;
 
 	if (!st)
 		return 0;
-	if (!st->g[g].busy_map && !(st->g[g].busy_map = calloc(1, fs->block_size)))
-		return fs_err(ENOMEM, "out of memory for freed blocks of group %u", g);
-	for (uint32_t i = off; i < off + n; i++)
-		bit_set(st->g[g].busy_map, i);
-	e = st->g[g].busy;
-	if (e && e->tid == tid && e->start + e->len == off) {
-		e->len += n;    /* a truncate frees runs in order */
-		return 0;
+	map = &st->g[g].busy[tid & 1];
+	if (!*map) {
+		if (!(*map = calloc(1, fs->block_size)))
+			return fs_err(ENOMEM, "out of memory for freed blocks of group %u", g);
+		atomic_fetch_or(&st->busy_groups[g / 64], 1ull << (g % 64));
 	}
-	if (!(e = malloc(sizeof(*e))))
-		return fs_err(ENOMEM, "out of memory for freed blocks of group %u", g);
-	*e = (struct busy_ext){.start = off, .len = n, .tid = tid, .next = st->g[g].busy};
-	st->g[g].busy = e;
-	atomic_fetch_or(&st->busy_groups[g / 64], 1ull << (g % 64));
+	for (uint32_t i = off; i < off + n; i++)
+		bit_set(*map, i);
 	return 0;
 }
 
-/* Drop group g's busy extents of transactions up to tid. */
+/* Transaction tid committed: group g's blocks it freed may be reused. */
 static void busy_release_group(struct uext4_fs *fs, uint32_t g, uint32_t tid)
 {
-	struct balloc_state *st = fs->balloc;
+	struct balloc_group *bg = &fs->balloc->g[g];
 	struct group_info *gi = &fs->groups[g];
-	struct busy_ext **pp;
 
 	ulock_lock(&gi->lock);
-	pp = &st->g[g].busy;
-	while (*pp) {
-		struct busy_ext *e = *pp;
-
-		if ((int32_t)(e->tid - tid) <= 0) {
-			for (uint32_t i = e->start; i < e->start + e->len; i++)
-				bit_clear(st->g[g].busy_map, i);
-			*pp = e->next;
-			free(e);
-		} else {
-			pp = &e->next;
-		}
-	}
-	if (!st->g[g].busy) {
-		free(st->g[g].busy_map);
-		st->g[g].busy_map = NULL;
-		atomic_fetch_and(&st->busy_groups[g / 64], ~(1ull << (g % 64)));
-	}
+	free(bg->busy[tid & 1]);
+	bg->busy[tid & 1] = NULL;
+	if (!bg->busy[0] && !bg->busy[1])
+		atomic_fetch_and(&fs->balloc->busy_groups[g / 64], ~(1ull << (g % 64)));
 	ulock_unlock(&gi->lock);
 }
 

@@ -215,12 +215,14 @@ int trans_commit(struct uext4_fs *fs);
 /* fsync: make transaction tid durable (no-op if it already is; then only
  * the device is flushed, for file data). */
 int trans_commit_tid(struct uext4_fs *fs, uint32_t tid);
-/* The running transaction's id. */
-uint32_t trans_running_tid(struct uext4_fs *fs);
 /* Start (journal) the commit thread of a read-write mount: commits every
  * secs seconds; stopped by trans_destroy(). */
 int trans_start_timer(struct uext4_fs *fs, unsigned secs);
 void trans_stop_timer(struct uext4_fs *fs);
+/* An operation failed with err: if that is ENOSPC while freed blocks wait
+ * for their commit (balloc_has_busy()), commit and say to try once more,
+ * as the kernel's ext4_should_retry_alloc().  No handle may be open. */
+bool trans_retry_after_enospc(struct uext4_fs *fs, int err);
 /* Inode-table blocks: handle_dirty(h, b, CSUM_INODE_TABLE, group, index in
  * the group's table); has the commit written that block since mount? */
 bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index);
@@ -753,9 +755,10 @@ int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t 
 #define BALLOC_METADATA 1u  /* the blocks held metadata: forget cached copies */
 int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t count,
 		unsigned flags);
-/* Blocks freed by transactions up to tid may be allocated again: they are
- * not handed out before the transaction that freed them is committed, or
- * a crash could leave the old owner pointing at a new owner's data. */
+/* Transaction tid committed: the blocks it freed may be allocated again
+ * (called for each committed transaction, in order).  Until then they are
+ * not handed out, or a crash could leave the old owner pointing at a new
+ * owner's data. */
 void balloc_release_busy(struct uext4_fs *fs, uint32_t tid);
 /* Are blocks waiting for a commit to become allocatable? (ENOSPC retry) */
 bool balloc_has_busy(struct uext4_fs *fs);

@@ -274,7 +274,7 @@ static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 {
 	int err = make_node_once(fs, dirino, name, nn, st);
 
-	if (err == -ENOSPC && balloc_has_busy(fs) && trans_commit(fs) == 0)
+	if (trans_retry_after_enospc(fs, err))
 		err = make_node_once(fs, dirino, name, nn, st);
 	return err;
 }

@@ -19,10 +19,11 @@
  * Without a journal the copies are written home and flushed.
  *
  * Transactions are numbered from 1 (running); the journal's sequence
- * numbers are journal_first_tid() + number - 1.  Group commit: an fsync
- * whose inode's last transaction is already committed returns at once;
- * fsyncs that wait on the commit lock find their transaction committed
- * by the one ahead of them.  A timer thread commits every commit_secs.
+ * numbers are journal_first_tid() + number - 1 (journal.c numbers the
+ * log consecutively itself).  Group commit: an fsync whose inode's last
+ * transaction is already committed returns at once; while another thread
+ * commits, it waits until a commit covers its transaction.  A commit
+ * thread commits every commit_secs and when handles find too much dirty.
  *
  * What protects what:
  *   struct trans fields    immutable after trans_init(), except:
@@ -563,29 +564,12 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Is blocknr among the sorted blocks[0..n)? */
-static bool in_sorted(const uint64_t *blocks, size_t n, uint64_t blocknr)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (blocks[mid] < blocknr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && blocks[lo] == blocknr;
-}
-
 /*
  * The closed transaction's revoke records (handles drained): every freed
- * journaled block, sorted, without duplicates and without blocks the
- * transaction logs itself (a record would cancel that copy on replay).
+ * journaled block, sorted, without duplicates.  journal_commit() leaves
+ * out the blocks the transaction logs itself.
  */
-static int collect_revokes(struct trans *t, const uint64_t *logged, size_t nlogged,
-			   uint64_t **out, size_t *nout)
+static int collect_revokes(struct trans *t, uint64_t **out, size_t *nout)
 {
 	size_t total = 0, n = 0;
 	uint64_t *v;
@@ -615,7 +599,7 @@ static int collect_revokes(struct trans *t, const uint64_t *logged, size_t nlogg
 	qsort(v, n, sizeof(*v), cmp_u64);
 	total = 0;
 	for (size_t i = 0; i < n; i++)
-		if ((i == 0 || v[i] != v[i - 1]) && !in_sorted(logged, nlogged, v[i]))
+		if (i == 0 || v[i] != v[i - 1])
 			v[total++] = v[i];
 	*out = v;
 	*nout = total;
@@ -662,7 +646,7 @@ static int commit_locked(struct uext4_fs *fs)
 	drain_handles(t);
 	tid = atomic_load(&t->running);
 	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
-	rerr = collect_revokes(t, blocks, n, &revoked, &nrevoked);
+	rerr = collect_revokes(t, &revoked, &nrevoked);
 	err = err ? err : rerr;
 	atomic_store(&t->running, tid + 1);
 	atomic_store(&t->commit_wanted, 0);
@@ -770,9 +754,9 @@ int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
 	return err ? err : atomic_load(&t->err);
 }
 
-uint32_t trans_running_tid(struct uext4_fs *fs)
+bool trans_retry_after_enospc(struct uext4_fs *fs, int err)
 {
-	return fs->trans ? atomic_load(&fs->trans->running) : 0;
+	return err == -ENOSPC && balloc_has_busy(fs) && trans_commit(fs) == 0;
 }
 
 /* ------------------------------------------------------------- timer */
