@@ -32,6 +32,14 @@ struct uext4_opts {
 	uint64_t cache_bytes;   /* buffer cache memory limit; 0 = default (256 MiB) */
 	int memory_backend;     /* nonzero: load the image into memory, write nothing back */
 	unsigned commit_secs;   /* journal commit interval in seconds; 0 = default (5) */
+	int errors;             /* on corruption: UEXT4_ERRORS_*; 0 = the superblock's s_errors */
+};
+/* uext4_opts.errors, as the kernel's errors= mount option. */
+enum {
+	UEXT4_ERRORS_DEFAULT = 0,   /* what s_errors says (remount-ro if unset) */
+	UEXT4_ERRORS_CONTINUE = 1,
+	UEXT4_ERRORS_RO = 2,        /* refuse writes with EROFS, keep serving reads */
+	UEXT4_ERRORS_PANIC = 3,     /* exit the process without writing further */
 };
 
 struct uext4_stat {

@@ -42,6 +42,19 @@ int fs_corrupt(const char *fmt, ...)
 	return -EUCLEAN;
 }
 
+/* Stand-in until the error policy lands: the message only. */
+int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func,
+	     const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)fs; (void)ino; (void)block; (void)func;
+	va_start(ap, fmt);
+	set_msg(err == EUCLEAN ? "corrupt " : NULL, fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
 void fs_clear_err(void)
 {
 	last_error[0] = '\0';

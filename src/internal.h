@@ -39,6 +39,21 @@ int fs_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, for corruption: message prefixed "corrupt <what>:", returns -EUCLEAN. */
 int fs_corrupt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fs_clear_err(void);
+struct uext4_fs;
+/*
+ * Corruption (or a failed metadata write) met by an operation on a mounted
+ * file system: besides the message (as fs_err()), record it on disk as the
+ * kernel's __ext4_error() does (s_state |= EXT4_ERROR_FS, s_error_count,
+ * s_first_error_* / s_last_error_*: time, inode, block, function, errno;
+ * the superblock written at once, outside the journal) and act as the
+ * mount's errors= policy says: continue; remount-ro (writes refused with
+ * EROFS from now on, reads still served); panic (the process exits without
+ * writing anything further).  ino and block may be 0.  Returns -err.
+ */
+int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func,
+	     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+#define FS_ERROR(fs, err, ino, block, ...) \
+	fs_error((fs), (err), (ino), (block), __func__, __VA_ARGS__)
 
 /* ---------------------------------------------------------------- blockdev.c
  * The block device interface.  Backends: a file (image or block device,
