@@ -7,6 +7,9 @@
 #   create.sh      file creation (seed 002): lib, FUSE, nullfs, kernel, fuse2fs
 #   fuse_loop.sh   FUSE request loops on nullfs
 #   orphan.sh      stress-orphan truncates, unlinks, fsync latency (seed 000)
+#   real.sh        dbench, rsync, tar x/c, rm -rf, git, sqlite on the mount
+#                  (each loop), fuse2fs and the kernel (apt-get install
+#                  dbench rsync sqlite3 git)
 # BENCHES="create read_bench" runs only those.
 set -u
 cd "$(dirname "$0")/.." || exit 1
