@@ -19,7 +19,8 @@
  * structure; read-only mounts skip the check (they never use the bitmaps,
  * and inode_location() refuses inodes whose table lies outside).
  *
- * Cost: one pass over the groups, then a sort.  The structures of
+ * Cost: one pass over the groups, then a sort (skipped when the runs
+ * come out sorted, as a mke2fs layout's do).  The structures of
  * consecutive groups that follow each other on disk (a flex group's
  * packed bitmaps and tables) are merged into one run while they are
  * collected, so the sort sees a few runs per flex group; the overlap test
@@ -253,13 +254,23 @@ static int report_overlap(const struct meta_run *a, const struct meta_run *b, ui
 			  run_group_at(a, blk), (unsigned long long)blk);
 }
 
+static bool runs_sorted(const struct meta_runs *r)
+{
+	for (size_t i = 1; i < r->n; i++)
+		if (cmp_run(&r->v[i - 1], &r->v[i]) > 0)
+			return false;
+	return true;
+}
+
 /* Sorted runs: any two that share a block?  One sweep, keeping the run
- * that reaches furthest so far. */
+ * that reaches furthest so far.  Collected in group order, the runs of
+ * a mke2fs layout are usually sorted already: then the sort is skipped. */
 static int check_overlaps(struct meta_runs *r)
 {
 	size_t far = 0;
 
-	qsort(r->v, r->n, sizeof(*r->v), cmp_run);
+	if (!runs_sorted(r))
+		qsort(r->v, r->n, sizeof(*r->v), cmp_run);
 	for (size_t i = 1; i < r->n; i++) {
 		if (r->v[i].start < r->v[far].end)
 			return report_overlap(&r->v[far], &r->v[i], r->v[i].start);
