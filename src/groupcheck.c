@@ -220,6 +220,9 @@ static int gdt_sizes(struct uext4_fs *fs, uint64_t *old_desc, uint64_t *reserved
 	*old_desc = desc_blocks;
 	*reserved = le16(fs->sb.s_reserved_gdt_blocks);
 	if (FS_HAS_INCOMPAT(fs, META_BG)) {
+		/* As e2fsprogs: with meta_bg only the first s_first_meta_bg
+		 * descriptor blocks follow the superblock, nothing reserved. */
+		*reserved = 0;
 		*old_desc = le32(fs->sb.s_first_meta_bg);
 		if (*old_desc > desc_blocks)
 			return fs_corrupt("superblock: first meta block group %llu, but there are "

@@ -298,6 +298,7 @@ case4() { # case4 BUILDER WANT
 }
 note "case 4: metadata locations checked against each other"
 case4 mk_meta_bbitmap_zero.sh "group 1: block bitmap overlaps the superblock of group 0"
+case4 mk_meta_bbitmap_zero_1k.sh "group 1: block bitmap at block 0 .*outside the file system"
 case4 mk_meta_bitmaps_same.sh "group 1: (block|inode) bitmap overlaps the (inode|block) bitmap of group 1"
 case4 mk_meta_itable_on_gdt.sh "group 2: inode table overlaps the group descriptor blocks of group 0"
 case4 mk_meta_itable_on_rgdt.sh "group 2: inode table overlaps the reserved GDT blocks of group 0"
