@@ -22,7 +22,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs debugfs dumpe2fs e2fsck cmp flock; do
+for t in mke2fs debugfs dumpe2fs e2fsck resize2fs cmp comm flock; do
 	command -v $t > /dev/null || skip "$t not installed"
 done
 [ -x "$UEXT4" ] || skip "$UEXT4 not built"
