@@ -336,21 +336,69 @@ static int pick_group(struct uext4_fs *fs, struct inode *dir, uint32_t mode, uin
 /* ------------------------------------------------------------ bitmaps */
 
 /*
+ * Issue 9, case 3: the first time the group's bitmap is seen (as loaded,
+ * before any claim of this mount), does it agree with bg_itable_unused?
+ * Only then may inode.c skip reading inode-table blocks past
+ * used_at_mount (never_used_from), as the kernel's __ext4_get_inode_loc
+ * skips a read only when the bitmap shows the block's other inodes free.
+ * Returns the first inode index the descriptor calls never used that
+ * the bitmap marks in use, or inodes_per_group when they agree.
+ * Group lock held.
+ */
+static uint32_t check_itable_unused_locked(struct uext4_fs *fs, uint32_t g, const uint8_t *map)
+{
+	struct group_info *gi = &fs->groups[g];
+	uint32_t bad;
+
+	if (gi->ibitmap_checked)
+		return fs->inodes_per_group;
+	gi->ibitmap_checked = true;
+	bad = bit_find_set(map, gi->used_at_mount, fs->inodes_per_group);
+	if (bad >= fs->inodes_per_group)
+		atomic_store_explicit(&gi->never_used_from, gi->used_at_mount,
+				      memory_order_release);
+	return bad;
+}
+
+/* After the group lock is dropped: report what check_itable_unused_locked()
+ * found.  The group keeps reading its inode-table blocks; nothing else
+ * changes, so the operation goes on (the error policy decides the rest). */
+static void report_itable_unused(struct uext4_fs *fs, uint32_t g, uint32_t bad)
+{
+	const struct group_info *gi = &fs->groups[g];
+
+	if (bad >= fs->inodes_per_group)
+		return;
+	FS_ERROR(fs, EUCLEAN, (uint64_t)g * fs->inodes_per_group + bad + 1, gi->inode_bitmap,
+		 "group %u: the descriptor says inodes %llu..%llu were never used "
+		 "(bg_itable_unused %u), but the inode bitmap (block %llu) marks inode %llu in "
+		 "use; reading this group's inode-table blocks instead of trusting it",
+		 g, (unsigned long long)g * fs->inodes_per_group + gi->used_at_mount + 1,
+		 (unsigned long long)(g + 1) * fs->inodes_per_group,
+		 fs->inodes_per_group - gi->used_at_mount, (unsigned long long)gi->inode_bitmap,
+		 (unsigned long long)g * fs->inodes_per_group + bad + 1);
+}
+
+/*
  * The inode bitmap of group g, with the group's lock held: read and
  * verified once, or for an INODE_UNINIT group an all-free bitmap (the
  * caller dirties it when it claims an inode and clears the flag).
+ * *bad: see check_itable_unused_locked(); the caller reports it with
+ * report_itable_unused() once it has dropped the lock.
  */
-static int inode_bitmap_locked(struct uext4_fs *fs, uint32_t g, struct buf **out)
+static int inode_bitmap_locked(struct uext4_fs *fs, uint32_t g, struct buf **out, uint32_t *bad)
 {
 	struct group_info *gi = &fs->groups[g];
 	struct buf *b;
 	int err;
 
+	*bad = fs->inodes_per_group;
 	if (fs_has_group_csum(fs) &&
 	    (atomic_load_explicit(&gi->flags, memory_order_relaxed) & EXT4_BG_INODE_UNINIT)) {
 		if ((err = bget_new(fs->bc, gi->inode_bitmap, &b)))
 			return err;
 		bit_mark_end(b->data, fs->inodes_per_group, fs->block_size);
+		*bad = check_itable_unused_locked(fs, g, b->data);
 		*out = b;
 		return 0;
 	}
@@ -363,6 +411,7 @@ static int inode_bitmap_locked(struct uext4_fs *fs, uint32_t g, struct buf **out
 		}
 		buf_set_verified(b);
 	}
+	*bad = check_itable_unused_locked(fs, g, b->data);
 	*out = b;
 	return 0;
 }
@@ -438,7 +487,7 @@ static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 	struct uext4_fs *fs = h->fs;
 	struct group_info *gi = &fs->groups[g];
 	struct buf *b = NULL;
-	uint32_t bit;
+	uint32_t bit, bad = fs->inodes_per_group;
 	int err;
 
 	if (!free_inodes(fs, g))
@@ -448,7 +497,7 @@ static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 		err = 1;
 		goto out;
 	}
-	if ((err = inode_bitmap_locked(fs, g, &b)))
+	if ((err = inode_bitmap_locked(fs, g, &b, &bad)))
 		goto out;
 	bit = find_free_inode_bit(fs, g, b->data);
 	if (bit >= fs->inodes_per_group) {
@@ -469,6 +518,7 @@ out:
 	ulock_unlock(&gi->lock);
 	if (b)
 		brelse(fs->bc, b);
+	report_itable_unused(fs, g, bad);
 	if (err <= 0 && *ino) {
 		/* The inode is ours even if the block bitmap could not be
 		 * initialised; count it. */
@@ -479,6 +529,86 @@ out:
 		return 0;
 	}
 	return err;
+}
+
+/* ------------------------------------------------------------ live inodes */
+
+/* Live inodes found under free bits before a group is given up on. */
+#define LIVE_INODES_PER_CLAIM 8
+
+/*
+ * Issue 9, case 9: is the inode-table copy of just-claimed inode ino in
+ * use (links, no deletion time), although the bitmap said free?  Looked
+ * at only for inodes below used_at_mount: their block is read anyway by
+ * inode_write() (the seed-002 shortcut builds only blocks at or past
+ * never_used_from >= used_at_mount), and copies past it were never
+ * initialised (lazy itable init) and mean nothing.  A read error is left
+ * to inode_write(), which reads the same block and gives the inode back.
+ */
+static bool claimed_inode_is_live(struct uext4_fs *fs, uint64_t ino, uint64_t *blk,
+				  uint32_t *links)
+{
+	uint32_t g = group_of_ino(fs, ino), idx = (uint32_t)((ino - 1) % fs->inodes_per_group);
+	const struct ext4_inode *r;
+	struct buf *b;
+	uint32_t off;
+	bool live;
+
+	if (idx >= fs->groups[g].used_at_mount || inode_location(fs, ino, blk, &off) ||
+	    bread(fs->bc, *blk, UEXT4_META_INODE_TABLE, &b))
+		return false;
+	/* Atomic loads: if the copy is live, a thread that loaded the inode
+	 * through a directory entry may be updating it under its raw_lock. */
+	r = (const struct ext4_inode *)(b->data + off);
+	*links = le16(__atomic_load_n(&r->i_links_count, __ATOMIC_RELAXED));
+	live = *links && !__atomic_load_n(&r->i_dtime, __ATOMIC_RELAXED);
+	brelse(fs->bc, b);
+	return live;
+}
+
+/* The live inode keeps the bit claim_in_group() set (the bitmap now
+ * agrees with the inode table), but not the counts taken for the new
+ * inode: the descriptor's counts are left as they were, so that no count
+ * e2fsck checks is made worse. */
+static void keep_live_inode(struct uext4_fs *fs, uint32_t g, bool is_dir)
+{
+	struct group_info *gi = &fs->groups[g];
+
+	ulock_lock(&gi->lock);
+	grp_write(&gi->free_inodes, gi->free_inodes + 1);
+	if (is_dir && gi->used_dirs)
+		grp_write(&gi->used_dirs, gi->used_dirs - 1);
+	ulock_unlock(&gi->lock);
+	pcounter_add(&fs->hot->free_inodes, 1);
+	if (is_dir)
+		pcounter_add(&fs->hot->dirs, -1);
+}
+
+/* claim_in_group(), skipping (and reporting) inodes that the bitmap
+ * marks free but that are live on disk.  Same returns. */
+static int claim_not_live(struct handle *h, uint32_t g, bool is_dir, uint64_t *ino)
+{
+	struct uext4_fs *fs = h->fs;
+
+	for (int live = 0; live < LIVE_INODES_PER_CLAIM; live++) {
+		uint64_t blk;
+		uint32_t links;
+		int err;
+
+		*ino = 0;
+		if ((err = claim_in_group(h, g, is_dir, ino)) ||
+		    !claimed_inode_is_live(fs, *ino, &blk, &links))
+			return err;
+		keep_live_inode(fs, g, is_dir);
+		FS_ERROR(fs, EUCLEAN, *ino, blk,
+			 "inode %llu is free in the inode bitmap of group %u (block %llu), but its "
+			 "inode-table copy (block %llu) is in use (%u links, no deletion time): "
+			 "marking it in use and taking another inode",
+			 (unsigned long long)*ino, g, (unsigned long long)fs->groups[g].inode_bitmap,
+			 (unsigned long long)blk, links);
+	}
+	*ino = 0;
+	return 1;   /* too many: try another group */
 }
 
 int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino)
@@ -497,7 +627,7 @@ int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *i
 	/* The counters read by pick_group() may be stale: claim under the
 	 * group lock, moving on to the next group when it is full. */
 	for (uint32_t i = 0; i < n; i++, g = (g + 1) % n) {
-		int err = claim_in_group(h, g, is_dir, ino);
+		int err = claim_not_live(h, g, is_dir, ino);
 
 		if (err == 0) {
 			/* Store only a change: every creator would otherwise
@@ -524,7 +654,7 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
 	struct uext4_fs *fs = h->fs;
 	struct group_info *gi;
 	struct buf *b = NULL;
-	uint32_t g, bit;
+	uint32_t g, bit, bad = fs->inodes_per_group;
 	int err;
 
 	if (ino < fs->first_ino || ino > fs->inodes_count)
@@ -534,7 +664,7 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
 	bit = (uint32_t)((ino - 1) % fs->inodes_per_group);
 	gi = &fs->groups[g];
 	ulock_lock(&gi->lock);
-	if ((err = inode_bitmap_locked(fs, g, &b)))
+	if ((err = inode_bitmap_locked(fs, g, &b, &bad)))
 		goto out;
 	if (!bit_test(b->data, bit)) {
 		err = fs_corrupt("inode bitmap of group %u (block %llu): freeing inode %llu, "
@@ -560,6 +690,7 @@ out:
 	ulock_unlock(&gi->lock);
 	if (b)
 		brelse(fs->bc, b);
+	report_itable_unused(fs, g, bad);
 	if (err)
 		return err;
 	pcounter_add(&fs->hot->free_inodes, 1);

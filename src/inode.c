@@ -658,12 +658,14 @@ static void encode_inode(struct uext4_fs *fs, struct inode *n)
 }
 
 /*
- * The inode-table block of ino.  Seed 002: when every inode of the block
- * lies past what was ever used before this mount, and the commit has not
- * written the block yet, all inodes in use there are new: build it zeroed
- * (or use the copy in the cache) instead of reading it from disk.
+ * The inode-table block of ino.  Seed 002: for a new inode, when every
+ * inode of the block lies past what was ever used before this mount (as
+ * the descriptor says and the inode bitmap confirmed: never_used_from),
+ * and the commit has not written the block yet, all inodes in use there
+ * are new: build it zeroed (or use the copy in the cache) instead of
+ * reading it from disk.  An inode loaded from disk always reads its block.
  */
-static int itable_block_for_write(struct uext4_fs *fs, uint64_t ino, struct buf **b,
+static int itable_block_for_write(struct uext4_fs *fs, uint64_t ino, bool is_new, struct buf **b,
 				  uint32_t *off, uint32_t *group, uint32_t *index)
 {
 	uint32_t g = group_of_ino(fs, ino);
@@ -676,7 +678,9 @@ static int itable_block_for_write(struct uext4_fs *fs, uint64_t ino, struct buf 
 		return err;
 	*group = g;
 	*index = bi;
-	if (bi * fs->inodes_per_block >= fs->groups[g].never_used_from &&
+	if (is_new &&
+	    bi * fs->inodes_per_block >=
+		    atomic_load_explicit(&fs->groups[g].never_used_from, memory_order_acquire) &&
 	    !trans_itable_block_written(fs, g, bi))
 		return bget_zero_if_absent(fs->bc, blk, UEXT4_META_INODE_TABLE, b);
 	return bread(fs->bc, blk, UEXT4_META_INODE_TABLE, b);
@@ -699,9 +703,10 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 	struct uext4_fs *fs = h->fs;
 	uint32_t off, group, index;
 	struct buf *b;
+	bool is_new = atomic_load_explicit(&n->istate, memory_order_relaxed) & INODE_NEW;
 	int err;
 
-	if ((err = itable_block_for_write(fs, n->ino, &b, &off, &group, &index)))
+	if ((err = itable_block_for_write(fs, n->ino, is_new, &b, &off, &group, &index)))
 		return err;
 	if ((err = handle_write_access(h, b)) == 0) {
 		raw_lock(n);

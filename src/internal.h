@@ -379,11 +379,20 @@ struct group_info {
 	_Atomic uint32_t flags;          /* EXT4_BG_*; (L) for writers; read lock-free */
 	uint32_t block_bitmap_csum, inode_bitmap_csum;    /* commit only */
 	uint32_t ifree_hint;        /* (L) no free inode below this index (ialloc) */
-	/* Immutable: inodes with index >= never_used_from (0-based, in the
-	 * group) were never in use before this mount (bg_itable_unused at
-	 * mount), so an inode-table block made only of them never needs a
-	 * read from disk: every in-use inode there is new (seed 002). */
-	uint32_t never_used_from;
+	/* Immutable: the descriptor's claim at mount (bg_itable_unused, 0
+	 * for INODE_UNINIT): inodes with index >= used_at_mount (0-based, in
+	 * the group) were never in use, so their inode-table copies may be
+	 * garbage (lazy itable init) and are not trusted (ialloc.c). */
+	uint32_t used_at_mount;
+	/* Inodes with index >= never_used_from were never in use before this
+	 * mount, so an inode-table block made only of them never needs a read
+	 * from disk: every in-use inode there is new (seed 002).  Starts at
+	 * inodes_per_group (no shortcut); ialloc sets it to used_at_mount
+	 * once, under the lock, when the inode bitmap is first loaded and
+	 * agrees (no inode in use at or past used_at_mount, as the kernel's
+	 * __ext4_get_inode_loc checks the bitmap); read lock-free. */
+	_Atomic uint32_t never_used_from;
+	bool ibitmap_checked;       /* (L) the bitmap was compared with it */
 } __attribute__((aligned(CACHELINE)));
 
 /* After changing a group's fields: its descriptor is rewritten at commit. */
@@ -492,6 +501,9 @@ bool super_group_has_super(struct uext4_fs *fs, uint32_t g);
 /* Block holding group's descriptor, and its byte offset there (meta_bg
  * aware, as the kernel's descriptor_loc()). */
 uint64_t super_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset);
+/* groupcheck.c: before a read-write mount, every group's bitmaps and
+ * inode table lie in range and overlap nothing (-EUCLEAN naming them). */
+int super_check_groups(struct uext4_fs *fs);
 /* Names of the feature bits set in the three masks, space separated. */
 void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
 			 char *buf, size_t size);

@@ -267,9 +267,9 @@ static int parse_group_desc(struct uext4_fs *fs, uint32_t g, const uint8_t *raw)
 		gi->used_dirs |= (uint32_t)le16(d->bg_used_dirs_count_hi) << 16;
 		gi->itable_unused |= (uint32_t)le16(d->bg_itable_unused_hi) << 16;
 	}
-	if ((err = check_range(fs, g, "block bitmap", gi->block_bitmap, 1)) ||
-	    (err = check_range(fs, g, "inode bitmap", gi->inode_bitmap, 1)) ||
-	    (err = check_range(fs, g, "inode table", gi->inode_table, fs->itb_per_group)))
+	/* Reads need the inode table; the bitmaps matter only for writing,
+	 * and super_check_groups() checks them before a read-write mount. */
+	if ((err = check_range(fs, g, "inode table", gi->inode_table, fs->itb_per_group)))
 		return err;
 	if (gi->free_inodes > fs->inodes_per_group || gi->itable_unused > fs->inodes_per_group)
 		return fs_corrupt("group descriptor %u: %u free inodes, %u unused, but only %u "
@@ -278,13 +278,15 @@ static int parse_group_desc(struct uext4_fs *fs, uint32_t g, const uint8_t *raw)
 	if (gi->free_blocks > group_nblocks(fs, g))
 		return fs_corrupt("group descriptor %u: %u free blocks, but the group has %u",
 				  g, gi->free_blocks, group_nblocks(fs, g));
-	/* What never held an inode before this mount (seed 002). */
-	if (gi->flags & EXT4_BG_INODE_UNINIT)
-		gi->never_used_from = 0;
-	else if (fs->metadata_csum || fs->gdt_csum)
-		gi->never_used_from = fs->inodes_per_group - gi->itable_unused;
+	/* What the descriptor says never held an inode (seed 002); trusted
+	 * for the shortcut only once ialloc has seen the bitmap agree. */
+	if (!fs->metadata_csum && !fs->gdt_csum)
+		gi->used_at_mount = fs->inodes_per_group;
+	else if (gi->flags & EXT4_BG_INODE_UNINIT)
+		gi->used_at_mount = 0;
 	else
-		gi->never_used_from = fs->inodes_per_group;
+		gi->used_at_mount = fs->inodes_per_group - gi->itable_unused;
+	atomic_init(&gi->never_used_from, fs->inodes_per_group);
 	return 0;
 }
 
@@ -692,6 +694,9 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 		fs->recovery.replayed_in_memory = 1;
 	}
 	err = load_caches(fs, o);
+	/* As the kernel, check the descriptors before the replay writes. */
+	if (!err && !fs->read_only)
+		err = super_check_groups(fs);
 	if (!err)
 		err = journal_recover(fs, &r);
 	drop_caches(fs);
@@ -726,6 +731,8 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
 		goto fail;
 	if ((err = load_caches(fs, o)) || (err = setup_hot(fs)))
+		goto fail;
+	if (!fs->read_only && (err = super_check_groups(fs)))
 		goto fail;
 	/* Like the kernel, refuse a file system whose root is unreadable; the
 	 * reference held until unmount lets path walks start lock-free. */
