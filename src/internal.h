@@ -292,7 +292,9 @@ struct journal_replay {
 /*
  * Replay the journal onto fs->dev (scan, revoke and replay passes, as the
  * kernel's jbd2 recovery), flush, and mark the journal empty with the next
- * sequence number.  fs is a mount with its groups and inode cache (the
+ * sequence number.  A logged block with a bad tag checksum is skipped and
+ * counted in r (the rest is replayed; EXT4_ERROR_FS is set in the
+ * superblock on fs->dev); the caller reports it.  fs is a mount with its groups and inode cache (the
  * journal inode is mapped through them) but nothing cached from the
  * journaled area may be trusted afterwards: the caller remounts.  Does
  * nothing (r zeroed) when the journal is empty (s_start == 0).

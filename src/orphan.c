@@ -26,6 +26,13 @@
  * orphan_cleanup() at a read-write mount processes both: inodes with
  * links are truncated to i_size, the others are freed by their last iput()
  * (inode.c's inode_delete() takes them off their list in the same handle).
+ * As the kernel's ext4_orphan_cleanup(), one that cannot be processed
+ * (corrupt) does not stop the rest: it is taken off its list (the legacy
+ * head moves past it, its orphan-file entry is cleared: no later mount
+ * trips over it), left allocated for e2fsck, and recorded with fs_error()
+ * once the pass is over; a legacy link that cannot be followed (inode out
+ * of range, free, unreadable, or a loop) ends the legacy list there, as
+ * the kernel clears s_last_orphan.
  */
 #include "internal.h"
 #include "orphan_int.h"
