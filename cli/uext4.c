@@ -109,10 +109,16 @@ static void note_recovery(const struct command *c, const char *image, uext4_fs *
 {
 	struct uext4_recovery r;
 
-	if (uext4_recovery_info(fs, &r) == 0 && r.replayed_in_memory)
-		fprintf(stderr, "uext4 %s: %s: the journal needed recovery: replayed %u "
-			"transactions in memory only (the image is unchanged; `uext4 recover "
-			"%s` writes them)\n", c->name, image, r.transactions, image);
+	if (uext4_recovery_info(fs, &r) != 0 || !r.replayed_in_memory)
+		return;
+	fprintf(stderr, "uext4 %s: %s: the journal needed recovery: replayed %u "
+		"transactions in memory only (the image is unchanged; `uext4 recover "
+		"%s` writes them)\n", c->name, image, r.transactions, image);
+	if (r.bad_blocks)
+		fprintf(stderr, "uext4 %s: %s: %u logged blocks with a bad checksum were not "
+			"replayed (first: journal block %u, transaction %u, home block %llu)\n",
+			c->name, image, r.bad_blocks, r.bad_journal_block, r.bad_tid,
+			(unsigned long long)r.bad_home_block);
 }
 
 int open_image(const struct command *c, const char *image, uext4_fs **fs)
