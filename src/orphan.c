@@ -689,7 +689,8 @@ static int cleanup_list(struct cleanup *c)
 			return fs_err(ENOMEM, "out of memory for the orphan list walk");
 		if (++steps > fs->inodes_count ||
 		    (ino <= fs->inodes_count && test_and_set_bit(seen, ino))) {
-			list_give_up(c, ino, fs_corrupt("the orphan list loops here"), where);
+			list_give_up(c, ino, fs_corrupt("orphan list: it loops back to inode %u",
+							ino), where);
 			break;
 		}
 		if (!cleanup_list_one(c, ino, where))
