@@ -1017,7 +1017,7 @@ static const struct command commands[] = {
 	  "    e2fsck, and recover exits 1 naming the journal block and the block it\n"
 	  "    was for.  An orphan inode that cannot be truncated or freed (corrupt)\n"
 	  "    is taken off its list, left for e2fsck and recorded as an error; the\n"
-	  "    other orphans are\n"	  "    processed, and recover exits 1 naming the inode.\n"
+	  "    other orphans are processed, and recover exits 1 naming the inode.\n"
 	  "    Read commands (ls, cat, ...) and read-only mounts of an image that\n"
 	  "    needs recovery replay it in memory only and say so; read-write mounts\n"
 	  "    and write commands recover it on disk first.\n"
