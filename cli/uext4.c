@@ -109,10 +109,16 @@ static void note_recovery(const struct command *c, const char *image, uext4_fs *
 {
 	struct uext4_recovery r;
 
-	if (uext4_recovery_info(fs, &r) == 0 && r.replayed_in_memory)
-		fprintf(stderr, "uext4 %s: %s: the journal needed recovery: replayed %u "
-			"transactions in memory only (the image is unchanged; `uext4 recover "
-			"%s` writes them)\n", c->name, image, r.transactions, image);
+	if (uext4_recovery_info(fs, &r) != 0 || !r.replayed_in_memory)
+		return;
+	fprintf(stderr, "uext4 %s: %s: the journal needed recovery: replayed %u "
+		"transactions in memory only (the image is unchanged; `uext4 recover "
+		"%s` writes them)\n", c->name, image, r.transactions, image);
+	if (r.bad_blocks)
+		fprintf(stderr, "uext4 %s: %s: %u logged blocks with a bad checksum were not "
+			"replayed (first: journal block %u, transaction %u, home block %llu)\n",
+			c->name, image, r.bad_blocks, r.bad_journal_block, r.bad_tid,
+			(unsigned long long)r.bad_home_block);
 }
 
 int open_image(const struct command *c, const char *image, uext4_fs **fs)
@@ -923,18 +929,30 @@ static int cmd_recover(const struct command *c, int argc, char **argv)
 	image = argv[optind];
 	if (lock_image(c, image))
 		return 1;
+	memset(&r, 0, sizeof(r));
 	ret = uext4_recover(image, &r);
 	unlock_image();
-	if (ret < 0)
+	/* Skipped journal blocks or orphans: the rest was done; say what,
+	 * then fail naming what was skipped. */
+	if (ret < 0 && !r.bad_blocks && !r.orphans_failed)
 		return fail(c, image, ret);
 	if (!quiet) {
 		printf("%s: journal: %u transactions replayed (%u blocks, %u revoked)%s\n", image,
 		       r.transactions, r.blocks, r.revoked,
 		       r.bad_checksum ? "; the log ended at a block with a bad checksum" : "");
-		printf("%s: orphans: %u truncated, %u freed\n", image, r.orphans_truncated,
+		if (r.bad_blocks)
+			printf("%s: journal: %u logged blocks with a bad checksum not replayed "
+			       "(first: journal block %u, transaction %u, home block %llu)\n", image,
+			       r.bad_blocks, r.bad_journal_block, r.bad_tid,
+			       (unsigned long long)r.bad_home_block);
+		printf("%s: orphans: %u truncated, %u freed", image, r.orphans_truncated,
 		       r.orphans_deleted);
+		if (r.orphans_failed)
+			printf(", %u left for e2fsck (first: inode %llu)", r.orphans_failed,
+			       (unsigned long long)r.orphan_failed_ino);
+		printf("\n");
 	}
-	return 0;
+	return ret < 0 ? fail(c, image, ret) : 0;
 }
 
 /* -------------------------------------------------------- version and help */
@@ -988,8 +1006,18 @@ static const struct command commands[] = {
 	  "    and s_last_orphan list), and unmounts cleanly: needs_recovery and\n"
 	  "    orphan_present are cleared.  On a clean image it changes only the\n"
 	  "    mount count and times.  The log ends at the first block that is not\n"
-	  "    the next valid one, or at a bad checksum (said so): transactions after\n"
-	  "    that are not replayed, as with the kernel.\n"
+	  "    the next valid one, or at a descriptor, revoke or commit block with a\n"
+	  "    bad checksum (said so): that transaction and the ones after it are\n"
+	  "    not replayed (the kernel, after a bad descriptor or revoke block, also\n"
+	  "    compares the commit times that follow; uext4 ends there).\n"
+	  "    A logged block whose own checksum is bad (checksum v2/v3) is skipped,\n"
+	  "    as the kernel and e2fsck do: the rest of its transaction and every\n"
+	  "    later transaction are replayed, the file system is marked with errors\n"
+	  "    (EXT4_ERROR_FS, so that e2fsck checks it), orphan cleanup is left to\n"
+	  "    e2fsck, and recover exits 1 naming the journal block and the block it\n"
+	  "    was for.  An orphan inode that cannot be truncated or freed (corrupt)\n"
+	  "    is taken off its list, left for e2fsck and recorded as an error; the\n"
+	  "    other orphans are processed, and recover exits 1 naming the inode.\n"
 	  "    Read commands (ls, cat, ...) and read-only mounts of an image that\n"
 	  "    needs recovery replay it in memory only and say so; read-write mounts\n"
 	  "    and write commands recover it on disk first.\n"
@@ -997,7 +1025,9 @@ static const struct command commands[] = {
 	  "    -q  print nothing on success\n"
 	  "\nOUTPUT\n"
 	  "    IMAGE: journal: N transactions replayed (B blocks, R revoked)\n"
-	  "    IMAGE: orphans: T truncated, F freed\n"
+	  "    IMAGE: journal: N logged blocks with a bad checksum not replayed (first:\n"
+	  "           journal block J, transaction T, home block H)   (only then)\n"
+	  "    IMAGE: orphans: T truncated, F freed[, N left for e2fsck (first: inode I)]\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 recover disk.img && e2fsck -fn disk.img\n" },
 	{ "info", cmd_info, "IMAGE", "show the superblock summary of an image",

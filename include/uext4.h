@@ -116,6 +116,16 @@ struct uext4_recovery {
 	uint32_t orphans_deleted;   /* orphan inodes freed */
 	int replayed_in_memory;     /* read-only mount: replayed into memory only */
 	int bad_checksum;           /* the log ended at a block with a bad checksum */
+	/* Logged blocks with a bad checksum, skipped (the rest and later
+	 * transactions replayed; the file system is marked with errors): how
+	 * many, and the first one's home block, journal block, transaction. */
+	uint32_t bad_blocks;
+	uint32_t bad_journal_block, bad_tid;
+	uint64_t bad_home_block;
+	/* Orphan inodes that could not be truncated or freed (corrupt): left
+	 * for e2fsck, the error recorded; how many, and the first one. */
+	uint32_t orphans_failed;
+	uint64_t orphan_failed_ino;
 };
 int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r);
 /* Replay the journal and clean up orphans without mounting (as a

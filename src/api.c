@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +51,22 @@ int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r)
 	return 0;
 }
 
+/* What recovery could not do is an error for uext4_recover(): name it
+ * (each was recorded on the file system with fs_error() too). */
+static int recovery_result(const struct uext4_recovery *r, const char *orphan_msg)
+{
+	if (r->bad_blocks)
+		return fs_err(EBADMSG, "journal recovery: %u logged block%s with a bad checksum "
+			      "not replayed (first: journal block %u of transaction %u, for block "
+			      "%llu); the rest of the journal was replayed; the file system is "
+			      "marked with errors: run e2fsck", r->bad_blocks,
+			      r->bad_blocks == 1 ? "" : "s", r->bad_journal_block, r->bad_tid,
+			      (unsigned long long)r->bad_home_block);
+	if (r->orphans_failed)
+		return fs_err(EUCLEAN, "%s", orphan_msg);
+	return 0;
+}
+
 int uext4_recover(const char *path, struct uext4_recovery *r)
 {
 	uext4_fs *fs;
@@ -58,11 +75,19 @@ int uext4_recover(const char *path, struct uext4_recovery *r)
 	fs_clear_err();
 	if (!path)
 		return fs_err(EINVAL, "uext4_recover: no image path given");
+	struct uext4_recovery got;
+	char orphan_msg[512];
+
 	if ((err = super_mount(path, &(struct uext4_opts){0}, &fs)))
 		return err;
+	got = fs->recovery;
+	/* orphan_cleanup() left its report of skipped inodes as the message. */
+	snprintf(orphan_msg, sizeof(orphan_msg), "%s", uext4_last_error());
 	if (r)
-		*r = fs->recovery;
-	return super_umount(fs);
+		*r = got;
+	if ((err = super_umount(fs)))
+		return err;
+	return recovery_result(&got, orphan_msg);
 }
 
 int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
@@ -210,6 +235,8 @@ ssize_t uext4_pread(uext4_file *f, void *buf, size_t size, uint64_t off)
 
 int uext4_release(uext4_file *f)
 {
+	int err;
+
 	if (!f)
 		return 0;
 	if ((f->flags & O_ACCMODE) != O_RDONLY && !f->fs->read_only) {
@@ -219,9 +246,9 @@ int uext4_release(uext4_file *f)
 			balloc_release_prealloc(f->fs, f->inode);
 		urw_unlock(&f->inode->lock);
 	}
-	iput(f->fs, f->inode); /* frees an inode unlinked while open */
+	err = iput(f->fs, f->inode); /* frees an inode unlinked while open */
 	free(f);
-	return 0;
+	return err;
 }
 
 ssize_t uext4_getxattr(uext4_fs *fs, uint64_t ino, const char *name, void *buf, size_t size)

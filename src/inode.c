@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "orphan_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -390,27 +391,77 @@ void igrab(struct inode *n)
 }
 
 /*
+ * Before an unlink drops the last link of an extent-mapped file that
+ * nobody holds open: would freeing it meet corruption in its extent tree?
+ * The tree is walked read-only, one mapping per extent or hole (the free
+ * reads the same blocks right after, from the cache), so that the unlink
+ * can refuse with the image unchanged instead of leaving an unlinked
+ * inode it cannot free, as the kernel's iget refuses an inode whose root
+ * fails ext4_ext_check_inode().  Caller holds n->lock.
+ */
+int inode_check_freeable(struct uext4_fs *fs, struct inode *n)
+{
+	struct block_map m;
+	uint64_t lblk = 0;
+	int err;
+
+	if (!(n->flags & EXT4_EXTENTS_FL) || inode_has_inline_data(n) ||
+	    !(S_ISREG(n->mode) || S_ISDIR(n->mode)))
+		return 0;
+	while (lblk < (1ull << 32)) {
+		if ((err = inode_map(fs, n, lblk, UINT32_MAX, &m)))
+			return err;
+		lblk += m.len ? m.len : 1;
+	}
+	return 0;
+}
+
+/*
+ * Freeing n failed (a corrupt block map or xattr): as the kernel's evict,
+ * give up on it.  It leaves its orphan list (orphan_drop_failed(), so that
+ * no mount wedges on it) and stays allocated for e2fsck; it is not tried
+ * again at a later iput() or at unmount.  The error is recorded on the
+ * file system (the unlink that dropped the last link may have returned
+ * long ago); orphan cleanup records it itself, after its pass.  Caller
+ * holds n->lock for writing and no handle.
+ */
+static void delete_failed(struct uext4_fs *fs, struct inode *n, int err)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", uext4_last_error());
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_UNLINKED);
+	orphan_drop_failed(fs, n);
+	if (orphan_cleanup_running(fs))
+		fs_err(-err, "%s", why);
+	else
+		FS_ERROR(fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed (%s): "
+			 "left allocated for e2fsck", (unsigned long long)n->ino, why);
+}
+
+/*
  * The last reference to an inode with no links is going: free its blocks,
  * xattrs and number (the file was unlinked while open, or just now).  The
  * caller holds no inode lock and no handle (api.c drops its locks before
- * its last iput()).
+ * its last iput()).  0 or the error of a failed free (delete_failed()).
  */
-static void inode_delete(struct uext4_fs *fs, struct inode *n)
+static int inode_delete(struct uext4_fs *fs, struct inode *n)
 {
 	struct handle *h;
-	int err;
+	int err, err2;
 
 	urw_wrlock(&n->lock);
 	if (n->links != 0 || fs->read_only) {
 		urw_unlock(&n->lock);
-		return;
+		return 0;
 	}
 	if (n->pa)
 		balloc_release_prealloc(fs, n);
 	err = handle_begin(fs, 64, &h);
 	if (err) {
+		delete_failed(fs, n, err);
 		urw_unlock(&n->lock);
-		return; /* the inode stays allocated: e2fsck will report it */
+		return err;
 	}
 	if (!inode_has_inline_data(n) &&
 	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
@@ -434,17 +485,21 @@ static void inode_delete(struct uext4_fs *fs, struct inode *n)
 		atomic_fetch_or(&n->istate, INODE_DELETED);
 		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
 	}
-	handle_end(h);
+	err2 = handle_end(h);
+	if (err && !(atomic_load(&n->istate) & INODE_DELETED))
+		delete_failed(fs, n, err);
 	urw_unlock(&n->lock);
+	return err ? err : err2;
 }
 
-void iput(struct uext4_fs *fs, struct inode *n)
+int iput(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s;
 	struct inode *victims = NULL;
+	int err = 0;
 
 	if (!n)
-		return;
+		return 0;
 	/* Fast path: not the last reference.  1 -> 0 (going on the LRU) and
 	 * 0 -> 1 (lookup_locked) only happen under the shard lock. */
 	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
@@ -452,10 +507,10 @@ void iput(struct uext4_fs *fs, struct inode *n)
 		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r - 1,
 							  memory_order_release,
 							  memory_order_relaxed))
-			return;
+			return 0;
 	}
 	if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED)
-		inode_delete(fs, n);
+		err = inode_delete(fs, n);
 	s = shard_of(fs->icache, n->ino);
 	ulock_lock(&s->lock);
 	if (atomic_fetch_sub(&n->refcount, 1) == 1) {
@@ -476,6 +531,7 @@ void iput(struct uext4_fs *fs, struct inode *n)
 		inode_free(fs, victims);
 		victims = next;
 	}
+	return err;
 }
 
 /*

@@ -283,11 +283,18 @@ struct journal_replay {
 	uint32_t transactions, blocks, revoked;  /* replayed; revoke records seen */
 	uint32_t first_tid, end_tid;             /* [first, end) replayed */
 	bool stopped_on_bad_csum;                /* the log ended at a bad checksum */
+	/* Logged blocks skipped for a bad tag checksum (the rest was
+	 * replayed; EXT4_ERROR_FS is set on disk); the first one's home
+	 * block, journal block and transaction. */
+	uint32_t bad_blocks, bad_logpos, bad_tid;
+	uint64_t bad_home;
 };
 /*
  * Replay the journal onto fs->dev (scan, revoke and replay passes, as the
  * kernel's jbd2 recovery), flush, and mark the journal empty with the next
- * sequence number.  fs is a mount with its groups and inode cache (the
+ * sequence number.  A logged block with a bad tag checksum is skipped and
+ * counted in r (the rest is replayed; EXT4_ERROR_FS is set in the
+ * superblock on fs->dev); the caller reports it.  fs is a mount with its groups and inode cache (the
  * journal inode is mapped through them) but nothing cached from the
  * journaled area may be trusted afterwards: the caller remounts.  Does
  * nothing (r zeroed) when the journal is empty (s_start == 0).
@@ -311,9 +318,18 @@ void orphan_destroy(struct uext4_fs *fs);
 int orphan_add(struct handle *h, struct inode *inode);
 /* Take it off again (no-op if it is on none). */
 int orphan_del(struct handle *h, struct inode *inode);
+/* A delete or truncate of inode failed (corruption): take it off its
+ * orphan list in a handle of its own (caller holds inode->lock for
+ * writing, no handle), without writing the inode itself, so that it stays
+ * as it is for e2fsck and no later mount trips over it. */
+int orphan_drop_failed(struct uext4_fs *fs, struct inode *inode);
 /* Mount: finish what a crash interrupted.  Inodes with links are truncated
- * to i_size, the others are freed.  No handle open. */
-int orphan_cleanup(struct uext4_fs *fs, uint32_t *truncated, uint32_t *deleted);
+ * to i_size, the others are freed; one that cannot be (corrupt) is taken
+ * off its list, left for e2fsck, recorded with fs_error() and counted in
+ * r->orphans_failed, and the rest go on.  No handle open.  Counts in r;
+ * an error only when the pass itself could not run. */
+struct uext4_recovery;
+int orphan_cleanup(struct uext4_fs *fs, struct uext4_recovery *r);
 /* Clean unmount (lists empty): clear ORPHAN_PRESENT. */
 void orphan_umount(struct uext4_fs *fs);
 
@@ -584,7 +600,16 @@ struct icache *icache_create(struct uext4_fs *fs);
 void icache_destroy(struct icache *ic);
 /* Get an inode (loading and verifying it); drop with iput(). */
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out);
-void iput(struct uext4_fs *fs, struct inode *inode);
+/* Drop a reference.  The last one of an inode with no links frees it;
+ * if that fails (corrupt inode) the error is recorded with fs_error()
+ * (not during orphan cleanup, which records it itself), the inode is
+ * taken off its orphan list and left allocated for e2fsck, and iput()
+ * returns the error for a caller that can still report it (unlink); else
+ * 0. */
+int iput(struct uext4_fs *fs, struct inode *inode);
+/* Would freeing inode meet corruption in its extent tree (read-only walk,
+ * for an unlink about to drop the last link)?  0 or the error. */
+int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
 /* Another reference to an inode the caller already holds. */
 void igrab(struct inode *inode);
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);

@@ -443,7 +443,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 	size_t len;
 	uint64_t ino, again;
 	unsigned ft;
-	int err;
+	int err, freed;
 
 	if ((err = check_writable(fs)))
 		return err;
@@ -477,6 +477,11 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		}
 		if (want_dir && (err = dir_is_empty(fs, c)) >= 0)
 			err = err ? 0 : fs_err(ENOTEMPTY, "rmdir: directory \"%s\" is not empty", name);
+		/* The last link of a file nobody holds open: its free follows
+		 * at once, so refuse now if it would fail (image unchanged). */
+		if (!err && !want_dir && c->links == 1 &&
+		    atomic_load_explicit(&c->refcount, memory_order_relaxed) == 1)
+			err = inode_check_freeable(fs, c);
 		if (!err && !(err = handle_begin(fs, 16, &h))) {
 			err = dir_remove(h, dir, name, len, c->ino);
 			if (!err) {
@@ -497,9 +502,11 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		lockset_unlock(&ls);
 		break;
 	}
-	iput(fs, c); /* the last reference of an unlinked inode frees it */
+	/* The last reference of an unlinked inode frees it; if that fails
+	 * (corrupt), the name is gone but the unlink reports the error. */
+	freed = iput(fs, c);
 	iput(fs, dir);
-	return err;
+	return err ? err : freed;
 }
 
 int uext4_unlink(uext4_fs *fs, uint64_t dir, const char *name)
@@ -742,7 +749,10 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 	} while (err == 1);
 	if (cross)
 		ulock_unlock(rename_lock());
-	iput(fs, r.t); /* a replaced inode that lost its last link goes here */
+	/* A replaced inode that lost its last link goes here (a failure to
+	 * free it is reported, the rename itself is done). */
+	int e2 = iput(fs, r.t);
+	err = err ? err : e2;
 	iput(fs, r.s);
 	iput(fs, r.nd);
 	iput(fs, r.od);

@@ -26,6 +26,13 @@
  * orphan_cleanup() at a read-write mount processes both: inodes with
  * links are truncated to i_size, the others are freed by their last iput()
  * (inode.c's inode_delete() takes them off their list in the same handle).
+ * As the kernel's ext4_orphan_cleanup(), one that cannot be processed
+ * (corrupt) does not stop the rest: it is taken off its list (the legacy
+ * head moves past it, its orphan-file entry is cleared: no later mount
+ * trips over it), left allocated for e2fsck, and recorded with fs_error()
+ * once the pass is over; a legacy link that cannot be followed (inode out
+ * of range, free, unreadable, or a loop) ends the legacy list there, as
+ * the kernel clears s_last_orphan.
  */
 #include "internal.h"
 #include "orphan_int.h"
@@ -367,9 +374,13 @@ static int list_add(struct handle *h, struct orphan_state *st, struct inode *ino
 }
 
 /* Unlink inode: its predecessor (or s_last_orphan) takes its next number;
- * then its own i_dtime goes back to 0 (outside the lock: no other inode
- * links to it any more). */
-static int list_del(struct handle *h, struct orphan_state *st, struct inode *inode)
+ * then, if write_self, its own i_dtime goes back to 0 (outside the lock:
+ * no other inode links to it any more).  Without a handle (h NULL) only
+ * memory changes: the predecessor's new link reaches its table block with
+ * its next write (inode_write() encodes orphan_next_ino), s_last_orphan
+ * with the next superblock write. */
+static int list_unlink(struct handle *h, struct orphan_state *st, struct inode *inode,
+		       bool write_self)
 {
 	struct uext4_fs *fs = st->fs;
 	struct inode *prev;
@@ -387,7 +398,8 @@ static int list_del(struct handle *h, struct orphan_state *st, struct inode *ino
 		st->head = inode->orphan_next;
 	} else {
 		atomic_store_explicit(&prev->orphan_next_ino, next, memory_order_relaxed);
-		err = inode_write_orphan_link(h, prev);
+		if (h)
+			err = inode_write_orphan_link(h, prev);
 		prev->orphan_next = inode->orphan_next;
 	}
 	if (inode->orphan_next)
@@ -397,6 +409,8 @@ static int list_del(struct handle *h, struct orphan_state *st, struct inode *ino
 	atomic_fetch_and_explicit(&inode->istate, ~(uint32_t)INODE_ORPHAN_LIST,
 				  memory_order_release);
 	ulock_unlock(&st->list_lock);
+	if (!write_self || !h)
+		return err;
 	atomic_store_explicit(&inode->orphan_next_ino, 0, memory_order_relaxed);
 	err2 = inode_write_orphan_link(h, inode);
 	return err ? err : err2;
@@ -430,8 +444,49 @@ int orphan_del(struct handle *h, struct inode *inode)
 	if (has_state(inode, INODE_ORPHAN_FILE))
 		err = file_del(h, st, inode);
 	if (has_state(inode, INODE_ORPHAN_LIST))
-		err2 = list_del(h, st, inode);
+		err2 = list_unlink(h, st, inode, true);
 	return err ? err : err2;
+}
+
+/* The orphan file entry of a slot is cleared: 0 or an error (in h). */
+static int file_clear_entry(struct handle *h, struct orphan_state *st, uint32_t blk, uint32_t idx)
+{
+	struct buf *b = st->bufs[blk];
+	int err = handle_write_access(h, b);
+
+	if (err)
+		return err;
+	__atomic_store_n(entry_ptr(b, idx), 0, __ATOMIC_RELEASE);
+	atomic_fetch_add_explicit(&st->counts[blk].free, 1, memory_order_release);
+	handle_dirty(h, b, CSUM_ORPHAN, st->file_ino, st->file_gen);
+	return 0;
+}
+
+int orphan_drop_failed(struct uext4_fs *fs, struct inode *inode)
+{
+	struct orphan_state *st = fs->orphan;
+	struct handle *h = NULL;
+	int err = 0, err2 = 0, err3;
+
+	if (!st || !has_state(inode, INODE_ORPHAN_FILE | INODE_ORPHAN_LIST))
+		return 0;
+	err3 = handle_begin(fs, 8, &h);
+	if (err3)
+		h = NULL;   /* as the kernel's orphan_del() without a handle: memory only */
+	if (has_state(inode, INODE_ORPHAN_FILE)) {
+		uint32_t blk = inode->orphan_slot / st->per_block;
+
+		atomic_fetch_and_explicit(&inode->istate, ~(uint32_t)INODE_ORPHAN_FILE,
+					  memory_order_release);
+		if (h && blk < st->nblocks &&
+		    entry_load(st->bufs[blk], inode->orphan_slot % st->per_block) == inode->ino)
+			err = file_clear_entry(h, st, blk, inode->orphan_slot % st->per_block);
+	}
+	if (has_state(inode, INODE_ORPHAN_LIST))
+		err2 = list_unlink(h, st, inode, false);
+	if (h)
+		err3 = handle_end(h);
+	return err ? err : err2 ? err2 : err3;
 }
 
 /* ================================================================ cleanup */
@@ -457,30 +512,20 @@ static int inode_in_use(struct uext4_fs *fs, uint32_t ino)
 	return used;
 }
 
-/* Validate an orphan's number (from where) and load it. */
-static int orphan_iget(struct uext4_fs *fs, uint32_t ino, const char *where,
-		       struct inode **out)
+/* Validate an orphan's number and load it. */
+static int orphan_iget(struct uext4_fs *fs, uint32_t ino, struct inode **out)
 {
-	int used, err;
+	int used;
 
 	if (ino < fs->first_ino || ino > fs->inodes_count)
-		return fs_corrupt("orphan inode %u (%s) out of range %u..%u: orphan cleanup stopped",
-				  ino, where, fs->first_ino, fs->inodes_count);
+		return fs_corrupt("inode number out of range %u..%u", fs->first_ino,
+				  fs->inodes_count);
 	used = inode_in_use(fs, ino);
 	if (used < 0)
 		return used;
 	if (!used)
-		return fs_corrupt("orphan inode %u (%s) is free in the inode bitmap: orphan "
-				  "cleanup stopped", ino, where);
-	err = iget(fs, ino, out);
-	if (err) {
-		char why[256];
-
-		snprintf(why, sizeof(why), "%s", uext4_last_error());
-		return fs_err(-err, "orphan inode %u (%s): cannot load it (%s): orphan cleanup "
-			      "stopped", ino, where, why);
-	}
-	return 0;
+		return fs_corrupt("inode %u is free in the inode bitmap", ino);
+	return iget(fs, ino, out);
 }
 
 /* Can blocks past i_size be freed by inode_truncate_blocks()? */
@@ -498,6 +543,7 @@ static int finish_truncate(struct uext4_fs *fs, struct inode *inode)
 
 	urw_wrlock(&inode->lock);
 	if ((err = handle_begin(fs, 64, &h))) {
+		orphan_drop_failed(fs, inode);   /* at least off the in-memory list */
 		urw_unlock(&inode->lock);
 		return err;
 	}
@@ -515,24 +561,58 @@ static int finish_truncate(struct uext4_fs *fs, struct inode *inode)
 	return err ? err : err2;
 }
 
-/* Process one loaded orphan whose list state is already set.  Consumes
- * the reference. */
-static int process_orphan(struct uext4_fs *fs, struct inode *inode, uint32_t *truncated,
-			  uint32_t *deleted)
+/*
+ * What one cleanup pass did.  An orphan it cannot process (corrupt, or
+ * failing to free) is skipped and taken off its list, as the kernel's
+ * ext4_orphan_cleanup() goes on past it; the failures are recorded with
+ * fs_error() only after the pass, so that an errors=remount-ro policy
+ * does not stop the freeing of the good orphans after a bad one.
+ */
+#define CLEANUP_NAMED 8
+struct cleanup {
+	struct uext4_fs *fs;
+	struct orphan_state *st;
+	uint32_t truncated, deleted, failed;
+	struct {
+		uint32_t ino;
+		int err;
+		char why[200];
+	} fail[CLEANUP_NAMED];      /* the first failures, for the report */
+};
+
+/* ino (found at where) could not be processed: err, with the message
+ * that was set. */
+static void note_failure(struct cleanup *c, uint32_t ino, int err, const char *where)
 {
-	int err = 0;
+	if (c->failed < CLEANUP_NAMED) {
+		c->fail[c->failed].ino = ino;
+		c->fail[c->failed].err = err < 0 ? err : -EIO;
+		snprintf(c->fail[c->failed].why, sizeof(c->fail[0].why), "%s: %s", where,
+			 uext4_last_error());
+	}
+	c->failed++;
+}
+
+/* Process one loaded orphan whose list state is already set.  Consumes
+ * the reference.  Afterwards the inode is on no list in memory, whatever
+ * happened (finish_truncate() and a failed delete take it off). */
+static int process_orphan(struct cleanup *c, struct inode *inode)
+{
+	int err;
 
 	if (inode->links > 0) {
-		err = finish_truncate(fs, inode);
+		err = finish_truncate(c->fs, inode);
 		if (!err)
-			(*truncated)++;
-	} else {
-		/* The last iput() deletes it: inode_delete() frees its blocks,
-		 * xattrs and number and calls orphan_del() in its handle. */
-		atomic_fetch_or_explicit(&inode->istate, INODE_UNLINKED, memory_order_release);
-		(*deleted)++;
+			c->truncated++;
+		iput(c->fs, inode);
+		return err;
 	}
-	iput(fs, inode);
+	/* The last iput() deletes it: inode_delete() frees its blocks, xattrs
+	 * and number and calls orphan_del() in its handle. */
+	atomic_fetch_or_explicit(&inode->istate, INODE_UNLINKED, memory_order_release);
+	err = iput(c->fs, inode);
+	if (!err)
+		c->deleted++;
 	return err;
 }
 
@@ -544,20 +624,61 @@ static bool test_and_set_bit(uint8_t *map, uint32_t n)
 	return was;
 }
 
-/* The legacy chain from s_last_orphan: the head is loaded, put on the
- * in-memory list as the kernel does, processed (which unlinks it and
- * moves s_last_orphan to the next), until the chain ends.  A walk longer
- * than the inode count or one that revisits an inode is a loop. */
-static int cleanup_list(struct uext4_fs *fs, struct orphan_state *st, uint32_t *truncated,
-			uint32_t *deleted)
+/* The legacy chain cannot be followed past ino: drop the rest of it, as
+ * the kernel does (what it held is left to e2fsck). */
+static void list_give_up(struct cleanup *c, uint32_t ino, int err, const char *where)
 {
+	note_failure(c, ino, err, where);
+	ulock_lock(&c->st->list_lock);
+	last_orphan_store(c->fs, 0);
+	ulock_unlock(&c->st->list_lock);
+}
+
+/* One inode from the head of the legacy chain: loaded, put on the
+ * in-memory list as the kernel does, processed (which unlinks it and
+ * moves s_last_orphan to the next).  False when the walk must stop. */
+static bool cleanup_list_one(struct cleanup *c, uint32_t ino, const char *where)
+{
+	struct uext4_fs *fs = c->fs;
+	struct inode *inode;
+	uint32_t next;
+	int err;
+
+	if ((err = orphan_iget(fs, ino, &inode))) {
+		list_give_up(c, ino, err, where);
+		return false;
+	}
+	next = le32(inode_raw(inode)->i_dtime);
+	ulock_lock(&c->st->list_lock);
+	atomic_store_explicit(&inode->orphan_next_ino, next, memory_order_relaxed);
+	atomic_fetch_or_explicit(&inode->istate, INODE_ORPHAN_LIST, memory_order_release);
+	list_push_front(c->st, inode);
+	ulock_unlock(&c->st->list_lock);
+	if ((err = process_orphan(c, inode)))
+		note_failure(c, ino, err, where);
+	if (last_orphan_load(fs) == ino) {
+		/* Cannot happen (the inode is off the list in memory): never
+		 * loop on it. */
+		if (!err)
+			note_failure(c, ino, fs_err(EIO, "stayed at the head of the orphan list"),
+				     where);
+		ulock_lock(&c->st->list_lock);
+		last_orphan_store(fs, next);
+		ulock_unlock(&c->st->list_lock);
+	}
+	return true;
+}
+
+/* The legacy chain from s_last_orphan until it ends.  A walk longer than
+ * the inode count or one that revisits an inode is a loop. */
+static int cleanup_list(struct cleanup *c)
+{
+	struct uext4_fs *fs = c->fs;
 	uint8_t *seen = NULL;
 	uint64_t steps = 0;
 	uint32_t ino, prev_ino = 0;
-	int err = 0;
 
-	while (!err && (ino = last_orphan_load(fs)) != 0) {
-		struct inode *inode;
+	while ((ino = last_orphan_load(fs)) != 0) {
 		char where[64];
 
 		if (prev_ino)
@@ -568,71 +689,102 @@ static int cleanup_list(struct uext4_fs *fs, struct orphan_state *st, uint32_t *
 			return fs_err(ENOMEM, "out of memory for the orphan list walk");
 		if (++steps > fs->inodes_count ||
 		    (ino <= fs->inodes_count && test_and_set_bit(seen, ino))) {
-			err = fs_corrupt("orphan list loops at inode %u (%s): orphan cleanup stopped",
-					 ino, where);
+			list_give_up(c, ino, fs_corrupt("orphan list: it loops back to inode %u",
+							ino), where);
 			break;
 		}
-		if ((err = orphan_iget(fs, ino, where, &inode)))
+		if (!cleanup_list_one(c, ino, where))
 			break;
-		ulock_lock(&st->list_lock);
-		atomic_store_explicit(&inode->orphan_next_ino, le32(inode_raw(inode)->i_dtime),
-				      memory_order_relaxed);
-		atomic_fetch_or_explicit(&inode->istate, INODE_ORPHAN_LIST, memory_order_release);
-		list_push_front(st, inode);
-		ulock_unlock(&st->list_lock);
-		err = process_orphan(fs, inode, truncated, deleted);
-		if (!err && last_orphan_load(fs) == ino)
-			err = fs_err(EIO, "orphan inode %u stayed at the head of the orphan list "
-				     "after cleanup: orphan cleanup stopped", ino);
 		prev_ino = ino;
 	}
 	free(seen);
-	return err;
+	return 0;
+}
+
+/* Entry j of block blk could not be processed: clear it, so that no later
+ * mount trips over it (the inode is left to e2fsck). */
+static void file_skip_entry(struct cleanup *c, uint32_t blk, uint32_t j)
+{
+	struct handle *h;
+
+	if (entry_load(c->st->bufs[blk], j) == 0 || handle_begin(c->fs, 8, &h))
+		return;
+	file_clear_entry(h, c->st, blk, j);
+	handle_end(h);
+}
+
+/* Entry j of orphan file block blk (holding ino). */
+static void cleanup_file_one(struct cleanup *c, uint32_t blk, uint32_t j, uint32_t ino)
+{
+	struct orphan_state *st = c->st;
+	struct inode *inode;
+	char where[80];
+	int err;
+
+	snprintf(where, sizeof(where), "orphan file block %u entry %u", blk, j);
+	if ((err = orphan_iget(c->fs, ino, &inode))) {
+		note_failure(c, ino, err, where);
+		file_skip_entry(c, blk, j);
+		return;
+	}
+	if (has_state(inode, INODE_ORPHAN_FILE | INODE_ORPHAN_LIST)) {
+		iput(c->fs, inode);
+		note_failure(c, ino, fs_corrupt("inode %u is on another orphan list too", ino),
+			     where);
+		file_skip_entry(c, blk, j);
+		return;
+	}
+	inode->orphan_slot = blk * st->per_block + j;
+	atomic_fetch_or_explicit(&inode->istate, INODE_ORPHAN_FILE, memory_order_release);
+	if ((err = process_orphan(c, inode)))
+		note_failure(c, ino, err, where);
+	if (entry_load(st->bufs[blk], j) != 0) {
+		if (!err)
+			note_failure(c, ino, fs_err(EIO, "stayed in the orphan file"), where);
+		file_skip_entry(c, blk, j);
+	}
 }
 
 /* Every entry of the orphan file. */
-static int cleanup_file(struct uext4_fs *fs, struct orphan_state *st, uint32_t *truncated,
-			uint32_t *deleted)
+static void cleanup_file(struct cleanup *c)
 {
-	int err = 0;
+	for (uint32_t blk = 0; blk < c->st->nblocks; blk++)
+		for (uint32_t j = 0; j < c->st->per_block; j++) {
+			uint32_t ino = entry_load(c->st->bufs[blk], j);
 
-	for (uint32_t blk = 0; blk < st->nblocks && !err; blk++) {
-		struct buf *b = st->bufs[blk];
-
-		for (uint32_t j = 0; j < st->per_block && !err; j++) {
-			uint32_t ino = entry_load(b, j);
-			struct inode *inode;
-			char where[80];
-
-			if (!ino)
-				continue;
-			snprintf(where, sizeof(where), "orphan file block %u entry %u", blk, j);
-			if ((err = orphan_iget(fs, ino, where, &inode)))
-				break;
-			if (has_state(inode, INODE_ORPHAN_FILE | INODE_ORPHAN_LIST)) {
-				iput(fs, inode);
-				err = fs_corrupt("orphan inode %u (%s) is on another orphan list "
-						 "too: orphan cleanup stopped", ino, where);
-				break;
-			}
-			inode->orphan_slot = blk * st->per_block + j;
-			atomic_fetch_or_explicit(&inode->istate, INODE_ORPHAN_FILE,
-						 memory_order_release);
-			err = process_orphan(fs, inode, truncated, deleted);
-			if (!err && entry_load(b, j) != 0)
-				err = fs_err(EIO, "orphan inode %u (%s) stayed in the orphan file "
-					     "after cleanup: orphan cleanup stopped", ino, where);
+			if (ino)
+				cleanup_file_one(c, blk, j, ino);
 		}
-	}
-	return err;
 }
 
-int orphan_cleanup(struct uext4_fs *fs, uint32_t *truncated, uint32_t *deleted)
+/* After the pass: each failure recorded on the file system, and one
+ * message naming them for the caller (uext4_recover() reports it). */
+static void report_failures(struct cleanup *c)
+{
+	char msg[512];
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < MIN(c->failed, CLEANUP_NAMED); i++)
+		FS_ERROR(c->fs, -c->fail[i].err, c->fail[i].ino, 0,
+			 "orphan cleanup: inode %u (%s): skipped, left for e2fsck",
+			 c->fail[i].ino, c->fail[i].why);
+	n = (size_t)snprintf(msg, sizeof(msg), "orphan cleanup: %u inode%s could not be "
+			     "processed and %s left for e2fsck (the other orphans were processed):",
+			     c->failed, c->failed == 1 ? "" : "s", c->failed == 1 ? "was" : "were");
+	for (uint32_t i = 0; i < MIN(c->failed, CLEANUP_NAMED) && n < sizeof(msg); i++)
+		n += (size_t)snprintf(msg + n, sizeof(msg) - n, "%s inode %u (%s)", i ? ";" : "",
+				      c->fail[i].ino, c->fail[i].why);
+	fs_err(EUCLEAN, "%s", msg);
+}
+
+int orphan_cleanup(struct uext4_fs *fs, struct uext4_recovery *r)
 {
 	struct orphan_state *st = fs->orphan;
+	struct cleanup c = {.fs = fs, .st = st};
 	int err;
 
-	*truncated = *deleted = 0;
+	r->orphans_truncated = r->orphans_deleted = r->orphans_failed = 0;
+	r->orphan_failed_ino = 0;
 	if (!st || fs->read_only)
 		return 0;
 	if (le16(fs->sb.s_state) & EXT4_ERROR_FS) {
@@ -643,10 +795,16 @@ int orphan_cleanup(struct uext4_fs *fs, uint32_t *truncated, uint32_t *deleted)
 		return 0;
 	}
 	atomic_store_explicit(&st->cleanup_running, true, memory_order_release);
-	err = cleanup_list(fs, st, truncated, deleted);
+	err = cleanup_list(&c);
 	if (!err)
-		err = cleanup_file(fs, st, truncated, deleted);
+		cleanup_file(&c);
 	atomic_store_explicit(&st->cleanup_running, false, memory_order_release);
+	r->orphans_truncated = c.truncated;
+	r->orphans_deleted = c.deleted;
+	r->orphans_failed = c.failed;
+	r->orphan_failed_ino = c.failed ? c.fail[0].ino : 0;
+	if (c.failed)
+		report_failures(&c);
 	return err;
 }
 

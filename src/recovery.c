@@ -9,16 +9,22 @@
  * not walk the log again.
  *
  * Where the log ends: at the first block that is not a journal block of
- * the expected sequence, at a descriptor, revoke or commit block with a
- * bad checksum, or at a data block whose tag checksum fails; everything
- * from the transaction that contains that block on is dropped.  The
- * kernel differs in two cases: a data block with a bad checksum inside a
- * committed transaction is skipped (the rest is replayed) and the mount
- * fails with EFSBADCRC; a bad descriptor/revoke checksum makes it look at
- * the commit time of what follows.  We stop at the last fully valid
- * transaction instead, which leaves a consistent file system.  Checksum
- * v1 (COMPAT_CHECKSUM, crc32 over the whole transaction in the commit
- * block) is not verified.
+ * the expected sequence, or at a descriptor, revoke or commit block with
+ * a bad checksum; everything from the transaction that contains that
+ * block on is dropped (the kernel, on a bad descriptor/revoke checksum,
+ * also looks at the commit time of what follows; we end there).
+ *
+ * A data block whose tag checksum fails (checksum v2/v3), inside a
+ * committed transaction, is skipped as the kernel's and e2fsck's
+ * do_one_pass() skip it: the rest of that transaction and every later
+ * transaction are replayed, and only the bad block keeps what its home
+ * held.  A block that a newer transaction revoked is not replayed anyway
+ * and is no error.  A skipped block is an error: the superblock on disk
+ * gets EXT4_ERROR_FS in s_state (written and flushed before the journal
+ * is marked empty) so that e2fsck checks the file system, and
+ * journal_replay names the first bad block (journal block, home block,
+ * transaction) for the caller to report.  Checksum v1 (COMPAT_CHECKSUM,
+ * crc32 over the whole transaction in the commit block) is not verified.
  */
 #include "jbd2.h"
 
@@ -31,6 +37,7 @@ struct rtag {
 	uint32_t logpos;
 	uint32_t tid;
 	bool escaped;
+	bool bad_csum;          /* the tag's checksum does not match the block */
 };
 struct rrevoke {
 	uint64_t block;
@@ -109,6 +116,7 @@ static int scan_descriptor(struct scan *s, bool *end)
 		const uint8_t *t = d + off;
 		uint32_t flags = be16_get(t + 6), where;
 		uint64_t home = be32_get(t);
+		bool bad = false;
 		int err;
 
 		if (f->bit64)
@@ -116,18 +124,15 @@ static int scan_descriptor(struct scan *s, bool *end)
 		err = next_block(s, s->data, &where, end);
 		if (err || *end)
 			return err;
+		/* A bad block is kept, marked: the replay skips it unless a
+		 * newer transaction revoked it (then it is no error). */
 		if (jbd2_has_csum(f)) {
 			uint32_t c = jbd2_block_csum(f, s->tid, s->data);
-			bool ok = f->csum_v3 ? be32_get(t + 12) == c
-					     : be16_get(t + 4) == (uint16_t)c;
 
-			if (!ok) {
-				s->bad_csum = true;
-				*end = true;
-				return 0;
-			}
+			bad = f->csum_v3 ? be32_get(t + 12) != c : be16_get(t + 4) != (uint16_t)c;
 		}
-		err = push_tag(s, (struct rtag){home, where, s->tid, (flags & JBD2_FLAG_ESCAPE) != 0});
+		err = push_tag(s, (struct rtag){home, where, s->tid, (flags & JBD2_FLAG_ESCAPE) != 0,
+						bad});
 		if (err)
 			return err;
 		off += tb;
@@ -279,18 +284,33 @@ static bool revoked(const struct revtab *t, uint64_t block, uint32_t tid)
 	return false;
 }
 
-static int pass_replay(struct scan *s, const struct revtab *t, uint32_t *written)
+/* A logged block with a bad checksum is not written: note it (the first
+ * one is named in the report). */
+static void note_bad_block(struct journal_replay *r, const struct rtag *g)
+{
+	if (r->bad_blocks++ == 0) {
+		r->bad_home = g->home;
+		r->bad_logpos = g->logpos;
+		r->bad_tid = g->tid;
+	}
+}
+
+static int pass_replay(struct scan *s, const struct revtab *t, struct journal_replay *r)
 {
 	struct uext4_fs *fs = s->log->fs;
 	uint32_t bs = fs->block_size;
 
-	*written = 0;
+	r->blocks = 0;
 	for (size_t i = 0; i < s->ntags; i++) {
 		const struct rtag *g = &s->tags[i];
 		int err;
 
 		if (revoked(t, g->home, g->tid))
 			continue;
+		if (g->bad_csum) {
+			note_bad_block(r, g);
+			continue;
+		}
 		err = jbd2_read_block(s->log, g->logpos, s->data);
 		if (err)
 			return err;
@@ -300,8 +320,34 @@ static int pass_replay(struct scan *s, const struct revtab *t, uint32_t *written
 		if (err < 0)
 			return fs_err(-err, "journal recovery: writing block %llu (tid %u) failed",
 				      (unsigned long long)g->home, g->tid);
-		(*written)++;
+		r->blocks++;
 	}
+	return 0;
+}
+
+/*
+ * Blocks were skipped: set EXT4_ERROR_FS in the superblock on the device
+ * (after the replay, which may have rewritten it), so that e2fsck checks
+ * the file system whatever happens to this mount; flushed before the
+ * journal is marked empty.  The error fields (count, block, function) are
+ * recorded by the mount's fs_error() once it is up (super.c).
+ */
+static int mark_fs_error(struct jbd2_log *log)
+{
+	struct uext4_fs *fs = log->fs;
+	struct ext4_super_block sb;
+	int err = bdev_read(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
+
+	if (err < 0)
+		return fs_err(-err, "journal recovery: reading the superblock failed");
+	if (le16(sb.s_magic) != EXT4_SUPER_MAGIC)
+		return fs_corrupt("superblock after journal replay: bad magic 0x%x",
+				  le16(sb.s_magic));
+	sb.s_state = cpu_to_le16(le16(sb.s_state) | EXT4_ERROR_FS);
+	csum_set_super(fs, &sb);
+	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
+	if (err < 0)
+		return fs_err(-err, "journal recovery: writing the superblock failed");
 	return 0;
 }
 
@@ -366,7 +412,9 @@ static int recover_log(struct jbd2_log *log, struct journal_replay *r)
 	if (!err)
 		err = pass_revoke(&s, &t);
 	if (!err)
-		err = pass_replay(&s, &t, &r->blocks);
+		err = pass_replay(&s, &t, r);
+	if (!err && r->bad_blocks)
+		err = mark_fs_error(log);
 	if (!err) {
 		r->first_tid = JGET(sb, s_sequence);
 		r->end_tid = s.tid;

@@ -548,10 +548,18 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	super_mark_dirty(fs);
 	if ((err = orphan_init(fs)) || (err = trans_commit(fs)))
 		return err;
-	if ((err = orphan_cleanup(fs, &fs->recovery.orphans_truncated,
-				  &fs->recovery.orphans_deleted)))
+	if (fs->recovery.bad_blocks)
+		/* Recorded now that the mount can write (recovery.c set
+		 * EXT4_ERROR_FS already); the errors= policy applies. */
+		FS_ERROR(fs, EBADMSG, 0, fs->recovery.bad_home_block,
+			 "journal recovery: %u logged blocks had a bad checksum and were not "
+			 "replayed (first: journal block %u, transaction %u, home block %llu)",
+			 fs->recovery.bad_blocks, fs->recovery.bad_journal_block,
+			 fs->recovery.bad_tid, (unsigned long long)fs->recovery.bad_home_block);
+	if ((err = orphan_cleanup(fs, &fs->recovery)))
 		return err;
-	if (fs->recovery.orphans_truncated || fs->recovery.orphans_deleted)
+	if (fs->recovery.orphans_truncated || fs->recovery.orphans_deleted ||
+	    fs->recovery.orphans_failed)
 		err = trans_commit(fs);
 	return err ? err : trans_start_timer(fs, fs->commit_secs);
 }
@@ -706,6 +714,10 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->recovery.blocks = r.blocks;
 	fs->recovery.revoked = r.revoked;
 	fs->recovery.bad_checksum = r.stopped_on_bad_csum;
+	fs->recovery.bad_blocks = r.bad_blocks;
+	fs->recovery.bad_journal_block = r.bad_logpos;
+	fs->recovery.bad_tid = r.bad_tid;
+	fs->recovery.bad_home_block = r.bad_home;
 	if (!r.transactions)
 		fs->recovery.replayed_in_memory = 0;
 	return read_super(fs, fs->read_only);

@@ -10,8 +10,14 @@
  *       the device is recovered with journal_recover() and every block
  *       compared with a model (revoked blocks not written, newest copy
  *       wins, escaped blocks restored); device writes and flushes counted;
- *   (b) a bad commit block, descriptor or data block in the middle of
- *       three transactions stops replay after the first;
+ *   (b) a bad commit block or descriptor in the middle of three
+ *       transactions stops replay after the first; a data block with a bad
+ *       (v3 tag) checksum in the middle transaction is skipped, as the
+ *       kernel and e2fsck do: every transaction is replayed, the other
+ *       blocks of that one too, the bad block keeps what it held before
+ *       (unless a newer transaction revoked it: then it is no error), it
+ *       is reported (journal block, home, tid) and the superblock on the
+ *       device gets EXT4_ERROR_FS;
  *   (c) log wrap-around: many more transactions than the log holds;
  *   (d) corrupt journal superblocks, revoke counts and tags give clear
  *       errors; random byte damage in the log never crashes;
@@ -319,7 +325,8 @@ static void free_run(struct run *r)
  * then replay of [S, E): a block gets the newest copy logged after the
  * newest transaction in [S, E) that revoked it.
  */
-static uint8_t *expected(struct run *r, uint32_t S, uint32_t E)
+static uint8_t *expected_skip(struct run *r, uint32_t S, uint32_t E, int64_t skip_tid,
+			      size_t skip_k)
 {
 	unsigned bs = r->im->c->bs;
 	uint8_t *exp = t_xmalloc((size_t)POOL * bs);
@@ -341,10 +348,27 @@ static uint8_t *expected(struct run *r, uint32_t S, uint32_t E)
 		if (t->tid >= E)
 			continue;
 		for (size_t k = 0; k < t->n; k++)
-			if (t->tid < S || (int64_t)t->tid > maxrev[t->idx[k]])
+			if ((t->tid < S || (int64_t)t->tid > maxrev[t->idx[k]]) &&
+			    !((int64_t)t->tid == skip_tid && k == skip_k))
 				memcpy(exp + (size_t)t->idx[k] * bs, t->copies + k * bs, bs);
 	}
 	return exp;
+}
+
+static uint8_t *expected(struct run *r, uint32_t S, uint32_t E)
+{
+	return expected_skip(r, S, E, -1, 0);
+}
+
+/* Is block k of transaction t revoked by a newer transaction below E? */
+static bool revoked_later(struct run *r, const struct txn *t, size_t k, uint32_t E)
+{
+	for (size_t i = 0; i < r->nt; i++)
+		if (r->t[i].tid > t->tid && r->t[i].tid < E)
+			for (size_t j = 0; j < r->t[i].nrev; j++)
+				if (r->t[i].rev_idx[j] == t->idx[k])
+					return true;
+	return false;
 }
 
 /* Write transactions < S home on d (what trans.c did before the crash). */
@@ -524,10 +548,18 @@ static void prep_homes(struct bdev *d, struct logged *lg, void *arg)
 	write_homes_before(a->r, d, a->S);
 }
 
-/* Recover and compare; expected end tid E, transactions and bad-csum flag. */
-static void check_recovery(struct run *r, struct logged *lg, uint32_t E, uint32_t ntrans,
-			   bool bad_csum, const char *what,
-			   void (*corrupt)(struct bdev *d, struct logged *lg, void *arg), void *carg)
+/* A logged block expected to be skipped for its bad checksum. */
+struct skipped {
+	const struct txn *t;    /* NULL: none */
+	size_t k;
+};
+
+/* Recover and compare; expected end tid E, transactions and bad-csum flag,
+ * and the data block skipped for a bad checksum, if any. */
+static void check_recovery_skip(struct run *r, struct logged *lg, uint32_t E, uint32_t ntrans,
+				bool bad_csum, struct skipped sk, const char *what,
+				void (*corrupt)(struct bdev *d, struct logged *lg, void *arg),
+				void *carg)
 {
 	struct journal_replay rep, rep2;
 	struct jbd2_superblock sb;
@@ -555,7 +587,29 @@ static void check_recovery(struct run *r, struct logged *lg, uint32_t E, uint32_
 		"%s: replay first %u end %u transactions %u bad_csum %d, expected %u %u %u %d", what,
 		rep.first_tid, rep.end_tid, rep.transactions, rep.stopped_on_bad_csum, S, E, ntrans,
 		bad_csum);
-	exp = expected(r, S, E);
+	{
+		bool counts = sk.t && !revoked_later(r, sk.t, sk.k, E);
+		struct ext4_super_block fsb;
+
+		T_CHECK(rep.bad_blocks == (counts ? 1u : 0u), "%s: %u bad blocks reported, want %u",
+			what, rep.bad_blocks, counts ? 1u : 0u);
+		if (counts && rep.bad_blocks)
+			T_CHECK(rep.bad_home == sk.t->homes[sk.k] && rep.bad_tid == sk.t->tid,
+				"%s: bad block reported for home %llu tid %u, want %llu tid %u", what,
+				(unsigned long long)rep.bad_home, rep.bad_tid,
+				(unsigned long long)sk.t->homes[sk.k], sk.t->tid);
+		bdev_read(after, &fsb, sizeof(fsb), 1024);
+		T_CHECK(!!(le16(fsb.s_state) & EXT4_ERROR_FS) == counts,
+			"%s: s_state 0x%x after recovery (EXT4_ERROR_FS wanted: %d)", what,
+			le16(fsb.s_state), counts);
+		if (counts)
+			printf("  %s: block %llu of tid %u skipped (journal block %u), "
+			       "EXT4_ERROR_FS set\n", what, (unsigned long long)rep.bad_home,
+			       rep.bad_tid, rep.bad_logpos);
+		else if (sk.t)
+			printf("  %s: the bad block was revoked later: no error\n", what);
+	}
+	exp = sk.t ? expected_skip(r, S, E, sk.t->tid, sk.k) : expected(r, S, E);
 	if (!compare_pool(r, after, exp, what))
 		printf("  %s: replayed tids [%u, %u): %u transactions, %u blocks, %u revoke "
 		       "records; pool of %d blocks as expected\n", what, rep.first_tid, rep.end_tid,
@@ -574,12 +628,21 @@ static void check_recovery(struct run *r, struct logged *lg, uint32_t E, uint32_
 	bdev_close(after);
 }
 
+static void check_recovery(struct run *r, struct logged *lg, uint32_t E, uint32_t ntrans,
+			   bool bad_csum, const char *what,
+			   void (*corrupt)(struct bdev *d, struct logged *lg, void *arg), void *carg)
+{
+	check_recovery_skip(r, lg, E, ntrans, bad_csum, (struct skipped){NULL, 0}, what, corrupt,
+			    carg);
+}
+
 /* ------------------------------------------------------------ corruptions */
 
 struct corrupt_arg {
 	uint32_t tid;
 	uint32_t type;      /* block type to damage; 0 = first data block */
 	bool magic;         /* damage the magic instead of a checksummed byte */
+	uint32_t data_k;    /* type 0: the data block of this tag (one descriptor) */
 };
 
 static void corrupt_block(struct bdev *d, struct logged *lg, void *arg)
@@ -592,8 +655,13 @@ static void corrupt_block(struct bdev *d, struct logged *lg, void *arg)
 	T_CHECK(pos >= 0, "block of type %u of tid %u not found", a->type, a->tid);
 	if (pos < 0)
 		return;
-	if (a->type == 0)       /* data block right after the descriptor */
-		flip_byte(d, &l, jbd2_next(&l, (uint32_t)pos), 100);
+	if (a->type == 0) {     /* data block data_k after the descriptor */
+		uint32_t at = jbd2_next(&l, (uint32_t)pos);
+
+		for (uint32_t k = 0; k < a->data_k; k++)
+			at = jbd2_next(&l, at);
+		flip_byte(d, &l, at, 100);
+	}
 	else if (a->magic)
 		flip_byte(d, &l, (uint32_t)pos, 1);
 	else
@@ -630,9 +698,9 @@ static void scenario_basic(struct image *im)
 	/* (b) damage in the middle transaction of the first three. */
 	{
 		uint32_t mid = r.first_tid + 1;
-		struct corrupt_arg cm = {mid, JBD2_COMMIT_BLOCK, !im->c->csum};
-		struct corrupt_arg cd = {mid, JBD2_DESCRIPTOR_BLOCK, !im->c->csum};
-		struct corrupt_arg cdata = {mid, 0, false};
+		struct corrupt_arg cm = {mid, JBD2_COMMIT_BLOCK, !im->c->csum, 0};
+		struct corrupt_arg cd = {mid, JBD2_DESCRIPTOR_BLOCK, !im->c->csum, 0};
+		struct corrupt_arg cdata = {mid, 0, false, 0};
 
 		check_recovery(&r, &lg, mid, 1, im->c->csum, im->c->csum ? "(b) bad commit checksum"
 							: "(b) damaged commit magic",
@@ -640,9 +708,26 @@ static void scenario_basic(struct image *im)
 		check_recovery(&r, &lg, mid, 1, im->c->csum, im->c->csum ? "(b) bad descriptor checksum"
 							: "(b) damaged descriptor magic",
 			       corrupt_block, &cd);
+		/* Data block k after the descriptor is tag k: once one that a
+		 * later transaction revoked (no error), once one it did not. */
+		uint32_t E = r.first_tid + (uint32_t)r.nt, k = 0;
+
+		while (k + 1 < r.t[1].n && revoked_later(&r, &r.t[1], k, E))
+			k++;
+		cdata.data_k = k;
 		if (im->c->csum)
-			check_recovery(&r, &lg, mid, 1, true, "(b) bad data block checksum (v3 tag)",
-				       corrupt_block, &cdata);
+			check_recovery_skip(&r, &lg, E, (uint32_t)r.nt, false,
+					    (struct skipped){&r.t[1], k},
+					    "(b) bad data block checksum (v3 tag)", corrupt_block,
+					    &cdata);
+		for (k = 0; k < r.t[1].n && !revoked_later(&r, &r.t[1], k, E); k++)
+			;
+		cdata.data_k = k;
+		if (im->c->csum && k < r.t[1].n)
+			check_recovery_skip(&r, &lg, E, (uint32_t)r.nt, false,
+					    (struct skipped){&r.t[1], k},
+					    "(b) bad checksum on a block revoked later", corrupt_block,
+					    &cdata);
 	}
 	/* (e) logdump and e2fsck on the image left with a non-empty journal. */
 	{
