@@ -7,7 +7,8 @@
  * For every operation below (create, mkdir, mknod, fast and slow
  * symlinks, link, unlink, rmdir, rename in its forms, setxattr that needs
  * an xattr block; in a directory with room, in a full one-block directory
- * that becomes an htree, and in an htree whose leaf must split) and every
+ * that becomes an htree, in an htree whose leaf must split, in an inline
+ * directory with room and in one that must move to a block) and every
  * N = 1, 2, ... until the operation runs with no injected failure, on a
  * fresh copy of the image:
  *   - the operation runs with the N-th point failing (EIO for reads;
@@ -148,7 +149,7 @@ static void snap_dir(uext4_fs *fs, struct snap *sn, const char *path, uint64_t *
 
 static void snapshot(uext4_fs *fs, struct snap *sn)
 {
-	static const char *dirs[] = {"/", "/d", "/e", "/full", "/ht", "/d/sub2"};
+	static const char *dirs[] = {"/", "/d", "/e", "/full", "/ht", "/d/sub2", "/idir"};
 	struct uext4_statfs sf;
 	uint64_t dir_blocks = 0;
 
@@ -189,6 +190,7 @@ struct op {
 	const char *name;
 	int (*run)(uext4_fs *fs);
 	bool (*done)(uext4_fs *fs);     /* its effect is there */
+	const char *flavour;            /* only on this flavour (NULL: all) */
 };
 
 static int p_create(uext4_fs *fs, const char *dir, const char *name)
@@ -308,27 +310,38 @@ static bool ok_setxattr(uext4_fs *fs)
 	       (ssize_t)sizeof(big_value);
 }
 
+static char inline_name[64], conv_name[256];
+static int op_create_inline(uext4_fs *fs) { return p_create(fs, "/idir", inline_name); }
+static bool ok_create_inline(uext4_fs *fs) { return exists(fs, in("/idir", inline_name), S_IFREG); }
+static int op_create_conv(uext4_fs *fs) { return p_create(fs, "/idir", conv_name); }
+static bool ok_create_conv(uext4_fs *fs) { return exists(fs, in("/idir", conv_name), S_IFREG); }
+static int op_mkdir_conv(uext4_fs *fs) { return uext4_mkdir(fs, ino_of(fs, "/idir"), conv_name, 0755, NULL); }
+static bool ok_mkdir_conv(uext4_fs *fs) { return exists(fs, in("/idir", conv_name), S_IFDIR); }
+
 static const struct op ops[] = {
-	{"create", op_create, ok_create},
-	{"mkdir", op_mkdir, ok_mkdir},
-	{"mknod", op_mknod, ok_mknod},
-	{"symlink-fast", op_symfast, ok_symfast},
-	{"symlink-slow", op_symslow, ok_symslow},
-	{"create-full", op_create_full, ok_create_full},
-	{"mkdir-full", op_mkdir_full, ok_mkdir_full},
-	{"create-split", op_create_split, ok_create_split},
-	{"mkdir-split", op_mkdir_split, ok_mkdir_split},
-	{"link", op_link, ok_link},
-	{"link-full", op_link_full, ok_link_full},
-	{"unlink", op_unlink, ok_unlink},
-	{"rmdir", op_rmdir, ok_rmdir},
-	{"rename-same", op_mv_same, ok_mv_same},
-	{"rename-cross", op_mv_cross, ok_mv_cross},
-	{"rename-over", op_mv_over, ok_mv_over},
-	{"rename-dir", op_mv_dir, ok_mv_dir},
-	{"rename-full", op_mv_full, ok_mv_full},
-	{"exchange", op_exchange, ok_exchange},
-	{"setxattr-block", op_setxattr, ok_setxattr},
+	{"create-inline", op_create_inline, ok_create_inline, "inline"},
+	{"create-inline-to-block", op_create_conv, ok_create_conv, "inline"},
+	{"mkdir-inline-to-block", op_mkdir_conv, ok_mkdir_conv, "inline"},
+	{"create", op_create, ok_create, NULL},
+	{"mkdir", op_mkdir, ok_mkdir, NULL},
+	{"mknod", op_mknod, ok_mknod, NULL},
+	{"symlink-fast", op_symfast, ok_symfast, NULL},
+	{"symlink-slow", op_symslow, ok_symslow, NULL},
+	{"create-full", op_create_full, ok_create_full, NULL},
+	{"mkdir-full", op_mkdir_full, ok_mkdir_full, NULL},
+	{"create-split", op_create_split, ok_create_split, NULL},
+	{"mkdir-split", op_mkdir_split, ok_mkdir_split, NULL},
+	{"link", op_link, ok_link, NULL},
+	{"link-full", op_link_full, ok_link_full, NULL},
+	{"unlink", op_unlink, ok_unlink, NULL},
+	{"rmdir", op_rmdir, ok_rmdir, NULL},
+	{"rename-same", op_mv_same, ok_mv_same, NULL},
+	{"rename-cross", op_mv_cross, ok_mv_cross, NULL},
+	{"rename-over", op_mv_over, ok_mv_over, NULL},
+	{"rename-dir", op_mv_dir, ok_mv_dir, NULL},
+	{"rename-full", op_mv_full, ok_mv_full, NULL},
+	{"exchange", op_exchange, ok_exchange, NULL},
+	{"setxattr-block", op_setxattr, ok_setxattr, NULL},
 };
 
 /* ------------------------------------------------------------ images */
@@ -444,6 +457,11 @@ static int make_base(const char *mkfs, const char *size)
 		fprintf(stderr, "building the tree: %s\n", uext4_last_error());
 	if (uext4_umount(fs) || err)
 		return -1;
+	/* An inline directory (debugfs makes them inline; uext4 does not). */
+	if (strstr(mkfs, "inline_data") && sh("debugfs -w -R 'mkdir idir' %s >/dev/null 2>&1", base_img))
+		return -1;
+	snprintf(inline_name, sizeof(inline_name), "in_%037u", 1);
+	snprintf(conv_name, sizeof(conv_name), "conv_%0195u", 2);
 	memset(long_target, 'x', MIN(sizeof(long_target) - 1, (size_t)bsize / 3 + 70));
 	for (size_t i = 0; i < sizeof(big_value); i++)
 		big_value[i] = (char)('a' + i % 26);
@@ -575,9 +593,11 @@ static void sweep(const char *flavour, const struct op *op, unsigned sites, int 
 	t_failures++;
 }
 
-static bool wanted(const char *flavour, const char *opname)
+static bool wanted(const char *flavour, const struct op *op)
 {
-	return !only || strstr(flavour, only) || strstr(opname, only);
+	if (op->flavour && strcmp(op->flavour, flavour))
+		return false;
+	return !only || strstr(flavour, only) || strstr(op->name, only);
 }
 
 static void run_flavour(const char *flavour, const char *mkfs, const char *size)
@@ -585,7 +605,7 @@ static void run_flavour(const char *flavour, const char *mkfs, const char *size)
 	bool any = false;
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		any |= wanted(flavour, ops[i].name);
+		any |= wanted(flavour, &ops[i]);
 	if (!any)
 		return;
 	printf("flavour %s (mke2fs %s)\n", flavour, mkfs);
@@ -596,7 +616,7 @@ static void run_flavour(const char *flavour, const char *mkfs, const char *size)
 		return;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		if (!wanted(flavour, ops[i].name))
+		if (!wanted(flavour, &ops[i]))
 			continue;
 		sweep(flavour, &ops[i], FAULT_READ, EIO);
 		sweep(flavour, &ops[i], FAULT_ALLOC_BLOCK | FAULT_ALLOC_INODE, ENOSPC);
