@@ -4,7 +4,7 @@
 #
 # Case 8 (one validity step for every operation): a fast symlink longer
 # than i_block, a directory of size 0 with no blocks, a regular file with
-# a bad extent header magic.  Every CLI command on the damaged inode (stat,
+# a bad extent header magic, a device inode with the extents flag.  Every CLI command on the damaged inode (stat,
 # cat, chmod, chown -h, ln, mv as source and as target, rm, setfattr,
 # truncate, getfattr), with the release and the ASan build, must fail
 # with the same corruption message naming the inode, and leave every byte
@@ -147,6 +147,7 @@ note "case 8: one validity step for every operation"
 case8 bad_symlink /lnk symlink
 case8 bad_dir /bad dir
 case8 bad_extent_header /bad extent
+case8 bad_device /bad device
 
 # ---------------------------------------------------------------- case 5
 
