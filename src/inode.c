@@ -336,7 +336,7 @@ static int check_extent_root(struct uext4_fs *fs, const struct inode *n, uint64_
 		uint64_t lblk, pblk, len = 1;
 
 		if (depth == 0) {
-			const struct ext4_extent *e = (const void *)(eh + 1 + i);
+			const struct ext4_extent *e = (const struct ext4_extent *)(eh + 1) + i;
 
 			len = le16(e->ee_len);
 			len -= len > 32768 ? 32768 : 0;
@@ -345,7 +345,7 @@ static int check_extent_root(struct uext4_fs *fs, const struct inode *n, uint64_
 			if (len == 0)
 				return BAD("extent %u has length 0", ino, b, i);
 		} else {
-			const struct ext4_extent_idx *x = (const void *)(eh + 1 + i);
+			const struct ext4_extent_idx *x = (const struct ext4_extent_idx *)(eh + 1) + i;
 
 			lblk = le32(x->ei_block);
 			pblk = le32(x->ei_leaf_lo) | (uint64_t)le16(x->ei_leaf_hi) << 32;
