@@ -635,6 +635,8 @@ int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t 
 	*got = 0;
 	if (fs->read_only)
 		return fs_err(EROFS, "allocating a block on a read-only mount");
+	if ((err = fault_point(FAULT_ALLOC_BLOCK, goal)))
+		return err;
 	if ((err = check_reserved(fs, &r.want)))
 		return err;
 	r.want = MIN(r.want, fs->blocks_per_group);

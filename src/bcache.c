@@ -455,7 +455,10 @@ int bread(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind, struct
 		 * block wait here and then find it uptodate. */
 		ulock_lock(&b->lock);
 		if (!buf_uptodate(b)) {
-			err = read_in(bc, b, kind);
+			/* Tests inject read errors here (fault.c). */
+			err = fault_point(FAULT_READ, blocknr);
+			if (!err)
+				err = read_in(bc, b, kind);
 			did_io = true;
 		}
 		ulock_unlock(&b->lock);

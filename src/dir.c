@@ -834,19 +834,24 @@ int dir_append_block(struct handle *h, struct inode *dir, uint64_t *lblk, struct
 		return fs_err(EIO, "directory inode %lu: block %lu mapped to %lu",
 			      (unsigned long)dir->ino, (unsigned long)n, (unsigned long)m.pblk);
 	if ((err = bget_new(fs->bc, m.pblk, &b)))
-		return err;
+		goto unmap;
 	if ((err = handle_create_access(h, b))) {
 		brelse(fs->bc, b);
-		return err;
+		goto unmap;
 	}
 	dir->size = (n + 1) << fs->log_block_size;
 	if ((err = inode_write(h, dir))) {
 		brelse(fs->bc, b);
-		return err;
+		dir->size = n << fs->log_block_size;
+		goto unmap;
 	}
 	*lblk = n;
 	*out = b;
 	return 0;
+unmap:
+	/* No block past i_size that nobody filled in (issue 9, case 5). */
+	inode_truncate_blocks(h, dir, n);
+	return err;
 }
 
 /* A name's directory entry goes in a new block of its own. */

@@ -621,6 +621,9 @@ int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *i
 	*ino = 0;
 	if (fs->read_only)
 		return fs_err(EROFS, "allocating an inode on a read-only mount");
+	int ferr = fault_point(FAULT_ALLOC_INODE, dir->ino);
+	if (ferr)
+		return ferr;
 	if (pick_group(fs, dir, mode, &g))
 		return fs_err(ENOSPC, "no free inode left (%u inodes) for a new inode in "
 			      "directory %llu", fs->inodes_count, (unsigned long long)dir->ino);

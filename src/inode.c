@@ -296,6 +296,169 @@ static int check_in_use(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 }
 
 /*
+ * The inode's own fields must make sense for its type before anything uses
+ * it (issue 9, case 8): this is the one validity step, taken at load (iget),
+ * from the fields already in memory, so every operation that reaches the
+ * inode (getattr, readlink, open, chmod, chown, link, rename, unlink,
+ * setxattr, truncate) gets the same EUCLEAN with the same message naming
+ * it, and none of them costs anything more.  The checks are those of the
+ * kernel's __ext4_iget() (block references via ext4_ext_check_inode() and
+ * ext4_ind_check_inode(), symlink flags and fast-symlink length, bogus
+ * htree flag) and of e2fsck's pass 1 where the kernel would trip later
+ * (directory without blocks, flags a type cannot have, device inodes with
+ * a block map).  An inode being freed by orphan cleanup (no links) skips
+ * the size checks: a crash may have left it half truncated.
+ */
+#define BAD(...) fs_corrupt("inode %llu (block %llu): " __VA_ARGS__)
+
+/* A run of blocks the inode may point to: inside the file system, past
+ * the superblock (as ext4_inode_block_valid()). */
+static bool blocks_valid(const struct uext4_fs *fs, uint64_t blk, uint64_t len)
+{
+	return blk > fs->first_data_block && blk + len >= blk && blk + len <= fs->blocks_count;
+}
+
+/* The extent tree root in i_block (ext4_ext_check_inode()). */
+static int check_extent_root(struct uext4_fs *fs, const struct inode *n, uint64_t blk)
+{
+	const struct ext4_extent_header *eh = (const void *)inode_raw(n)->i_block;
+	unsigned entries = le16(eh->eh_entries), max = le16(eh->eh_max), depth = le16(eh->eh_depth);
+	unsigned long long ino = n->ino, b = blk;
+	uint64_t next = 0;
+
+	if (le16(eh->eh_magic) != EXT4_EXT_MAGIC)
+		return BAD("extent header magic 0x%04x", ino, b, le16(eh->eh_magic));
+	if (depth > EXT4_EXT_MAX_DEPTH)
+		return BAD("extent tree depth %u (at most %u)", ino, b, depth, EXT4_EXT_MAX_DEPTH);
+	if (max == 0 || max > 4 || entries > max)
+		return BAD("extent root with %u entries of at most %u (i_block holds 4)", ino, b,
+			   entries, max);
+	for (unsigned i = 0; i < entries; i++) {
+		uint64_t lblk, pblk, len = 1;
+
+		if (depth == 0) {
+			const struct ext4_extent *e = (const struct ext4_extent *)(eh + 1) + i;
+
+			len = le16(e->ee_len);
+			len -= len > 32768 ? 32768 : 0;
+			lblk = le32(e->ee_block);
+			pblk = le32(e->ee_start_lo) | (uint64_t)le16(e->ee_start_hi) << 32;
+			if (len == 0)
+				return BAD("extent %u has length 0", ino, b, i);
+		} else {
+			const struct ext4_extent_idx *x = (const struct ext4_extent_idx *)(eh + 1) + i;
+
+			lblk = le32(x->ei_block);
+			pblk = le32(x->ei_leaf_lo) | (uint64_t)le16(x->ei_leaf_hi) << 32;
+		}
+		if (!blocks_valid(fs, pblk, len))
+			return BAD("extent %u maps blocks %llu..%llu outside the file system", ino, b,
+				   i, (unsigned long long)pblk, (unsigned long long)(pblk + len - 1));
+		if (i > 0 && lblk < next)
+			return BAD("extent %u at logical block %llu overlaps or is out of order", ino,
+				   b, i, (unsigned long long)lblk);
+		next = lblk + (depth == 0 ? len : 1);
+	}
+	return 0;
+}
+
+/* Block pointers of a block-mapped inode (ext4_ind_check_inode()). */
+static int check_block_pointers(struct uext4_fs *fs, const struct inode *n, uint64_t blk)
+{
+	const struct ext4_inode *r = inode_raw(n);
+
+	for (unsigned i = 0; i < EXT4_N_BLOCKS; i++) {
+		uint32_t p = le32(r->i_block[i]);
+
+		if (p && !blocks_valid(fs, p, 1))
+			return BAD("block pointer %u is %u, outside the file system", (unsigned long long)n->ino,
+				   (unsigned long long)blk, i, p);
+	}
+	return 0;
+}
+
+/* Is this symlink's target in i_block?  (as symlink.c, ext4_inode_is_fast_symlink()) */
+static bool is_fast_symlink(const struct uext4_fs *fs, const struct inode *n)
+{
+	uint64_t acl = n->file_acl ? fs->block_size >> 9 : 0;
+
+	if (FS_HAS_INCOMPAT(fs, EA_INODE))
+		return n->size > 0 && n->size < EXT4_N_BLOCKS * 4;
+	if (n->flags & EXT4_INLINE_DATA_FL)
+		return false;
+	return n->blocks == acl;
+}
+
+static int check_symlink(struct uext4_fs *fs, const struct inode *n, uint64_t blk)
+{
+	unsigned long long ino = n->ino, b = blk, size = n->size;
+
+	if (n->flags & (EXT4_IMMUTABLE_FL | EXT4_APPEND_FL))
+		return BAD("symlink with the immutable or append-only flag", ino, b);
+	if (n->flags & EXT4_ENCRYPT_FL)
+		return 0;       /* refused by name where it is read */
+	if (size == 0 || size >= fs->block_size)
+		return BAD("symlink of %llu bytes (1..%u)", ino, b, size, fs->block_size - 1);
+	if (!is_fast_symlink(fs, n))
+		return 0;
+	if (size >= EXT4_N_BLOCKS * 4)
+		return BAD("fast symlink of %llu bytes (i_block holds at most %u)", ino, b, size,
+			   EXT4_N_BLOCKS * 4 - 1);
+	if (memchr(inode_raw(n)->i_block, 0, size))
+		return BAD("fast symlink of %llu bytes has a NUL byte inside its target", ino, b,
+			   size);
+	return 0;
+}
+
+static int check_flags(struct uext4_fs *fs, const struct inode *n, uint64_t blk)
+{
+	unsigned long long ino = n->ino, b = blk;
+	bool has_body = S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode);
+
+	if (n->flags & EXT4_INLINE_DATA_FL) {
+		if (!FS_HAS_INCOMPAT(fs, INLINE_DATA))
+			return BAD("inline data flag without the inline_data feature", ino, b);
+		if (!has_body || (n->flags & EXT4_EXTENTS_FL))
+			return BAD("inline data flag on %s", ino, b,
+				   has_body ? "an extent-mapped inode" : "a special file");
+	}
+	if ((n->flags & EXT4_EXTENTS_FL) && !FS_HAS_INCOMPAT(fs, EXTENTS) && !S_ISLNK(n->mode))
+		return BAD("extents flag without the extents feature", ino, b);
+	if ((n->flags & EXT4_INDEX_FL) && !S_ISDIR(n->mode))
+		return BAD("htree flag on a file that is not a directory (mode 0%o)", ino, b, n->mode);
+	if ((n->flags & EXT4_INDEX_FL) && !FS_HAS_COMPAT(fs, DIR_INDEX) && fs->metadata_csum)
+		return BAD("htree directory on a file system without dir_index", ino, b);
+	if (!has_body && (n->flags & (EXT4_EXTENTS_FL | EXT4_INDEX_FL)))
+		return BAD("extents or htree flag on a special file (mode 0%o)", ino, b, n->mode);
+	return 0;
+}
+
+static int check_inode_body(struct uext4_fs *fs, const struct inode *n, uint64_t blk)
+{
+	bool being_freed = n->links == 0;
+	uint64_t acl = n->file_acl ? fs->block_size >> 9 : 0;
+	int err;
+
+	if ((err = check_flags(fs, n, blk)))
+		return err;
+	if (S_ISLNK(n->mode) && !being_freed && (err = check_symlink(fs, n, blk)))
+		return err;
+	if (S_ISDIR(n->mode) && !being_freed && !(n->flags & EXT4_INLINE_DATA_FL) &&
+	    (n->size == 0 || n->blocks <= acl))
+		return BAD("directory of %llu bytes in %llu blocks (a directory has at least one)",
+			   (unsigned long long)n->ino, (unsigned long long)blk,
+			   (unsigned long long)n->size,
+			   (unsigned long long)((n->blocks - MIN(n->blocks, acl)) / (fs->block_size >> 9)));
+	if (n->flags & EXT4_INLINE_DATA_FL)
+		return 0;
+	if (S_ISREG(n->mode) || S_ISDIR(n->mode) || (S_ISLNK(n->mode) && !is_fast_symlink(fs, n)))
+		return (n->flags & EXT4_EXTENTS_FL) ? check_extent_root(fs, n, blk)
+						    : check_block_pointers(fs, n, blk);
+	return 0;
+}
+#undef BAD
+
+/*
  * Inode-table readahead, as the kernel's inode_readahead_blks: one device
  * read brings in the next blocks of the table, but only blocks that hold
  * inodes in use (below bg_itable_unused), never blocks of unused inodes.
@@ -338,7 +501,8 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	memcpy(n->raw, b->data + off, fs->inode_size);
 	brelse(fs->bc, b);
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
-	    (err = check_in_use(fs, n, blk)) || (err = xattr_check_ibody(fs, n))) {
+	    (err = check_in_use(fs, n, blk)) || (err = check_inode_body(fs, n, blk)) ||
+	    (err = xattr_check_ibody(fs, n))) {
 		slab_free(fs->icache->slab, n);
 		return err;
 	}

@@ -14,6 +14,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -229,13 +230,61 @@ static int init_body(struct handle *h, struct inode *dir, struct inode *n,
 	return err ? err : 1;
 }
 
+/*
+ * Undo (issue 9, case 5): an operation that fails inside its handle puts
+ * back what it changed before the handle ends, so the transaction holds
+ * either the whole operation or nothing of it.  Each step below is
+ * undone by its inverse; what a directory insert restructured on the way
+ * (an htree split, the conversion of a full block or of inline data)
+ * stays, since the directory is valid and only larger.
+ */
+
+/* A new inode nobody can reach: give back its blocks, xattrs and number
+ * in this handle (as inode_new() does when its own write fails). */
+static int discard_new_inode(struct handle *h, struct inode *n)
+{
+	int err = 0;
+
+	if (!inode_has_inline_data(n) &&
+	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
+		err = inode_truncate_blocks(h, n, 0);
+	if (!err)
+		err = xattr_release_inode(h, n);
+	if (err)
+		return err;
+	n->links = 0;
+	n->size = 0;
+	n->dtime = (uint32_t)fs_now().tv_sec;
+	if ((err = inode_write(h, n)))
+		return err;
+	atomic_fetch_or(&n->istate, INODE_DELETED);
+	return ialloc_free(h, n->ino, S_ISDIR(n->mode));
+}
+
+/* Take a name out again that this operation put in: when the insert
+ * failed after placing the entry (or we cannot tell), remove it. */
+static void undo_add(struct handle *h, struct inode *dir, const char *name, size_t len,
+		     uint64_t ino)
+{
+	uint64_t found;
+	unsigned ft;
+
+	if (dir_lookup_locked(h->fs, dir, name, len, &found, &ft) == 0 && found == ino)
+		dir_remove(h, dir, name, len, ino);
+}
+
 /* Inside the handle, dir locked: make the inode and its entry. */
 static int create_locked(struct handle *h, struct inode *dir, const char *name, size_t len,
 			 const struct new_node *nn, bool looked_up, struct inode **out)
 {
 	struct inode *n;
+	uint32_t dir_links = dir->links;
+	struct timespec mtime = dir->mtime, ctime = dir->ctime;
+	bool adding = false;
+	char msg[512];
 	int err = inode_new(h, dir, nn->mode, &n);
 
+	*out = NULL;
 	if (err)
 		return err;
 	if (S_ISDIR(nn->mode) && (err = dir_inc_links(h->fs, dir)))
@@ -244,23 +293,33 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 		err = inode_write(h, n);
 	/* Both set the directory's times and write it.  dir_add_excl() checks
 	 * the name itself, unless make_node() just looked it up. */
-	if (!err)
+	if (!err) {
+		adding = true;
 		err = looked_up ? dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode))
 				: dir_add_excl(h, dir, name, len, n->ino, ftype_of_mode(nn->mode));
-	if (err) {
-		if (S_ISDIR(nn->mode))
-			dir_dec_links(dir);
-		goto undo;
 	}
-	*out = n;
-	return 0;
+	if (!err) {
+		*out = n;
+		return 0;
+	}
 undo:
-	/* Nobody can reach it: its last iput() frees it. */
-	n->links = 0;
-	atomic_fetch_or(&n->istate, INODE_UNLINKED);
-	orphan_add(h, n);
-	inode_write(h, n);
+	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+	if (adding && err != -EEXIST)
+		undo_add(h, dir, name, len, n->ino);
+	dir->links = dir_links;
+	dir->mtime = mtime;
+	dir->ctime = ctime;
 	inode_write(h, dir);
+	if (discard_new_inode(h, n)) {
+		/* Could not free it now: nobody can reach it, so its last
+		 * iput() frees it, or the orphan list at the next mount. */
+		n->links = 0;
+		atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
+		atomic_fetch_or(&n->istate, INODE_UNLINKED);
+		orphan_add(h, n);
+		inode_write(h, n);
+	}
+	fs_err(-err, "%s", msg); /* the cause, not what the undo met */
 	*out = n;
 	return err;
 }
@@ -413,6 +472,9 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 			       : err == -ENOENT ? 0 : err;
 	}
 	if (!err && !(err = handle_begin(fs, 8, &h))) {
+		struct timespec nct = n->ctime, dmt = dir->mtime, dct = dir->ctime;
+		uint32_t links = n->links;
+
 		err = dir_add(h, dir, newname, len, n->ino, ftype_of_mode(n->mode));
 		if (!err) {
 			n->links++;
@@ -421,6 +483,19 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 			err = inode_write(h, n);
 			if (!err)
 				err = inode_write(h, dir);
+		}
+		if (err && err != -EEXIST) {
+			char msg[512];
+
+			snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+			undo_add(h, dir, newname, len, n->ino);
+			n->links = links;
+			n->ctime = nct;
+			dir->mtime = dmt;
+			dir->ctime = dct;
+			inode_write(h, n);
+			inode_write(h, dir);
+			fs_err(-err, "%s", msg);
 		}
 		int e2 = handle_end(h);
 		err = err ? err : e2;
@@ -483,6 +558,9 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		    atomic_load_explicit(&c->refcount, memory_order_relaxed) == 1)
 			err = inode_check_freeable(fs, c);
 		if (!err && !(err = handle_begin(fs, 16, &h))) {
+			struct timespec cct = c->ctime, dmt = dir->mtime, dct = dir->ctime;
+			uint32_t clinks = c->links, dlinks = dir->links;
+
 			err = dir_remove(h, dir, name, len, c->ino);
 			if (!err) {
 				if (want_dir) {
@@ -495,6 +573,27 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 					err = inode_write(h, c);
 				if (!err)
 					err = inode_write(h, dir);
+			}
+			if (err) {
+				/* Put the name and the links back (undo, case 5). */
+				char msg[512];
+				uint64_t found;
+
+				snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+				if (dir_lookup_locked(fs, dir, name, len, &found, &ft) == -ENOENT)
+					dir_add(h, dir, name, len, c->ino, ftype_of_mode(c->mode));
+				if (atomic_load(&c->istate) & INODE_UNLINKED) {
+					atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
+					orphan_del(h, c);
+				}
+				c->links = clinks;
+				c->ctime = cct;
+				dir->links = dlinks;
+				dir->mtime = dmt;
+				dir->ctime = dct;
+				inode_write(h, c);
+				inode_write(h, dir);
+				fs_err(-err, "%s", msg);
 			}
 			int e2 = handle_end(h);
 			err = err ? err : e2;
@@ -598,47 +697,129 @@ static int move_dir(struct handle *h, struct inode *d, struct inode *from, struc
 	return err;
 }
 
+/* Exchange: the directories' ".." first (their blocks are the ones not
+ * read yet, the names were looked up), then the two names. */
 static int rename_exchange(struct handle *h, struct rename_op *r)
 {
 	int err;
 
-	if ((err = dir_retarget(h, r->od, r->oname, r->olen, r->t->ino, ftype_of_mode(r->t->mode))) ||
-	    (err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode))))
-		return err;
 	if (r->od != r->nd) {
 		if (S_ISDIR(r->s->mode) && (err = move_dir(h, r->s, r->od, r->nd, false)))
 			return err;
 		if (S_ISDIR(r->t->mode) && (err = move_dir(h, r->t, r->nd, r->od, false)))
 			return err;
 	}
+	if ((err = dir_retarget(h, r->od, r->oname, r->olen, r->t->ino, ftype_of_mode(r->t->mode))) ||
+	    (err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode))))
+		return err;
 	r->t->ctime = fs_now();
 	return 0;
 }
 
+/* Move: ".." of a directory changing parents first, then the new name,
+ * the old name, and last the replaced inode's link. */
 static int rename_move(struct handle *h, struct rename_op *r)
 {
 	bool sdir = S_ISDIR(r->s->mode);
 	int err;
 
-	if (r->t) {
+	if (sdir && r->od != r->nd && (err = move_dir(h, r->s, r->od, r->nd, false)))
+		return err;
+	if (r->t)
 		err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
-		if (err)
-			return err;
+	else
+		err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
+	if (err || (err = dir_remove(h, r->od, r->oname, r->olen, r->s->ino)))
+		return err;
+	if (r->t) {
 		if (S_ISDIR(r->t->mode)) {
 			r->t->links = 1;
 			dir_dec_links(r->nd);
 		}
-		if ((err = drop_link(h, r->t)))
-			return err;
-	} else if ((err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino,
-				  ftype_of_mode(r->s->mode)))) {
-		return err;
+		err = drop_link(h, r->t);
 	}
-	if ((err = dir_remove(h, r->od, r->oname, r->olen, r->s->ino)))
-		return err;
-	if (sdir && r->od != r->nd)
-		err = move_dir(h, r->s, r->od, r->nd, false);
 	return err;
+}
+
+/* What a rename changes in the fields of its inodes. */
+struct rename_saved {
+	uint32_t links[4];
+	struct timespec mtime[4], ctime[4];
+};
+
+static void rename_inodes(struct rename_op *r, struct inode *v[4])
+{
+	v[0] = r->od;
+	v[1] = r->nd;
+	v[2] = r->s;
+	v[3] = r->t;
+}
+
+static void rename_save(struct rename_op *r, struct rename_saved *sv)
+{
+	struct inode *v[4];
+
+	rename_inodes(r, v);
+	for (int i = 0; i < 4; i++)
+		if (v[i]) {
+			sv->links[i] = v[i]->links;
+			sv->mtime[i] = v[i]->mtime;
+			sv->ctime[i] = v[i]->ctime;
+		}
+}
+
+/* Does name in dir point to ino? */
+static bool names(uext4_fs *fs, struct inode *dir, const char *name, size_t len, uint64_t ino)
+{
+	uint64_t found;
+	unsigned ft;
+
+	return dir_lookup_locked(fs, dir, name, len, &found, &ft) == 0 && found == ino;
+}
+
+/*
+ * A rename failed part-way: look at each name and ".." it may have
+ * changed and put back those that changed, then the link counts and
+ * times (errors of the undo are not reported: the cause is).
+ */
+static void rename_undo(struct handle *h, struct rename_op *r, const struct rename_saved *sv)
+{
+	uext4_fs *fs = h->fs;
+	bool xchg = r->flags & UEXT4_RENAME_EXCHANGE;
+	struct inode *s = r->s, *t = r->t, *v[4];
+	uint64_t found;
+	unsigned ft;
+
+	if (names(fs, r->nd, r->nname, r->nlen, s->ino)) {
+		if (t)
+			dir_retarget(h, r->nd, r->nname, r->nlen, t->ino, ftype_of_mode(t->mode));
+		else
+			dir_remove(h, r->nd, r->nname, r->nlen, s->ino);
+	}
+	if (xchg && names(fs, r->od, r->oname, r->olen, t->ino))
+		dir_retarget(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
+	else if (!xchg && dir_lookup_locked(fs, r->od, r->oname, r->olen, &found, &ft) == -ENOENT)
+		dir_add(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
+	if (r->od != r->nd) {
+		if (S_ISDIR(s->mode) && names(fs, s, "..", 2, r->nd->ino))
+			dir_retarget(h, s, "..", 2, r->od->ino, EXT4_FT_DIR);
+		if (xchg && S_ISDIR(t->mode) && names(fs, t, "..", 2, r->od->ino))
+			dir_retarget(h, t, "..", 2, r->nd->ino, EXT4_FT_DIR);
+	}
+	if (t && !xchg && sv->links[3] && (atomic_load(&t->istate) & INODE_UNLINKED)) {
+		atomic_fetch_and(&t->istate, ~(uint32_t)INODE_UNLINKED);
+		orphan_del(h, t);
+	}
+	rename_inodes(r, v);
+	for (int i = 0; i < 4; i++)
+		if (v[i]) {
+			v[i]->links = sv->links[i];
+			v[i]->mtime = sv->mtime[i];
+			v[i]->ctime = sv->ctime[i];
+		}
+	for (int i = 0; i < 4; i++)
+		if (v[i] && (i == 0 || v[i] != v[i - 1]))
+			inode_write(h, v[i]);
 }
 
 static int rename_write_all(struct handle *h, struct rename_op *r)
@@ -661,6 +842,7 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 	uint64_t now_s, now_t = 0;
 	unsigned ft;
 	struct handle *h;
+	struct rename_saved sv = {0};
 	int err = dir_lookup_locked(r->fs, r->od, r->oname, r->olen, &now_s, &ft);
 
 	if (err)
@@ -676,9 +858,17 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 		return 0; /* two names of one inode: rename(2) does nothing */
 	if ((err = rename_check(r)) || (err = handle_begin(r->fs, 32, &h)))
 		return err;
+	rename_save(r, &sv);
 	err = (r->flags & UEXT4_RENAME_EXCHANGE) ? rename_exchange(h, r) : rename_move(h, r);
 	if (!err)
 		err = rename_write_all(h, r);
+	if (err) {
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+		rename_undo(h, r, &sv);
+		fs_err(-err, "%s", msg);
+	}
 	int e2 = handle_end(h);
 	return err ? err : e2;
 }
