@@ -162,6 +162,19 @@ note "${#IDS[@]} images x $(echo $CMDS | wc -w) commands, binary $UEXT4"
 kinds() {
 	local img=$1
 	if [ $# -gt 1 ]; then cat "$2"; else timeout 120 e2fsck -fn "$img" 2>&1; fi | awk -v img="$img" '
+	# Digit runs not inside a word (e2fsck, ext2fs_open2 stay).
+	function numbers(s,   out, i, j, n) {
+		out = ""; n = length(s); i = 1
+		while (i <= n) {
+			if (substr(s, i, 1) ~ /[0-9]/ && (i == 1 || substr(s, i - 1, 1) !~ /[A-Za-z_]/)) {
+				for (j = i; j <= n && substr(s, j, 1) ~ /[0-9]/; j++) ;
+				out = out "N"; i = j
+			} else {
+				out = out substr(s, i, 1); i++
+			}
+		}
+		return out
+	}
 	function norm(s) {
 		while ((i = index(s, img)) > 0)
 			s = substr(s, 1, i - 1) "IMG" substr(s, i + length(img))
@@ -169,7 +182,7 @@ kinds() {
 		gsub(/<[0-9]+>\/[^ ,()]*/, "P", s)
 		gsub(/(^|[ (])\/[^ ,()]*/, " P", s)
 		gsub(/0x[0-9a-fA-F]+/, "N", s)
-		gsub(/[0-9]+/, "N", s)
+		s = numbers(s)
 		gsub(/N--N/, "N", s)
 		gsub(/[ \t]+/, " ", s)
 		sub(/^ /, "", s); sub(/ $/, "", s)
@@ -405,6 +418,9 @@ cell() {
 		run_uext4 "${ARGV[@]}"
 	fi
 	rc=$RC
+	# What the command said (before recover adds its own words).
+	local said
+	said=$(grep -cv '^\$ uext4\|^(fuse' "$W/cell.err")
 	st=$(crash_state $rc)
 	san_check && st="K!"
 	local same=0
@@ -427,7 +443,7 @@ cell() {
 	new=$(comm -13 "$img.kinds" "$W/cell.kinds")
 	if [ -z "$st" ]; then
 		if [ $rc != 0 ]; then
-			if ! grep -qv '^\$ uext4\|^(fuse' "$W/cell.err"; then st="M!"
+			if [ "$said" = 0 ]; then st="M!"
 			elif [ $same != 0 ] && is_multi "$cmd" "$c"; then st=P
 			elif [ $same != 0 ]; then st="C!"
 			else st=R; fi
