@@ -118,6 +118,7 @@ IDS=()
 BUILD_FAILS=0
 if [ -z "${SWEEP_NO_CORRUPT:-}" ] && [ $want_corrupt = 1 ]; then
 	note "tests/corrupt.sh with SWEEP_SAVE (its own checks: see corrupt.sh's log)"
+	# shellcheck disable=SC2097,SC2098  # both binaries are this build's
 	SWEEP_SAVE=$W/img NO_WRITE_PROBES=1 CORRUPT_NO_FUSE=1 UEXT4=$UEXT4 UEXT4_ASAN=$UEXT4 \
 		bash "$TOP/tests/corrupt.sh" > "$W/corrupt.log" 2>&1
 	echo "corrupt.sh exited $?: $(tail -1 "$W/corrupt.log")"
@@ -219,7 +220,7 @@ dtype() {
 
 # targets ID: sets T_NODE, T_REG, T_NONDIR, T_DIR for image ID.
 targets() {
-	local img=$W/img/$1.img p t nums cand=() types=()
+	local img=$W/img/$1.img p t nums cand=()
 	T_NODE="" T_REG="" T_NONDIR="" T_DIR="" T_NODE_TYPE=""
 	# Paths the description names, then the inodes e2fsck names.
 	for p in $(grep -o '/[A-Za-z0-9._+/-]*' "$img.desc" 2> /dev/null); do
