@@ -18,6 +18,7 @@ command -v getfattr > /dev/null || skip "getfattr (attr package) missing"
 export LC_ALL=C
 
 T=$(mktemp_dir)
+TMPDIRS+=("$T")   # mktemp_dir ran in a subshell: register it here
 IMG=$T/x.img
 FAILS=0
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }

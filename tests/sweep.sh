@@ -70,6 +70,7 @@ if [ -d /dev/shm ] && [ -w /dev/shm ]; then
 else
 	W=$(mktemp_dir)
 fi
+TMPDIRS+=("$W")   # mktemp_dir ran in a subshell: register it here
 mkdir -p "$W/img" "$W/host"
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$W/san:detect_leaks=1:abort_on_error=0"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$W/san:print_stacktrace=1"
