@@ -7,7 +7,10 @@
  * Errors on one side of the copy are sorted by how bad they are: a source
  * file that cannot be read is reported and skipped (exit 1 at the end, like
  * cp); a failing image or destination write that says the target is in
- * trouble (ENOSPC, EIO, corruption, ...) stops the copy.
+ * trouble (ENOSPC, EIO, corruption, ...) stops the copy.  An attribute the
+ * host refuses (`get`: user.* on a symlink, a value over the host's limit,
+ * a name it does not know) is a warning naming the file and the attribute:
+ * the rest is copied, and the exit status is 1.
  */
 #include "cli.h"
 
@@ -661,10 +664,87 @@ static int get_file(struct copy *k, uint64_t ino, const struct uext4_stat *u, co
 	return err ? host_error(k, dst, err) : 0;
 }
 
-static int get_xattrs(struct copy *k, uint64_t ino, const char *src, const char *dst)
+/* Why a host may refuse one attribute that the image holds. */
+static const char *host_xattr_hint(int err, const char *name, const struct uext4_stat *u)
 {
-	ssize_t n = uext4_listxattr(k->fs, ino, NULL, 0), v;
-	char *names, *val = NULL, what[PATH_BUF + 300];
+	switch (err) {
+	case EPERM:
+		if (!strncmp(name, "user.", 5) && !S_ISREG(u->mode) && !S_ISDIR(u->mode))
+			return "Linux allows user.* attributes only on regular files and directories";
+		return "the host does not let this process set it";
+	case E2BIG:
+		return "the value is over the host's limit of 64 KiB";
+	case ENOSPC:
+	case EDQUOT:
+		return "the value does not fit in the host file system's attribute space";
+	case EOPNOTSUPP:
+		return "the host file system does not support this attribute name";
+	case ERANGE:
+	case EINVAL:
+		return "the host rejects this attribute name";
+	}
+	return NULL;
+}
+
+/* "uext4 get: PATH: attribute NAME (N bytes) not copied: cause (why)". */
+static void xattr_not_copied(struct copy *k, const char *path, const char *name, ssize_t len,
+			     int err, const char *why)
+{
+	char size[32] = "";
+
+	if (len >= 0)
+		snprintf(size, sizeof(size), " (%zd bytes)", len);
+	fprintf(stderr, "uext4 %s: %s: attribute %s%s not copied: %s%s%s%s\n", k->c->name, path,
+		name, size, strerror(err), why ? " (" : "", why ? why : "", why ? ")" : "");
+	k->status = 1;
+}
+
+/*
+ * One attribute that cannot be copied costs that attribute only: a warning
+ * naming the file and the attribute, the copy goes on, and the exit status
+ * says it was not complete.  That is a host refusing it (a user.* name on a
+ * symlink, a value over its limit, a name it does not know) or a name the
+ * xattr calls cannot carry (listed by the image, but "user." alone or over
+ * 255 bytes: the kernel cannot read it either).  Only trouble with a whole
+ * side stops the copy: a corrupt or unreadable image (is_fatal), or a host
+ * that fails as a whole (EIO, EROFS, ENOMEM).
+ */
+static int get_one_xattr(struct copy *k, uint64_t ino, const struct uext4_stat *u,
+			 const char *src, const char *dst, const char *name)
+{
+	char what[PATH_BUF + 300], *val;
+	ssize_t v = uext4_getxattr(k->fs, ino, name, NULL, 0);
+
+	val = v >= 0 ? malloc((size_t)v + 1) : NULL;
+	if (v >= 0 && val)
+		v = uext4_getxattr(k->fs, ino, name, val, (size_t)v);
+	if (v < 0 && !is_fatal(v)) {
+		xattr_not_copied(k, src, name, -1, (int)-v, uext4_last_error());
+		return 1;
+	}
+	if (v < 0 || !val) {
+		free(val);
+		snprintf(what, sizeof(what), "%s: %s", src, name);
+		return image_error(k, what, v < 0 ? v : -ENOMEM);
+	}
+	if (lsetxattr(dst, name, val, (size_t)v, 0)) {
+		int err = errno;
+
+		if (err == EIO || err == EROFS || err == ENOMEM)
+			k->stop = 1;
+		xattr_not_copied(k, dst, name, v, err, host_xattr_hint(err, name, u));
+		free(val);
+		return 1;
+	}
+	free(val);
+	return 0;
+}
+
+static int get_xattrs(struct copy *k, uint64_t ino, const struct uext4_stat *u, const char *src,
+		      const char *dst)
+{
+	ssize_t n = uext4_listxattr(k->fs, ino, NULL, 0);
+	char *names;
 	int status = 0;
 
 	if (n <= 0)
@@ -673,23 +753,11 @@ static int get_xattrs(struct copy *k, uint64_t ino, const char *src, const char 
 	if (!names)
 		return host_error(k, dst, ENOMEM);
 	n = uext4_listxattr(k->fs, ino, names, (size_t)n);
-	for (ssize_t i = 0; i < n && !k->stop; i += (ssize_t)strlen(names + i) + 1) {
-		snprintf(what, sizeof(what), "%s: %s", src, names + i);
-		v = uext4_getxattr(k->fs, ino, names + i, NULL, 0);
-		free(val);
-		val = v >= 0 ? malloc((size_t)v + 1) : NULL;
-		if (v >= 0 && val)
-			v = uext4_getxattr(k->fs, ino, names + i, val, (size_t)v);
-		if (v < 0 || !val) {
-			status = image_error(k, what, v < 0 ? v : -ENOMEM);
-			continue;
-		}
-		if (lsetxattr(dst, names + i, val, (size_t)v, 0)) {
-			snprintf(what, sizeof(what), "%s: %s", dst, names + i);
-			status = host_error(k, what, errno);
-		}
-	}
-	free(val);
+	if (n < 0)
+		status = image_error(k, src, n);
+	for (ssize_t i = 0; i < n && !k->stop; i += (ssize_t)strlen(names + i) + 1)
+		if (get_one_xattr(k, ino, u, src, dst, names + i))
+			status = 1;
 	free(names);
 	return status;
 }
@@ -702,7 +770,7 @@ static int get_attrs(struct copy *k, uint64_t ino, const struct uext4_stat *u, c
 	int status = 0;
 
 	if (k->preserve) {
-		status = get_xattrs(k, ino, src, dst);
+		status = get_xattrs(k, ino, u, src, dst);
 		if (lchown(dst, u->uid, u->gid) && (errno != EPERM || geteuid() == 0))
 			status = host_error(k, dst, errno);
 	}
@@ -825,7 +893,9 @@ static int get_children(struct copy *k, uint64_t ino, const char *src, const cha
 		ret = l.err;
 	if (ret < 0)
 		status = image_error(k, src, ret);
-	for (size_t i = 0; i < l.n && !status && !k->stop; i++) {
+	/* A child that failed is reported and skipped, as cp does; only an
+	 * error that ends the copy (k->stop) skips its siblings. */
+	for (size_t i = 0; i < l.n && !k->stop; i++) {
 		s = join(src, l.v[i]);
 		d = join(dst, l.v[i]);
 		if (!s || !d)

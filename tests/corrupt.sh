@@ -15,7 +15,9 @@
 # recomputes the checksum itself.
 #
 # Environment: UEXT4 (default build/uext4), UEXT4_ASAN (default
-# build/asan/uext4, used when it exists), CORRUPT_NO_FUSE=1 skips FUSE.
+# build/asan/uext4, used when it exists), CORRUPT_NO_FUSE=1 skips FUSE,
+# NO_WRITE_PROBES=1 skips the write probes, SWEEP_SAVE=DIR keeps every
+# damaged image (see save_case).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
@@ -368,7 +370,21 @@ write_probes() {
 	done
 }
 
+# SWEEP_SAVE=DIR: each case's damaged image, as the write probes get it, is
+# kept as DIR/corrupt-NN.img with its description in DIR/corrupt-NN.img.desc
+# (for tests/sweep.sh).
+TO_SAVE=""     # "NUMBER DESCRIPTION" of the case whose image is to be saved
+save_case() {
+	[ -n "${SWEEP_SAVE:-}" ] && [ -n "$TO_SAVE" ] || return 0
+	local f
+	f=$SWEEP_SAVE/corrupt-$(printf '%02d' "${TO_SAVE%% *}").img
+	mkdir -p "$SWEEP_SAVE" && cp --sparse=always "$IMG" "$f" && echo "${TO_SAVE#* }" > "$f.desc" ||
+		fail "cannot save the image to $f"
+	TO_SAVE=""
+}
+
 begin() {
+	save_case
 	[ $CASES -gt 0 ] && [ -z "${NO_WRITE_PROBES:-}" ] && write_probes
 	CASE=$2
 	CASES=$((CASES + 1))
@@ -380,6 +396,7 @@ begin() {
 	BS=$(dumpe2fs -h "$IMG" 2>/dev/null | awk '/^Block size:/ {print $3}')
 	[ -n "$BS" ] || BS=1024
 	echo "case $CASES: $CASE"
+	TO_SAVE="$CASES $CASE"
 }
 
 superblock_cases() {
@@ -819,6 +836,7 @@ fi
 for s in ${SECTIONS:-superblock group_desc inode extent dir htree xattr inline symlink argument}; do
 	${s}_cases
 done
+save_case
 [ -z "${NO_WRITE_PROBES:-}" ] && write_probes
 
 echo "corrupt.sh: $CASES cases, $CHECKS checks passed, $FAILS failures (binaries: ${BINS[*]})"
