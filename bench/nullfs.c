@@ -279,11 +279,14 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	struct uext4_loop_opts lo = { .kind = UEXT4_LOOP_ST, .max_idle = -1 };
+	const char *env_loop = getenv("UEXT4_FUSE_LOOP");  /* default, as uext4 mount */
 	char *fargv[] = { argv[0], "-o", "fsname=nullfs,subtype=nullfs", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	const char *mnt = NULL;
 	int foreground = 0, ret;
 
+	if (env_loop && *env_loop && uext4_loop_parse(env_loop, &lo.kind))
+		usage();
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-f"))

@@ -872,7 +872,7 @@ static int check_mountpoint(const struct command *c, const char *mnt)
 static int cmd_mount(const struct command *c, int argc, char **argv)
 {
 	struct uext4_fuse_opts o;
-	int foreground = 0, ch, ret, status;
+	int foreground = 0, ch, ret, status, umount_ret;
 	const char *image, *mnt;
 	static char image_abs[PATH_MAX];
 	char msg[1024] = "";
@@ -908,11 +908,17 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	ret = uext4_fuse_run(fs, mnt, &o);
 	if (ret < 0)
 		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() : strerror(-ret));
-	status = close_image(c, image, fs, ret < 0 ? 1 : 0);
-	if (status && !msg[0])
+	/* close_image, with the final status written before the lock goes, so
+	 * that whoever waits on the lock (uext4 umount) reads it. */
+	umount_ret = uext4_umount(fs);
+	if (umount_ret < 0 && !msg[0])
 		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() :
-			 "unmounting the image failed");
+			 strerror((int)-umount_ret));
+	status = ret < 0 || umount_ret < 0;
 	mount_status_end(status, msg);
+	unlock_image();
+	if (umount_ret < 0)
+		fail(c, image, umount_ret);
 	return status;
 }
 

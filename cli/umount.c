@@ -8,8 +8,10 @@
  * server's verdict:
  *
  *   - The mount server (cmd_mount) keeps a status file while it serves:
- *     "running PID" from before the mount is live, then, after the image is
- *     written back and closed, "ok PID" or "failed PID" and a line with the
+ *     "running PID START" (START: the process's start time, so a reused
+ *     pid is not mistaken for it) from before the mount is live, then, once
+ *     the image is written back and unmounted and before its flock is
+ *     released, "ok PID START" or "failed PID START" and a line with the
  *     message.  It is keyed by the image file's device and inode number,
  *     in a directory of the server's user, derived from the uid alone so
  *     that both sides agree whatever their environment:
@@ -17,7 +19,9 @@
  *         others, if /run/user/UID   /run/user/UID/uext4
  *         else                       /tmp/uext4-UID
  *     (mode 0700; a directory not owned by that user, or a symlink, is not
- *     used).  Each update is a new file renamed over the old one.
+ *     used).  Each update is a new file renamed over the old one.  umount
+ *     removes the file it read; a mount prunes files whose server has been
+ *     gone for 10 minutes (unmounted another way, or killed).
  *   - umount finds the mount in /proc/self/mountinfo (type fuse.uext4; the
  *     source is the image's absolute path, which cmd_mount gives as
  *     fsname; user_id= is the server's uid), reads the server's pid from
@@ -30,6 +34,7 @@
  */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +47,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STATUS_MSG_MAX 1024
@@ -83,6 +89,28 @@ static int status_path(uid_t uid, dev_t dev, ino_t ino, int create, char *buf, s
  * works without it, only `uext4 umount` cannot report then). */
 static char server_status[PATH_MAX];
 
+/* A process's start time (clock ticks since boot, /proc/PID/stat field
+ * 22): with the pid, it names the process even after the pid is reused. */
+static unsigned long long start_time(long pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;   /* after comm */
+	fclose(f);
+	for (i = 2; p && i < 22; i++)   /* p is before field i */
+		p = strchr(p + 1, ' ');
+	if (p)
+		t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
 static void status_write(const char *state, const char *msg)
 {
 	char tmp[PATH_MAX + 16];
@@ -94,19 +122,62 @@ static void status_write(const char *state, const char *msg)
 	f = fopen(tmp, "w");
 	if (!f)
 		return;
-	fprintf(f, "%s %ld\n%s\n", state, (long)getpid(), msg ? msg : "");
+	fprintf(f, "%s %ld %llu\n%s\n", state, (long)getpid(), start_time(getpid()),
+		msg ? msg : "");
 	if (fclose(f) || rename(tmp, server_status))
 		unlink(tmp);
+}
+
+static int status_read(const char *path, char state[16], long *pid, unsigned long long *start,
+		       char *msg, size_t msglen);
+
+#define PRUNE_AGE (10 * 60)     /* seconds */
+
+/*
+ * Files whose server is gone (pid and start time no longer match) and that
+ * nobody read for PRUNE_AGE: final statuses of mounts unmounted some other
+ * way, servers killed long ago.  Keeps the directory small.
+ */
+static void status_prune(const char *dir)
+{
+	char path[PATH_MAX + 256], state[16], msg[16];
+	unsigned long long start;
+	struct dirent *d;
+	struct stat st;
+	DIR *dp = opendir(dir);
+	long pid;
+
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) || time(NULL) - st.st_mtime < PRUNE_AGE)
+			continue;
+		if (status_read(path, state, &pid, &start, msg, sizeof(msg)) == 0 &&
+		    start_time(pid) == start)
+			continue;       /* its server still runs */
+		unlink(path);
+	}
+	closedir(dp);
 }
 
 void mount_status_begin(const char *image)
 {
 	struct stat st;
+	char *slash;
 
 	if (stat(image, &st) ||
 	    status_path(getuid(), st.st_dev, st.st_ino, 1, server_status, sizeof(server_status)))
 		server_status[0] = '\0';
 	status_write("running", NULL);
+	slash = strrchr(server_status, '/');
+	if (slash) {
+		*slash = '\0';
+		status_prune(server_status);
+		*slash = '/';
+	}
 }
 
 void mount_status_end(int status, const char *msg)
@@ -114,15 +185,17 @@ void mount_status_end(int status, const char *msg)
 	status_write(status ? "failed" : "ok", status ? msg : NULL);
 }
 
-/* Read a status file: state word, pid and message.  0, or -1 if none. */
-static int status_read(const char *path, char state[16], long *pid, char *msg, size_t msglen)
+/* Read a status file: state word, pid, its start time and the message.
+ * 0, or -1 if none. */
+static int status_read(const char *path, char state[16], long *pid, unsigned long long *start,
+		       char *msg, size_t msglen)
 {
 	FILE *f = fopen(path, "r");
 	int ok;
 
 	if (!f)
 		return -1;
-	ok = fscanf(f, "%15s %ld", state, pid) == 2;
+	ok = fscanf(f, "%15s %ld %llu", state, pid, start) == 3;
 	msg[0] = '\0';
 	if (ok && fgetc(f) == '\n' && fgets(msg, (int)msglen, f))
 		msg[strcspn(msg, "\n")] = '\0';
@@ -246,22 +319,6 @@ static int pidfd_of(long pid)
 	return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 }
 
-/* Is pid still the uext4 server (not a reused pid)? */
-static int is_server(long pid)
-{
-	char path[64], comm[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = '\0';
-	fclose(f);
-	return !strncmp(comm, "uext4", 5);
-}
-
 static int unmount(const struct command *c, const char *mp)
 {
 	pid_t pid;
@@ -308,6 +365,7 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 		       struct server_ref *s)
 {
 	char state[16], msg[STATUS_MSG_MAX];
+	unsigned long long start;
 	struct stat st;
 
 	s->status[0] = '\0';
@@ -321,13 +379,20 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 	}
 	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, st.st_dev, st.st_ino, 0,
 			s->status, sizeof(s->status)) ||
-	    status_read(s->status, state, &s->pid, msg, sizeof(msg))) {
+	    status_read(s->status, state, &s->pid, &start, msg, sizeof(msg))) {
 		s->status[0] = '\0';
 		s->pid = 0;
-	} else if (strcmp(state, "running") || !is_server(s->pid)) {
-		s->pid = 0;     /* a stale file, or the server is gone */
+	} else if (strcmp(state, "running")) {
+		s->pid = 0;     /* a stale file */
 	} else {
+		/* open first, then check it is still that process */
 		s->pidfd = pidfd_of(s->pid);
+		if (s->pidfd >= 0 && start_time(s->pid) != start) {
+			close(s->pidfd);
+			s->pidfd = -1;
+		}
+		if (s->pidfd < 0)
+			s->pid = 0;     /* the server is gone */
 	}
 	s->image_fd = open(e->source, O_RDONLY | O_CLOEXEC);
 	return 0;
@@ -338,6 +403,7 @@ static int server_verdict(const struct command *c, const char *mp, const struct 
 			  struct server_ref *s)
 {
 	char state[16] = "", msg[STATUS_MSG_MAX] = "";
+	unsigned long long start;
 	long pid = 0;
 
 	/* A read-write server holds LOCK_EX until its write-back is done. */
@@ -351,7 +417,7 @@ static int server_verdict(const struct command *c, const char *mp, const struct 
 			"cannot tell whether %s was written back\n", c->name, mp, e->source);
 		return 1;
 	}
-	if (status_read(s->status, state, &pid, msg, sizeof(msg)) || !strcmp(state, "running")) {
+	if (status_read(s->status, state, &pid, &start, msg, sizeof(msg)) || !strcmp(state, "running")) {
 		fprintf(stderr, "uext4 %s: %s: the server%s exited without writing %s back "
 			"(killed?); it needs recovery: uext4 recover %s\n", c->name, mp,
 			s->pid ? "" : " had already", e->source, e->source);
