@@ -1311,7 +1311,7 @@ static void print_overview(FILE *out)
 		fprintf(out, "    %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
 		"    uext4 cat disk.img /etc/fstab\n    uext4 put disk.img ./rootfs/. /\n"
-		"    uext4 mount disk.img /mnt\n\n%s", EXIT_TEXT);
+		"    uext4 mount disk.img /mnt   (later: uext4 umount /mnt)\n\n%s", EXIT_TEXT);
 }
 
 int main(int argc, char **argv)

@@ -34,6 +34,9 @@ restore() {
 trap restore EXIT
 
 T=$(mktemp_dir)
+for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+	export "$v=${!v:+${!v}:}log_path=$T/san"
+done
 IMG=$T/u.img
 MNT=$T/mnt
 mkdir "$MNT"
@@ -139,5 +142,6 @@ for t in fuse_rw fuse_ro fuse_kill; do
 	esac
 done
 
+if ls "$T"/san* > /dev/null 2>&1; then bad "sanitizer reports"; cat "$T"/san*; fi
 [ $FAILS = 0 ] || fail "$FAILS check(s) failed"
 echo "PASS"
