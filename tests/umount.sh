@@ -18,6 +18,9 @@
 #      tmpfs that is then filled up, so writing back the journal gets
 #      ENOSPC; umount exits 1 with the server's "writing back ... failed"
 #      message.
+#   5. (root, with a test user) A user without root mounts, writes, and
+#      `uext4 umount`s through fusermount3 (status in /tmp/uext4-UID or
+#      /run/user/UID/uext4): exit 0, e2fsck -fn clean, no needs_recovery.
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -139,6 +142,31 @@ if [ "$(id -u)" = 0 ]; then
 	mountpoint -q "$MNT" && bad "still mounted after the failed write-back"
 else
 	echo "NOTE: not root: the failing write-back case (a full tmpfs) is skipped"
+fi
+
+if [ "$(id -u)" = 0 ] && { id uext4test > /dev/null 2>&1 || useradd -M -d /nonexistent -s /bin/sh uext4test; }; then
+	note "5. a user without root: uext4 umount goes through fusermount3"
+	old_mode=$(stat -c %a /dev/fuse)
+	chmod 0666 /dev/fuse # as fuse_user.sh: some containers leave it 0600
+	trap 'chmod "$old_mode" /dev/fuse; cleanup_mounts' EXIT
+	U=$T/user
+	mkdir -p "$U/mnt"
+	chmod 0755 "$T" "$U"
+	mke2fs -q -F -t ext4 -E root_owner="$(id -u uext4test):$(id -g uext4test)" "$U/img" 64M || fail "mke2fs"
+	chown uext4test "$U/img" "$U/mnt"
+	su -s /bin/sh uext4test -c "'$UEXT4' mount -o commit=86400 '$U/img' '$U/mnt' &&
+		cp -r '$T/expect/d0' '$U/mnt/' && head -c 5000000 /dev/zero > '$U/mnt/z'" ||
+		bad "user mount and writes failed"
+	MOUNTS+=("$U/mnt")
+	pid=$(pgrep -n -u uext4test -f -x "$UEXT4 mount -o commit=86400 $U/img $U/mnt")
+	[ -n "$pid" ] || bad "no server of the user's mount"
+	out=$(su -s /bin/sh uext4test -c "'$UEXT4' umount '$U/mnt'" 2>&1) || bad "umount as a user: $out"
+	[ -n "$pid" ] && running "$pid" && bad "the user's umount returned while server $pid still runs"
+	mountpoint -q "$U/mnt" && bad "still mounted after the user's umount"
+	e2fsck -fn "$U/img" > "$T/fsck" 2>&1 || { bad "e2fsck -fn not clean after the user's umount"; head "$T/fsck"; }
+	dumpe2fs -h "$U/img" 2> /dev/null | grep -q needs_recovery && bad "needs_recovery after the user's umount"
+	chmod "$old_mode" /dev/fuse
+	echo "user round: unmounted, clean"
 fi
 
 if ls "$T"/san* > /dev/null 2>&1; then bad "sanitizer reports"; cat "$T"/san*; fi
