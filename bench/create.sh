@@ -28,6 +28,8 @@
 # Environment: RUNS, FILES (per thread, default 20000), FUSE2FS_FILES
 # (default 2000), TARGETS (default "lib fuse nullfs kernel fuse2fs"),
 # CREATE_BENCH, NULLFS, UEXT4 (binaries), OUT (default bench/results),
+# CREATE_THREADS (client counts for the mounts, default "1 2 4 8 16";
+# UEXT4_FUSE_LOOP=st|pool|mt|uring picks the loop of uext4 and nullfs),
 # POINT_TIMEOUT (seconds per run, default 300).
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -52,7 +54,7 @@ threads_of() {
 	case $1 in
 	lib) echo "1 2 4 16" ;;
 	fuse2fs) echo "1 8" ;;
-	*) echo "1 2 4 8 16" ;;
+	*) echo "${CREATE_THREADS:-1 2 4 8 16}" ;;
 	esac
 }
 files_of() { case $1 in fuse2fs) echo "$FUSE2FS_FILES" ;; *) echo "$FILES" ;; esac; }

@@ -2,7 +2,7 @@
  * nullfs.c - a FUSE filesystem that does no work, for measuring request
  * loops (see fuse/loop.h) and the cost of a FUSE round trip.
  *
- *   nullfs [-f] [--loop=st|mt|pool] [--threads=N] [--idle=N] [--clone-fd]
+ *   nullfs [-f] [--loop=st|mt|pool|uring] [--threads=N] [--idle=N] [--clone-fd]
  *          [--create [--timeout=SECONDS]] MOUNTPOINT
  *
  * Default mode: every name in the root exists and is a 4 KiB regular file;
@@ -23,6 +23,7 @@
 #define FUSE_USE_VERSION 312
 #include "../fuse/loop.h"
 #include "../fuse/loop.c"
+#include "../fuse/uring.c"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -270,7 +271,7 @@ static const struct fuse_lowlevel_ops null_create_ops = {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: nullfs [-f] [--loop=st|mt|pool] [--threads=N] "
+	fprintf(stderr, "usage: nullfs [-f] [--loop=st|mt|pool|uring] [--threads=N] "
 		"[--idle=N] [--clone-fd] [--create [--timeout=SECONDS]] MOUNTPOINT\n");
 	exit(2);
 }
@@ -278,11 +279,14 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	struct uext4_loop_opts lo = { .kind = UEXT4_LOOP_ST, .max_idle = -1 };
+	const char *env_loop = getenv("UEXT4_FUSE_LOOP");  /* default, as uext4 mount */
 	char *fargv[] = { argv[0], "-o", "fsname=nullfs,subtype=nullfs", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
 	const char *mnt = NULL;
 	int foreground = 0, ret;
 
+	if (env_loop && *env_loop && uext4_loop_parse(env_loop, &lo.kind))
+		usage();
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "-f"))

@@ -2,7 +2,7 @@
  * cli.h - what the uext4 command's source files share: the command table
  * entry, error and usage reporting, option parsing and image access.
  * uext4.c has the table, the read commands and these helpers; write.c the
- * namespace and attribute commands; copy.c put and get.
+ * namespace and attribute commands; copy.c put and get; umount.c umount.
  */
 #ifndef UEXT4_CLI_H
 #define UEXT4_CLI_H
@@ -65,5 +65,11 @@ int cmd_truncate(const struct command *c, int argc, char **argv);
 /* copy.c */
 int cmd_put(const struct command *c, int argc, char **argv);
 int cmd_get(const struct command *c, int argc, char **argv);
+
+/* umount.c: the command, and the status file the mount server keeps for it
+ * (begin: before the mount is live; end: after the image is closed). */
+int cmd_umount(const struct command *c, int argc, char **argv);
+void mount_status_begin(const char *image);
+void mount_status_end(int status, const char *msg);
 
 #endif

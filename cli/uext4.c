@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -877,8 +878,10 @@ static int check_mountpoint(const struct command *c, const char *mnt)
 static int cmd_mount(const struct command *c, int argc, char **argv)
 {
 	struct uext4_fuse_opts o;
-	int foreground = 0, ch, ret;
+	int foreground = 0, ch, ret, status, umount_ret;
 	const char *image, *mnt;
+	static char image_abs[PATH_MAX];
+	char msg[1024] = "";
 	uext4_fs *fs;
 
 	uext4_fuse_opts_init(&o);
@@ -895,7 +898,8 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 		return usage_error(c, argc - optind > 2 ? "too many arguments" : "missing IMAGE or MOUNTPOINT");
 	image = argv[optind];
 	mnt = argv[optind + 1];
-	o.fsname = image;
+	/* The absolute path, as `uext4 umount` finds the image by it. */
+	o.fsname = realpath(image, image_abs) ? image_abs : image;
 	if (check_mountpoint(c, mnt))
 		return 1;
 	if (!foreground) {
@@ -906,8 +910,22 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	commit_secs = o.commit_secs;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
+	mount_status_begin(image);      /* for uext4 umount (umount.c) */
 	ret = uext4_fuse_run(fs, mnt, &o);
-	return close_image(c, image, fs, ret < 0 ? 1 : 0);
+	if (ret < 0)
+		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() : strerror(-ret));
+	/* close_image, with the final status written before the lock goes, so
+	 * that whoever waits on the lock (uext4 umount) reads it. */
+	umount_ret = uext4_umount(fs);
+	if (umount_ret < 0 && !msg[0])
+		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() :
+			 strerror((int)-umount_ret));
+	status = ret < 0 || umount_ret < 0;
+	mount_status_end(status, msg);
+	unlock_image();
+	if (umount_ret < 0)
+		fail(c, image, umount_ret);
+	return status;
 }
 
 /* ---------------------------------------------------------------- recover */
@@ -1088,9 +1106,11 @@ static const struct command commands[] = {
 	  "    Mounts IMAGE on MOUNTPOINT through FUSE.  Without -f the command\n"
 	  "    returns once the mount is ready and a background process serves it;\n"
 	  "    if mounting fails it prints why and exits 1.  Unmount with\n"
-	  "    `fusermount3 -u MOUNTPOINT` (or umount as root); the server then\n"
-	  "    writes everything back and closes the image; if writing back fails\n"
-	  "    it says so on stderr (and exits 1 with -f).  Non-root users mount\n"
+	  "    `uext4 umount MOUNTPOINT`, which returns once the server has\n"
+	  "    written everything back and closed the image, and fails with the\n"
+	  "    server's message if writing back failed.  (fusermount3 -u, or\n"
+	  "    umount as root, return before that: the image may still need\n"
+	  "    recovery right after them.)  Non-root users mount\n"
 	  "    through fusermount3.  The kernel checks permissions\n"
 	  "    (default_permissions) on mounts by non-root users and on shared\n"
 	  "    ones (-o allow_other); a private mount by root, whom no check stops,\n"
@@ -1107,12 +1127,17 @@ static const struct command commands[] = {
 	  "    -o rw           read-write (the default)\n"
 	  "    -o allow_other  let other users access the mount (non-root needs\n"
 	  "                    user_allow_other in /etc/fuse.conf)\n"
-	  "    -o loop=st|pool|mt\n"
+	  "    -o loop=st|pool|mt|uring\n"
 	  "                    request loop: st (default) is libfuse's single\n"
 	  "                    thread, the fastest on small machines; pool is a\n"
 	  "                    fixed set of threads reading /dev/fuse, for\n"
 	  "                    devices where requests wait on I/O; mt is\n"
-	  "                    libfuse's on-demand thread pool\n"
+	  "                    libfuse's on-demand thread pool; uring is FUSE\n"
+	  "                    over io_uring, a thread per CPU (kernel 6.14+\n"
+	  "                    with /sys/module/fuse/parameters/enable_uring\n"
+	  "                    on; otherwise it says why and uses st).  The\n"
+	  "                    environment variable UEXT4_FUSE_LOOP sets the\n"
+	  "                    default\n"
 	  "    -o commit=N     commit the journal every N seconds (default 5); fsync,\n"
 	  "                    sync and unmount commit at once\n"
 	  "    -o threads=N    threads for pool (default 4) or the mt maximum\n"
@@ -1124,10 +1149,25 @@ static const struct command commands[] = {
 	  "    -o debug        trace FUSE requests on stderr (use with -f)\n"
 	  "    Other options are passed to the kernel (e.g. -o max_read=131072).\n"
 	  "\nEXAMPLES\n"
-	  "    uext4 mount disk.img /mnt && cp -a /etc /mnt && fusermount3 -u /mnt &&\n"
-	  "        flock disk.img true\n"
+	  "    uext4 mount disk.img /mnt && cp -a /etc /mnt && uext4 umount /mnt &&\n"
+	  "        cp disk.img backup.img\n"
 	  "    uext4 mount -o ro disk.img /mnt\n"
 	  "    uext4 mount -f -o loop=st,debug disk.img /mnt\n" },
+	{ "umount", cmd_umount, "MOUNTPOINT", "unmount a uext4 mount and wait for its write-back",
+	  "DESCRIPTION\n"
+	  "    Unmounts the uext4 FUSE mount on MOUNTPOINT (umount2 as root,\n"
+	  "    fusermount3 -u otherwise) and returns when its server has written\n"
+	  "    everything back and closed the image, so the image is consistent\n"
+	  "    (e2fsck-clean, no journal to recover) as soon as it returns.  Exits\n"
+	  "    0 then; 1 with a message if MOUNTPOINT is not a uext4 mount, the\n"
+	  "    unmount fails (busy), writing back failed (the server's message),\n"
+	  "    or the server was gone before writing back (killed: the image\n"
+	  "    needs recovery, which the next mount or `uext4 recover` does).\n"
+	  "    The server leaves its status in a file of its user's, keyed by\n"
+	  "    the image's device and inode: /run/uext4 for root, else\n"
+	  "    /run/user/UID/uext4, else /tmp/uext4-UID.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 umount /mnt && cp disk.img backup.img\n" },
 	{ "put", cmd_put, "[-p|-P] [-v] IMAGE SRC DST", "copy a file or tree from the host into an image",
 	  "DESCRIPTION\n"
 	  "    Copies the host file SRC into IMAGE as DST; a directory SRC is copied\n"
@@ -1306,7 +1346,7 @@ static void print_overview(FILE *out)
 		fprintf(out, "    %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
 		"    uext4 cat disk.img /etc/fstab\n    uext4 put disk.img ./rootfs/. /\n"
-		"    uext4 mount disk.img /mnt\n\n%s", EXIT_TEXT);
+		"    uext4 mount disk.img /mnt   (later: uext4 umount /mnt)\n\n%s", EXIT_TEXT);
 }
 
 int main(int argc, char **argv)

@@ -864,6 +864,22 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 
 /* -------------------------------------------------------------- options */
 
+/* UEXT4_FUSE_LOOP=st|mt|pool|uring changes the default loop (-o loop=
+ * still wins), so the FUSE tests can run over another transport as they
+ * are (tests/fuse_uring.sh). */
+static void loop_from_env(struct uext4_fuse_opts *o)
+{
+	const char *env = getenv("UEXT4_FUSE_LOOP");
+	enum uext4_loop_kind k;
+
+	if (!env || !*env)
+		return;
+	if (uext4_loop_parse(env, &k))
+		fprintf(stderr, "uext4 mount: ignoring UEXT4_FUSE_LOOP=%s (st, mt, pool or uring)\n", env);
+	else
+		o->loop = (enum uext4_fuse_loop)k;
+}
+
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -874,6 +890,7 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	 * reads (8 clients: 18.5k vs 11.5k files/s).  -o loop=pool stays for
 	 * devices where requests wait on I/O. */
 	o->loop = UEXT4_FUSE_LOOP_ST;
+	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
 }
@@ -916,7 +933,7 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->clone_fd = 1;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
-			snprintf(err, errlen, "bad loop '%s' (st, mt or pool)", opt + 5);
+			snprintf(err, errlen, "bad loop '%s' (st, mt, pool or uring)", opt + 5);
 			return -EINVAL;
 		}
 		o->loop = (enum uext4_fuse_loop)k;
@@ -1042,6 +1059,11 @@ static void signal_ready(int fd)
 
 /* ----------------------------------------------------------------- run */
 
+static void ready_cb(void *arg)
+{
+	signal_ready(*(const int *)arg);
+}
+
 static int serve(struct fuse_session *se, const char *mountpoint,
 		 const struct uext4_fuse_opts *o)
 {
@@ -1050,6 +1072,9 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		.threads = o->threads,
 		.max_idle = o->max_idle,
 		.clone_fd = o->clone_fd,
+		/* the loop says when it serves: uring's fallback line must show */
+		.ready = o->ready_fd >= 0 ? ready_cb : NULL,
+		.ready_arg = (void *)&o->ready_fd,
 	};
 	int ret;
 
@@ -1062,8 +1087,6 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		fuse_remove_signal_handlers(se);
 		return -EIO;
 	}
-	if (o->ready_fd >= 0)
-		signal_ready(o->ready_fd);
 	ret = uext4_loop_run(se, &lo);
 	release_thread_read_buf(); /* this thread keeps running: no destructor */
 	fuse_session_unmount(se);

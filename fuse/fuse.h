@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LOOP_POOL };
+enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LOOP_POOL,
+		       UEXT4_FUSE_LOOP_URING };
 
 struct uext4_fuse_opts {
 	int read_only;          /* mount read-only (-o ro); default read-write */
@@ -41,7 +42,7 @@ struct uext4_fuse_opts {
 /* Defaults: read-write, single-threaded loop (fastest measured here), ready_fd -1. */
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
- * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool",
+ * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring",
  * "threads=N", "max_idle=N", "clone_fd", "timeout=SECS"; anything else is
  * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in
  * errbuf for a malformed value.

@@ -17,6 +17,8 @@ int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind)
 		*kind = UEXT4_LOOP_MT;
 	else if (!strcmp(s, "pool"))
 		*kind = UEXT4_LOOP_POOL;
+	else if (!strcmp(s, "uring"))
+		*kind = UEXT4_LOOP_URING;
 	else
 		return -1;
 	return 0;
@@ -28,6 +30,7 @@ const char *uext4_loop_name(enum uext4_loop_kind kind)
 	case UEXT4_LOOP_ST: return "st";
 	case UEXT4_LOOP_MT: return "mt";
 	case UEXT4_LOOP_POOL: return "pool";
+	case UEXT4_LOOP_URING: return "uring";
 	}
 	return "?";
 }
@@ -144,6 +147,10 @@ static int run_pool(struct fuse_session *se, const struct uext4_loop_opts *o)
 
 int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 {
+	if (o->kind == UEXT4_LOOP_URING)
+		return uext4_uring_run(se, o);  /* calls o->ready itself */
+	if (o->ready)
+		o->ready(o->ready_arg);
 	switch (o->kind) {
 	case UEXT4_LOOP_ST:
 		return fuse_session_loop(se);
@@ -151,6 +158,8 @@ int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 		return run_mt(se, o);
 	case UEXT4_LOOP_POOL:
 		return run_pool(se, o);
+	case UEXT4_LOOP_URING:
+		break;
 	}
 	return -EINVAL;
 }

@@ -9,6 +9,11 @@
  *         fuse_session_receive_buf() on the session fd and processing what
  *         it reads.  No thread creation/destruction, no hand-off between a
  *         reader and a worker.
+ *   URING FUSE over io_uring (fuse/uring.c): one thread per CPU queue, each
+ *         taking requests from and committing replies to its io_uring;
+ *         the calling thread keeps a classic loop for what the kernel
+ *         still sends through /dev/fuse.  Falls back to ST, printing why,
+ *         where the kernel cannot.
  */
 #ifndef UEXT4_FUSE_LOOP_H
 #define UEXT4_FUSE_LOOP_H
@@ -18,21 +23,29 @@
 #endif
 #include <fuse_lowlevel.h>
 
-enum uext4_loop_kind { UEXT4_LOOP_ST = 0, UEXT4_LOOP_MT, UEXT4_LOOP_POOL };
+enum uext4_loop_kind { UEXT4_LOOP_ST = 0, UEXT4_LOOP_MT, UEXT4_LOOP_POOL, UEXT4_LOOP_URING };
 
 struct uext4_loop_opts {
 	enum uext4_loop_kind kind;
 	unsigned threads;       /* POOL: worker count; MT: max_threads (0 = default) */
 	int max_idle;           /* MT: max idle threads (-1 = libfuse default) */
 	int clone_fd;           /* MT: one /dev/fuse fd per worker */
+	/* Called once (if set) when the loop is about to serve: for URING,
+	 * after INIT and the queue registration (or the fallback), so that a
+	 * daemon's parent sees the fallback message before it exits. */
+	void (*ready)(void *arg);
+	void *ready_arg;
 };
 
-/* Parse "st", "mt" or "pool"; returns -1 if unknown. */
+/* Parse "st", "mt", "pool" or "uring"; returns -1 if unknown. */
 int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind);
 const char *uext4_loop_name(enum uext4_loop_kind kind);
 
 /* Serve requests until the session exits (unmount or signal).  Returns
  * what fuse_session_loop() returns: 0, -errno, or a signal number. */
 int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o);
+
+/* The URING loop (fuse/uring.c); uext4_loop_run calls it. */
+int uext4_uring_run(struct fuse_session *se, const struct uext4_loop_opts *o);
 
 #endif

@@ -5,7 +5,7 @@
 # The mount is read-write; `uext4 mount -o ro` mounts read-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="build-essential pkg-config libfuse3-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod"
+PKGS="build-essential pkg-config libfuse3-dev liburing-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod"
 
 missing=()
 for p in $PKGS; do
@@ -33,9 +33,9 @@ mkdir -p mnt
 if mountpoint -q mnt; then
 	echo "mnt is already a mount point (a previous 'make run'?):"
 	findmnt mnt || true
-	echo "unmount it first with:  fusermount3 -u mnt"
+	echo "unmount it first with:  build/uext4 umount mnt"
 	exit 1
 fi
 echo "mounting uext4.img on mnt (read-write)"
 build/uext4 mount uext4.img mnt
-echo "mounted.  Unmount with:  fusermount3 -u mnt  (the server writes everything back as it exits)"
+echo "mounted.  Unmount with:  build/uext4 umount mnt  (returns once everything is written back)"

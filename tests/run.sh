@@ -40,7 +40,7 @@ builddir() {
 
 is_concurrency_test() {
 	case "$1" in *thread* | *concur* | *race* | *parallel*) return 0 ;; esac
-	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro | unit_alloc | unit_write | unit_dirw | unit_xattrw | fuse_rw) return 0 ;; esac
+	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro | unit_alloc | unit_write | unit_dirw | unit_xattrw | fuse_rw | fuse_uring) return 0 ;; esac
 	return 1
 }
 

@@ -1,0 +1,471 @@
+/*
+ * umount.c - `uext4 umount MOUNTPOINT`, and the status file a mount server
+ * leaves for it.
+ *
+ * fusermount3 -u returns as soon as the kernel has let go of the mount; the
+ * server only then writes everything back and closes the image.  This
+ * command unmounts and returns when the server has finished, with the
+ * server's verdict:
+ *
+ *   - The mount server (cmd_mount) keeps a status file while it serves:
+ *     "running PID START" (START: the process's start time, so a reused
+ *     pid is not mistaken for it) from before the mount is live, then, once
+ *     the image is written back and unmounted and before its flock is
+ *     released, "ok PID START" or "failed PID START" and a line with the
+ *     message.  It is keyed by the image file's device and inode number,
+ *     in a directory of the server's user, derived from the uid alone so
+ *     that both sides agree whatever their environment:
+ *         root                       /run/uext4
+ *         others, if /run/user/UID   /run/user/UID/uext4
+ *         else                       /tmp/uext4-UID
+ *     (mode 0700; a directory not owned by that user, or a symlink, is not
+ *     used).  Each update is a new file renamed over the old one.  umount
+ *     removes the file it read; a mount prunes files whose server has been
+ *     gone for 10 minutes (unmounted another way, or killed).
+ *   - umount finds the mount in /proc/self/mountinfo (type fuse.uext4; the
+ *     source is the image's absolute path, which cmd_mount gives as
+ *     fsname; user_id= is the server's uid), reads the server's pid from
+ *     the status file, opens a pidfd on it and the image (for its flock),
+ *     then unmounts (umount2 as root, fusermount3 -u otherwise), waits
+ *     until a read-write server releases its exclusive flock on the image
+ *     and until the server process has exited, and reads the final status.
+ *     A server that is gone without a final status (killed) means the
+ *     image needs recovery: that is an error too.
+ */
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STATUS_MSG_MAX 1024
+
+/* ------------------------------------------------------------ status file */
+
+/* The status directory of uid (see the top); create it if asked.
+ * 0, or -1 if there is none we may trust. */
+static int status_dir(uid_t uid, int create, char *buf, size_t len)
+{
+	char run[64];
+	struct stat st;
+
+	snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uid);
+	if (uid == 0)
+		snprintf(buf, len, "/run/uext4");
+	else if (!stat(run, &st) && S_ISDIR(st.st_mode) && st.st_uid == uid)
+		snprintf(buf, len, "%s/uext4", run);
+	else
+		snprintf(buf, len, "/tmp/uext4-%u", (unsigned)uid);
+	if (create && mkdir(buf, 0700) && errno != EEXIST)
+		return -1;
+	if (lstat(buf, &st) || !S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 022))
+		return -1;
+	return 0;
+}
+
+static int status_path(uid_t uid, dev_t dev, ino_t ino, int create, char *buf, size_t len)
+{
+	char dir[128];            /* the paths of status_dir are short */
+
+	if (status_dir(uid, create, dir, sizeof(dir)))
+		return -1;
+	snprintf(buf, len, "%s/%llx-%llx", dir, (unsigned long long)dev, (unsigned long long)ino);
+	return 0;
+}
+
+/* The server's status file; "" when it has none (best effort: the mount
+ * works without it, only `uext4 umount` cannot report then). */
+static char server_status[PATH_MAX];
+
+/* A process's start time (clock ticks since boot, /proc/PID/stat field
+ * 22): with the pid, it names the process even after the pid is reused. */
+static unsigned long long start_time(long pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;   /* after comm */
+	fclose(f);
+	for (i = 2; p && i < 22; i++)   /* p is before field i */
+		p = strchr(p + 1, ' ');
+	if (p)
+		t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
+static void status_write(const char *state, const char *msg)
+{
+	char tmp[PATH_MAX + 16];
+	FILE *f;
+
+	if (!server_status[0])
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%ld", server_status, (long)getpid());
+	f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "%s %ld %llu\n%s\n", state, (long)getpid(), start_time(getpid()),
+		msg ? msg : "");
+	if (fclose(f) || rename(tmp, server_status))
+		unlink(tmp);
+}
+
+static int status_read(const char *path, char state[16], long *pid, unsigned long long *start,
+		       char *msg, size_t msglen);
+
+#define PRUNE_AGE (10 * 60)     /* seconds */
+
+/*
+ * Files whose server is gone (pid and start time no longer match) and that
+ * nobody read for PRUNE_AGE: final statuses of mounts unmounted some other
+ * way, servers killed long ago.  Keeps the directory small.
+ */
+static void status_prune(const char *dir)
+{
+	char path[PATH_MAX + 256], state[16], msg[16];
+	unsigned long long start;
+	struct dirent *d;
+	struct stat st;
+	DIR *dp = opendir(dir);
+	long pid;
+
+	if (!dp)
+		return;
+	while ((d = readdir(dp))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) || time(NULL) - st.st_mtime < PRUNE_AGE)
+			continue;
+		if (status_read(path, state, &pid, &start, msg, sizeof(msg)) == 0 &&
+		    start_time(pid) == start)
+			continue;       /* its server still runs */
+		unlink(path);
+	}
+	closedir(dp);
+}
+
+void mount_status_begin(const char *image)
+{
+	struct stat st;
+	char *slash;
+
+	if (stat(image, &st) ||
+	    status_path(getuid(), st.st_dev, st.st_ino, 1, server_status, sizeof(server_status)))
+		server_status[0] = '\0';
+	status_write("running", NULL);
+	slash = strrchr(server_status, '/');
+	if (slash) {
+		*slash = '\0';
+		status_prune(server_status);
+		*slash = '/';
+	}
+}
+
+void mount_status_end(int status, const char *msg)
+{
+	status_write(status ? "failed" : "ok", status ? msg : NULL);
+}
+
+/* Read a status file: state word, pid, its start time and the message.
+ * 0, or -1 if none. */
+static int status_read(const char *path, char state[16], long *pid, unsigned long long *start,
+		       char *msg, size_t msglen)
+{
+	FILE *f = fopen(path, "r");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fscanf(f, "%15s %ld %llu", state, pid, start) == 3;
+	msg[0] = '\0';
+	if (ok && fgetc(f) == '\n' && fgets(msg, (int)msglen, f))
+		msg[strcspn(msg, "\n")] = '\0';
+	fclose(f);
+	return ok ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- mountinfo */
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+struct mount_entry {
+	char fstype[64];
+	char source[PATH_MAX];
+	int read_only;
+	long uid;               /* user_id= of a FUSE mount, or -1 */
+};
+
+/* Parse one mountinfo line; fills e if its mount point is mp. */
+static int match_line(char *line, const char *mp, struct mount_entry *e)
+{
+	char *field[6], *save = NULL, *p, *rest;
+	int i;
+
+	for (i = 0, p = strtok_r(line, " ", &save); p && i < 6; p = strtok_r(NULL, " ", &save))
+		field[i++] = p;
+	if (i < 6)
+		return 0;
+	unescape(field[4]);
+	if (strcmp(field[4], mp))
+		return 0;
+	/* optional fields up to "-", then fstype, source, super options */
+	while (p && strcmp(p, "-"))
+		p = strtok_r(NULL, " ", &save);
+	if (!p)
+		return 0;
+	rest = strtok_r(NULL, " ", &save);
+	snprintf(e->fstype, sizeof(e->fstype), "%s", rest ? rest : "");
+	rest = strtok_r(NULL, " ", &save);
+	snprintf(e->source, sizeof(e->source), "%s", rest ? rest : "");
+	unescape(e->source);
+	e->read_only = !strncmp(field[5], "ro", 2) && (field[5][2] == ',' || !field[5][2]);
+	rest = strtok_r(NULL, " \n", &save);
+	p = rest ? strstr(rest, "user_id=") : NULL;
+	e->uid = p ? strtol(p + 8, NULL, 10) : -1;
+	return 1;
+}
+
+/* The topmost mount on mp; 0, or -1 if mp is not a mount point. */
+static int find_mount(const char *mp, struct mount_entry *e)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[3 * PATH_MAX];
+	struct mount_entry cur;
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (match_line(line, mp, &cur)) {
+			*e = cur;       /* later lines are mounted on top */
+			found = 0;
+		}
+	fclose(f);
+	return found;
+}
+
+/*
+ * The absolute path of the mount point, without touching the mount itself
+ * (a dead FUSE mount answers ENOTCONN): the parent is resolved, the last
+ * component appended.
+ */
+static int mount_point_path(const char *arg, char *out, size_t len)
+{
+	char copy[PATH_MAX], parent[PATH_MAX];
+	char *slash, *base;
+	size_t n;
+
+	snprintf(copy, sizeof(copy), "%s", arg);
+	n = strlen(copy);
+	while (n > 1 && copy[n - 1] == '/')
+		copy[--n] = '\0';
+	slash = strrchr(copy, '/');
+	base = slash ? slash + 1 : copy;
+	if (!strcmp(base, ".") || !strcmp(base, "..") || !strcmp(copy, "/"))
+		return realpath(copy, out) ? 0 : -1;
+	if (slash == copy)
+		snprintf(parent, sizeof(parent), "/");
+	else if (slash) {
+		*slash = '\0';
+		if (!realpath(copy, parent))
+			return -1;
+	} else if (!getcwd(parent, sizeof(parent)))
+		return -1;
+	if ((size_t)snprintf(out, len, "%s%s%s", parent, strcmp(parent, "/") ? "/" : "", base) >= len) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ umount */
+
+static int pidfd_of(long pid)
+{
+	return (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+}
+
+static int unmount(const struct command *c, const char *mp)
+{
+	pid_t pid;
+	int status;
+
+	if (geteuid() == 0) {
+		if (umount2(mp, 0) == 0)
+			return 0;
+		return fail_host(c, mp, errno);
+	}
+	pid = fork();
+	if (pid < 0)
+		return fail_host(c, "fork", errno);
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "--", mp, (char *)NULL);
+		fprintf(stderr, "uext4 %s: fusermount3: %s\n", c->name, strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return fail_host(c, "waitpid", errno);
+	/* fusermount3 said why */
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* Block until the process behind pidfd has exited. */
+static void wait_exit(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+}
+
+struct server_ref {
+	char status[PATH_MAX];  /* its status file, or "" */
+	long pid;               /* 0 if unknown or gone */
+	int pidfd;              /* -1 if none */
+	int image_fd;           /* for the flock; -1 if none */
+};
+
+/* Before unmounting: the status file, the pid, the image. */
+static int find_server(const struct command *c, const char *mp, const struct mount_entry *e,
+		       struct server_ref *s)
+{
+	char state[16], msg[STATUS_MSG_MAX];
+	unsigned long long start;
+	struct stat st;
+
+	s->status[0] = '\0';
+	s->pid = 0;
+	s->pidfd = s->image_fd = -1;
+	if (e->source[0] != '/' || stat(e->source, &st)) {
+		fprintf(stderr, "uext4 %s: %s: cannot find its image '%s'%s%s\n", c->name, mp,
+			e->source, e->source[0] == '/' ? ": " : " (not an absolute path)",
+			e->source[0] == '/' ? strerror(errno) : "");
+		return 1;
+	}
+	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, st.st_dev, st.st_ino, 0,
+			s->status, sizeof(s->status)) ||
+	    status_read(s->status, state, &s->pid, &start, msg, sizeof(msg))) {
+		s->status[0] = '\0';
+		s->pid = 0;
+	} else if (strcmp(state, "running")) {
+		s->pid = 0;     /* a stale file */
+	} else {
+		/* open first, then check it is still that process */
+		s->pidfd = pidfd_of(s->pid);
+		if (s->pidfd >= 0 && start_time(s->pid) != start) {
+			close(s->pidfd);
+			s->pidfd = -1;
+		}
+		if (s->pidfd < 0)
+			s->pid = 0;     /* the server is gone */
+	}
+	s->image_fd = open(e->source, O_RDONLY | O_CLOEXEC);
+	return 0;
+}
+
+/* After unmounting: wait for the server, then its verdict. */
+static int server_verdict(const struct command *c, const char *mp, const struct mount_entry *e,
+			  struct server_ref *s)
+{
+	char state[16] = "", msg[STATUS_MSG_MAX] = "";
+	unsigned long long start;
+	long pid = 0;
+
+	/* A read-write server holds LOCK_EX until its write-back is done. */
+	if (s->image_fd >= 0 && !e->read_only)
+		while (flock(s->image_fd, LOCK_SH) && errno == EINTR)
+			;
+	if (s->pidfd >= 0)
+		wait_exit(s->pidfd);
+	if (!s->status[0]) {
+		fprintf(stderr, "uext4 %s: %s: unmounted, but its server left no status; "
+			"cannot tell whether %s was written back\n", c->name, mp, e->source);
+		return 1;
+	}
+	if (status_read(s->status, state, &pid, &start, msg, sizeof(msg)) || !strcmp(state, "running")) {
+		fprintf(stderr, "uext4 %s: %s: the server%s exited without writing %s back "
+			"(killed?); it needs recovery: uext4 recover %s\n", c->name, mp,
+			s->pid ? "" : " had already", e->source, e->source);
+		return 1;
+	}
+	unlink(s->status);      /* read: nobody needs it any more */
+	if (strcmp(state, "ok")) {
+		fprintf(stderr, "uext4 %s: %s: writing back %s failed: %s\n", c->name, mp, e->source,
+			msg[0] ? msg : "(no message)");
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_umount(const struct command *c, int argc, char **argv)
+{
+	char mp[PATH_MAX];
+	struct mount_entry e;
+	struct server_ref s;
+	int ret;
+
+	if (next_opt(c, argc, argv, "") != -1)
+		return usage_error(c, NULL);
+	if (argc - optind != 1)
+		return usage_error(c, argc - optind ? "too many arguments" : "missing MOUNTPOINT");
+	if (mount_point_path(argv[optind], mp, sizeof(mp)))
+		return fail_host(c, argv[optind], errno);
+	if (find_mount(mp, &e)) {
+		struct stat st;
+
+		if (lstat(argv[optind], &st))
+			return fail_host(c, argv[optind], errno);
+		fprintf(stderr, "uext4 %s: %s: not a mount point\n", c->name, argv[optind]);
+		return 1;
+	}
+	if (strcmp(e.fstype, "fuse.uext4")) {
+		fprintf(stderr, "uext4 %s: %s: not a uext4 mount (it is %s); use umount\n", c->name,
+			argv[optind], e.fstype);
+		return 1;
+	}
+	if (find_server(c, mp, &e, &s))
+		return 1;
+	ret = unmount(c, mp);
+	if (ret == 0)
+		ret = server_verdict(c, mp, &e, &s);
+	if (s.pidfd >= 0)
+		close(s.pidfd);
+	if (s.image_fd >= 0)
+		close(s.image_fd);
+	return ret;
+}
