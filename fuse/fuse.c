@@ -926,6 +926,20 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 			return -EINVAL;
 		}
 		o->commit_secs = (unsigned)v;
+	} else if (!strncmp(opt, "errors=", 7)) {
+		static const char *const names[] = { [UEXT4_ERRORS_CONTINUE] = "continue",
+						     [UEXT4_ERRORS_RO] = "remount-ro",
+						     [UEXT4_ERRORS_PANIC] = "panic" };
+
+		o->errors = 0;
+		for (int i = UEXT4_ERRORS_CONTINUE; i <= UEXT4_ERRORS_PANIC; i++)
+			if (!strcmp(opt + 7, names[i]))
+				o->errors = i;
+		if (!o->errors) {
+			snprintf(err, errlen, "bad errors= '%s' (continue, remount-ro or panic)",
+				 opt + 7);
+			return -EINVAL;
+		}
 	} else if (!strncmp(opt, "threads=", 8)) {
 		if (parse_uint(opt + 8, 1024, &v) || v == 0) {
 			snprintf(err, errlen, "bad threads '%s' (1..1024)", opt + 8);

@@ -546,8 +546,10 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	super_mark_dirty(fs);
 	if ((err = orphan_init(fs)) || (err = trans_commit(fs)))
 		return err;
-	if ((err = orphan_cleanup(fs, &fs->recovery.orphans_truncated,
-				  &fs->recovery.orphans_deleted)))
+	err = orphan_cleanup(fs, &fs->recovery.orphans_truncated, &fs->recovery.orphans_deleted);
+	if (atomic_load(&fs->aborted))
+		return 0;   /* an error made the mount read-only (errors=remount-ro) */
+	if (err)
 		return err;
 	if (fs->recovery.orphans_truncated || fs->recovery.orphans_deleted)
 		err = trans_commit(fs);
@@ -585,7 +587,7 @@ int super_write(struct uext4_fs *fs)
 	sb->s_free_inodes_count = cpu_to_le32((uint32_t)fi);
 	sb->s_wtime = cpu_to_le32((uint32_t)now.tv_sec);
 	sb->s_wtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
-	csum_set_super(fs, sb);
+	fs_errors_fold(fs, sb);     /* the recorded errors, the checksum */
 	if ((err = bread(fs->bc, blk, UEXT4_META_SUPER, &b)))
 		return err;
 	memcpy(b->data + off, sb, sizeof(*sb));
@@ -681,6 +683,7 @@ static void drop_caches(struct uext4_fs *fs)
 static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 {
 	struct journal_replay r = {0};
+	struct ext4_super_block before = fs->sb;
 	int err;
 
 	if (fs->read_only) {
@@ -703,7 +706,11 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->recovery.bad_checksum = r.stopped_on_bad_csum;
 	if (!r.transactions)
 		fs->recovery.replayed_in_memory = 0;
-	return read_super(fs, fs->read_only);
+	if ((err = read_super(fs, fs->read_only)))
+		return err;
+	/* The log's copy of the superblock predates errors recorded since. */
+	fs_errors_keep_across_replay(&fs->sb, &before);
+	return 0;
 }
 
 int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out)
@@ -724,6 +731,8 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	if ((err = read_super(fs, o->read_only)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
+		goto fail;
+	if ((err = fs_errors_init(fs, o)))
 		goto fail;
 	if ((err = load_caches(fs, o)) || (err = setup_hot(fs)))
 		goto fail;
@@ -774,6 +783,31 @@ static int finish_writing(struct uext4_fs *fs)
 	return write_super_now(fs);
 }
 
+/*
+ * Unmount after an error stopped writing (fs->aborted): the running
+ * transaction is dropped, as the kernel's aborted journal; what was
+ * committed is home (trans.c writes it there before the next commit),
+ * so unless a write-back failed the journal is emptied and the image is
+ * clean as of the last commit.  The superblock keeps the recorded errors.
+ */
+static int finish_aborted(struct uext4_fs *fs)
+{
+	bool home = trans_write_error(fs) == 0;
+	uint32_t clear = 0;
+	int err = 0;
+
+	trans_stop_timer(fs);
+	if (home && fs->journal && (err = journal_mark_empty(fs->journal)) == 0)
+		clear = EXT4_FEATURE_INCOMPAT_RECOVER;
+	if (home && !fs->journal)
+		err = bdev_flush(fs->dev);
+	{
+		int serr = fs_errors_write_super(fs, clear, home && !err ? EXT4_VALID_FS : 0);
+
+		return err ? err : serr;
+	}
+}
+
 int super_umount(struct uext4_fs *fs)
 {
 	int err = 0;
@@ -783,8 +817,10 @@ int super_umount(struct uext4_fs *fs)
 	if (fs->root)
 		iput(fs, fs->root);
 	fs->root = NULL;
-	if (!fs->read_only && fs->trans)
+	if (!fs->read_only && fs->trans && !atomic_load(&fs->aborted))
 		err = finish_writing(fs);
+	if (!fs->read_only && fs->trans && atomic_load(&fs->aborted))
+		err = finish_aborted(fs);  /* also when finish_writing() met the error */
 	trans_stop_timer(fs);
 	if (fs->icache)
 		icache_destroy(fs->icache);
@@ -798,6 +834,7 @@ int super_umount(struct uext4_fs *fs)
 		journal_close(fs->journal);
 	fs->journal = NULL;
 	drop_caches(fs);
+	fs_errors_destroy(fs);
 	if (fs->dev)
 		bdev_close(fs->dev);
 	if (fs->hot)
