@@ -32,11 +32,15 @@
 #include <unistd.h>
 
 static _Thread_local char last_error[512];
+/* The error behind last_error was recorded (fs_error()): a caller passing
+ * it up through FS_ERROR_SEEN does not count it twice. */
+static _Thread_local bool last_recorded;
 
 static void set_msg(const char *prefix, const char *fmt, va_list ap)
 {
 	size_t n = 0;
 
+	last_recorded = false;
 	if (prefix)
 		n = (size_t)snprintf(last_error, sizeof(last_error), "%s", prefix);
 	if (n < sizeof(last_error))
@@ -66,6 +70,7 @@ int fs_corrupt(const char *fmt, ...)
 void fs_clear_err(void)
 {
 	last_error[0] = '\0';
+	last_recorded = false;
 }
 
 const char *uext4_last_error(void)
@@ -208,6 +213,9 @@ int fs_errors_refuse(struct uext4_fs *fs)
 	struct fs_errors *e = fs->errs;
 	char first[sizeof(e->first_msg)] = "";
 
+	/* The operation that met the error, cleaning up: keep its message. */
+	if (last_recorded)
+		return -EROFS;
 	if (e) {
 		ulock_lock(&e->lock);
 		memcpy(first, e->first_msg, sizeof(first));
@@ -290,6 +298,7 @@ static void handle_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t bl
 
 	if (!e)
 		return;
+	last_recorded = true;
 	if (e->writable && e->policy != UEXT4_ERRORS_CONTINUE)
 		atomic_store(&fs->aborted, true);   /* before anything can commit */
 	ulock_lock(&e->lock);
@@ -325,7 +334,7 @@ int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const c
 
 int fs_error_seen(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func)
 {
-	if (err == -EUCLEAN)
+	if (err == -EUCLEAN && !last_recorded)
 		handle_error(fs, EUCLEAN, ino, block, func);
 	return err;
 }

@@ -2,9 +2,11 @@
 # errors.sh - the error policy (issue 9 case 6) and `uext4 info` without a
 # full mount (case 11).
 #
-# The trigger: tests/images/mk_err_extent_deep.sh, a file (/deep, inode 12)
-# whose extent root claims depth 6; appending to it (extent_map_blocks) or
-# truncating it (path_find) meets that inside a handle.  For each errors=
+# The triggers: tests/images/mk_err_extent_deep.sh, a file (/deep, inode
+# 12) whose extent root claims depth 6: appending to it (extent_map_blocks)
+# or truncating it (path_find) meets that inside a handle; and
+# mk_err_htree_leaf.sh, an htree directory (/big, inode 12) whose leaves
+# fail their checksums: adding a name meets that in dir_add_excl.  For each errors=
 # mode, set with `uext4 mount -o errors=` (FUSE) and with tune2fs -e
 # (s_errors; the CLI's write commands have no -o), that write fails with a
 # message naming the inode, and then:
@@ -148,8 +150,7 @@ cp "$T/base.img" "$T/r.img"
 tune2fs -e remount-ro "$T/r.img" > /dev/null
 "$UEXT4" truncate -s 100 "$T/r.img" /deep > /dev/null 2> "$T/err"
 rc=$?
-[ $rc -ne 0 ] && grep -q "corrupt extent tree of inode 12" "$T/err" &&
-	grep -q "read-only (errors=remount-ro)" "$T/err" &&
+[ $rc -ne 0 ] && grep -q "Structure needs cleaning (corrupt extent tree of inode 12.*; the file system is now read-only (errors=remount-ro)" "$T/err" &&
 	ok "truncate fails and says writes are refused: $(cat "$T/err")" ||
 	bad "remount-ro truncate: rc $rc, '$(cat "$T/err")'"
 check_recorded "CLI remount-ro" "$T/r.img" path_find 1
@@ -169,6 +170,33 @@ check_recorded "CLI panic" "$T/p.img" path_find 1
 "$UEXT4" recover -q "$T/p.img" || bad "recover after the panic failed"
 check_recorded "CLI panic, after recover" "$T/p.img" path_find 1
 no_new_problems "CLI panic" "$T/base.problems" "$T/p.img"
+
+htree_case() { # htree_case S_ERRORS: mkdir of a name in the damaged htree, then another
+	local img=$T/h-$1.img
+	note "CLI, htree leaf damage, s_errors $1: uext4 mkdir IMG /big/zzz /top"
+	cp "$T/htree.img" "$img"
+	tune2fs -e "$1" "$img" > /dev/null
+	"$UEXT4" mkdir "$img" /big/zzz /top > /dev/null 2> "$T/err"
+	rc=$?
+	[ $rc -ne 0 ] && grep -q "/big/zzz: Structure needs cleaning (corrupt directory block .* of inode 12" "$T/err" &&
+		ok "mkdir /big/zzz fails naming the directory: $(head -1 "$T/err")" ||
+		bad "mkdir /big/zzz: rc $rc, $(cat "$T/err")"
+	"$UEXT4" ls "$img" / > "$T/ls"
+	if [ "$1" = remount-ro ]; then
+		grep -q "/top: Read-only file system (the file system was made read-only after an error" \
+			"$T/err" && ok "the next mkdir of the same mount: EROFS" ||
+			bad "mkdir /top after the error: $(cat "$T/err")"
+		grep -qx top "$T/ls" && bad "/top was made after the error"
+	else
+		grep -qx top "$T/ls" && ok "continue: /top was made" || bad "continue: no /top"
+	fi
+	check_recorded "htree $1" "$img" dir_add_excl 1
+	no_new_problems "htree $1" "$T/htree.problems" "$img"
+}
+build err_htree_leaf "$T/htree.img"
+problems "$T/htree.img" > "$T/htree.problems"
+htree_case remount-ro
+htree_case continue
 
 # ------------------------------------------------------------------ FUSE
 SRV_PID=
