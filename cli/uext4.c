@@ -1096,7 +1096,14 @@ static const struct command commands[] = {
 	  "    Prints what the superblock says about IMAGE, like dumpe2fs -h: volume\n"
 	  "    name, UUID, features, state, block and inode counts, free counts, sizes,\n"
 	  "    group geometry, flex group size, directory hash, times, mount counts,\n"
-	  "    journal and orphan file inodes.  The image is opened read-only.\n"
+	  "    journal and orphan file inodes, and the errors recorded in it (by\n"
+	  "    the kernel or uext4, until e2fsck clears them): their count, and the\n"
+	  "    first and last error's time, function, inode and block.  The image is\n"
+	  "    opened read-only.  The free counts are summed over the group\n"
+	  "    descriptors.  When the image cannot be mounted (a feature uext4\n"
+	  "    refuses, damaged group descriptors, ...) the superblock alone is\n"
+	  "    shown, with its own free counts, then what could not be read and\n"
+	  "    why, and the exit status is 1.\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 info disk.img\n" },
 	{ "ls", cmd_ls, "[-l] [-a] IMAGE [PATH]", "list a directory in an image",

@@ -23,7 +23,8 @@
 # count, first/last error function and inode), `uext4 info` prints the same
 # fields, e2fsck -fn finds no kind of problem it did not find before
 # (messages with numbers stripped, compared as sets), and the next
-# read-write mount warns.  A crash after an error (kill -9 of the server
+# read-write mount warns.  The kernel records the same append's error the
+# same way (state, count, inode, err; as root with loop devices).  A crash after an error (kill -9 of the server
 # with a committed transaction in the journal holding the old superblock)
 # keeps the error across the replay of `uext4 recover`.
 # Case 11: `uext4 info` on an image with a bad group descriptor checksum and
@@ -321,6 +322,26 @@ if [ $HAVE_FUSE = 1 ]; then
 	no_new_problems "crash" "$T/base.problems" "$img"
 else
 	echo "(no /dev/fuse or fusermount3: FUSE cases not run)"
+fi
+
+# The kernel, on a loop mount, records the same append's error the same way
+# (its function is its own: ext4_ext_check_inode).
+if can_loop && [ -f "$T/f-continue.img" ]; then
+	note "kernel: the same append on a loop mount (errors=continue)"
+	img=$T/kernel.img km=$T/km
+	cp "$T/base.img" "$img"
+	mkdir -p "$km"
+	if kmount "$img" "$km" rw,errors=continue; then
+		echo more 2> /dev/null >> "$km/deep" && bad "kernel: the append succeeded"
+		umount "$km"
+		for f in 'Filesystem state' 'FS Error count' 'Last error inode #' 'Last error err'; do
+			[ "$(field "$img" "$f")" = "$(field "$T/f-continue.img" "$f")" ] ||
+				bad "kernel's '$f' is '$(field "$img" "$f")', ours '$(field "$T/f-continue.img" "$f")'"
+		done
+		ok "kernel: state, count, inode and err as ours ($(field "$img" 'Last error function'))"
+	else
+		bad "kernel loop mount failed"
+	fi
 fi
 
 # ------------------------------------------------------- case 11: info
