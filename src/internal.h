@@ -60,8 +60,9 @@ int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const c
 int fs_error_seen(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func);
 #define FS_ERROR_SEEN(fs, err, ino, block) fs_error_seen((fs), (err), (ino), (block), __func__)
 /* The error state of a mount (error.c).  fs_errors_init() at mount once
- * the superblock is final: the policy (opts, else s_errors) and the error
- * fields recorded so far. */
+ * the superblock is read (before a journal replay, which may record
+ * errors too): the policy (opts, else s_errors) and the error fields
+ * recorded so far. */
 struct ext4_super_block;
 int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o);
 void fs_errors_destroy(struct uext4_fs *fs);

@@ -708,8 +708,10 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 		fs->recovery.replayed_in_memory = 0;
 	if ((err = read_super(fs, fs->read_only)))
 		return err;
-	/* The log's copy of the superblock predates errors recorded since. */
+	/* The log's copy of the superblock predates errors recorded since
+	 * (before this mount, or by the replay itself). */
 	fs_errors_keep_across_replay(&fs->sb, &before);
+	fs_errors_fold(fs, &fs->sb);
 	return 0;
 }
 
@@ -728,11 +730,9 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->dev = dev;
 	fs->read_only = o->read_only != 0 || dev->read_only;
 	fs->commit_secs = o->commit_secs ? o->commit_secs : 5;
-	if ((err = read_super(fs, o->read_only)))
+	if ((err = read_super(fs, o->read_only)) || (err = fs_errors_init(fs, o)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
-		goto fail;
-	if ((err = fs_errors_init(fs, o)))
 		goto fail;
 	if ((err = load_caches(fs, o)) || (err = setup_hot(fs)))
 		goto fail;
