@@ -248,6 +248,8 @@ fuse_case() { # fuse_case MODE TUNE2FS_E OPTS
 	fi
 	[ $rc -ne 0 ] && grep -q "Structure needs cleaning" "$T/err" &&
 		ok "the append to /deep fails: $(cat "$T/err")" || bad "append: rc $rc, '$(cat "$T/err")'"
+	grep -q "uext4 mount: $img: corrupt extent tree of inode 12" "$T/srv.log" &&
+		ok "the server says what the corruption is" || bad "server log: $(cat "$T/srv.log")"
 	if [ "$mode" = remount-ro ]; then
 		mkdir "$m/later" 2> "$T/err" && bad "mkdir after the error succeeded"
 		grep -q "Read-only file system" "$T/err" && ok "later mkdir: EROFS" ||
