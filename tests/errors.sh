@@ -23,7 +23,9 @@
 # count, first/last error function and inode), `uext4 info` prints the same
 # fields, e2fsck -fn finds no kind of problem it did not find before
 # (messages with numbers stripped, compared as sets), and the next
-# read-write mount warns.  The kernel records the same append's error the
+# read-write mount warns.  With four writers busy on a pool-loop mount when
+# the error happens (remount-ro), every later write gets EROFS and what an
+# fsync committed before reads back.  The kernel records the same append's error the
 # same way (state, count, inode, err; as root with loop devices).  A crash after an error (kill -9 of the server
 # with a committed transaction in the journal holding the old superblock)
 # keeps the error across the replay of `uext4 recover`.
@@ -303,6 +305,45 @@ if [ $HAVE_FUSE = 1 ]; then
 	fuse_case continue remount-ro errors=continue
 	fuse_case panic continue errors=panic
 	fuse_case panic panic ""
+
+	note "FUSE, errors=remount-ro with 4 writers busy while the error happens (loop=pool)"
+	img=$T/busy.img m=$T/m-busy
+	cp "$T/base.img" "$img"
+	if srv_mount "$img" "$m" "commit=1,loop=pool,threads=4,errors=remount-ro"; then
+		pids=()
+		for w in 1 2 3 4; do
+			( mkdir "$m/w$w" && for ((i = 0; i < 3000; i++)); do
+				{ echo "$i" > "$m/w$w/f$i"; } 2> /dev/null || exit 0; done ) &
+			pids+=($!)
+		done
+		for ((i = 0; i < 400; i++)); do   # until every writer is under way
+			[ -e "$m/w1/f20" ] && [ -e "$m/w2/f20" ] && [ -e "$m/w3/f20" ] &&
+				[ -e "$m/w4/f20" ] && break
+			sleep 0.05
+		done
+		sync "$m/w1/f20" || bad "busy: fsync failed"   # a commit while they write
+		echo more 2> /dev/null >> "$m/deep" && bad "busy: the append succeeded"
+		wait "${pids[@]}"
+		touch "$m/late" 2> "$T/err" && bad "busy: a write after the error succeeded"
+		grep -q "Read-only file system" "$T/err" || bad "busy: late write: $(cat "$T/err")"
+		fusermount3 -u "$m"
+		srv_wait
+		check_recorded "busy" "$img" extent_map_blocks 1
+		# What was committed before the error is intact.
+		rm -rf "$T/out-busy"; mkdir "$T/out-busy"
+		for w in 1 2 3 4; do "$UEXT4" get "$img" /w$w "$T/out-busy" 2> /dev/null; done
+		n=0
+		for f in "$T"/out-busy/w*/f*; do
+			[ -e "$f" ] || continue
+			n=$((n + 1))
+			[ "$(cat "$f")" = "${f##*/f}" ] || [ ! -s "$f" ] || bad "busy: $f holds $(cat "$f")"
+		done
+		[ $n -gt 0 ] && ok "busy: $n files committed before the error read back" ||
+			bad "busy: no file was committed before the error"
+		no_new_problems "busy" "$T/base.problems" "$img"
+	else
+		bad "busy: mount failed"
+	fi
 
 	note "FUSE, crash after an error: the error survives the journal replay"
 	img=$T/crash.img m=$T/m-crash
