@@ -166,10 +166,24 @@ static void unlock_image(void)
 }
 
 static unsigned commit_secs; /* mount -o commit=N */
+static int mount_errors;     /* mount -o errors=...: UEXT4_ERRORS_* */
+
+/* As the kernel, a read-write mount of a file system that recorded an
+ * error says so (e2fsck clears the mark). */
+static void warn_errors(const struct command *c, const char *image, uext4_fs *fs)
+{
+	struct uext4_info in;
+
+	if (uext4_info(fs, &in) == 0 && (in.state & 2))
+		fprintf(stderr, "uext4 %s: %s: warning: mounting fs with errors, running e2fsck "
+			"is recommended (%u errors recorded; see uext4 info)\n", c->name, image,
+			in.error_count);
+}
 
 int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 {
-	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs };
+	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs,
+				.errors = mount_errors };
 	int ret;
 
 	if (lock_image(c, image))
@@ -179,6 +193,7 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 		unlock_image();
 		return fail(c, image, ret);
 	}
+	warn_errors(c, image, *fs);
 	/* New inodes belong to whoever runs the command; root may use the
 	 * reserved blocks, as with the kernel. */
 	uext4_set_caller((uint32_t)getuid(), (uint32_t)getgid());
@@ -331,6 +346,51 @@ static void print_uuid(const uint8_t u[16])
 
 #define FIELD "%-26s"
 
+/* s_*_error_errcode, as e2fsprogs names them. */
+static const char *errcode_name(unsigned code)
+{
+	static const char *names[] = { "", "EUNKNOWN", "EIO", "ENOMEM", "EFSBADCRC",
+		"EFSCORRUPTED", "ENOSPC", "ENOKEY", "EROFS", "EFBIG", "EEXIST", "ERANGE",
+		"EOVERFLOW", "EBUSY", "ENOTDIR", "ENOTEMPTY", "ESHUTDOWN", "EFAULT" };
+
+	return code < sizeof(names) / sizeof(names[0]) ? names[code] : "EUNKNOWN";
+}
+
+static void print_one_error(const char *which, int64_t when, const char *func, uint32_t line,
+			    uint32_t ino, uint64_t block, unsigned code)
+{
+	char t[64], name[40];
+
+	if (!when)
+		return;
+	format_epoch(when, t, sizeof(t));
+	snprintf(name, sizeof(name), "%s error time:", which);
+	printf(FIELD "%s\n", name, t);
+	snprintf(name, sizeof(name), "%s error function:", which);
+	printf(FIELD "%s\n", name, func);
+	snprintf(name, sizeof(name), "%s error line #:", which);
+	printf(FIELD "%u\n", name, line);
+	snprintf(name, sizeof(name), "%s error inode #:", which);
+	printf(FIELD "%u\n", name, ino);
+	snprintf(name, sizeof(name), "%s error block #:", which);
+	printf(FIELD "%llu\n", name, (unsigned long long)block);
+	if (code) {
+		snprintf(name, sizeof(name), "%s error err:", which);
+		printf(FIELD "%s\n", name, errcode_name(code));
+	}
+}
+
+/* The errors recorded in the superblock, with dumpe2fs -h's names. */
+static void print_errors(const struct uext4_info *in)
+{
+	if (in->error_count)
+		printf(FIELD "%u\n", "FS Error count:", in->error_count);
+	print_one_error("First", in->first_error_time, in->first_error_func, in->first_error_line,
+			in->first_error_ino, in->first_error_block, in->first_error_errcode);
+	print_one_error("Last", in->last_error_time, in->last_error_func, in->last_error_line,
+			in->last_error_ino, in->last_error_block, in->last_error_errcode);
+}
+
 static void print_info(const struct uext4_info *in)
 {
 	char t[64];
@@ -372,10 +432,38 @@ static void print_info(const struct uext4_info *in)
 	printf(FIELD "%s\n", "Default directory hash:", hash_name(in->def_hash_version));
 	if (in->orphan_file_inum)
 		printf(FIELD "%u\n", "Orphan file inode:", in->orphan_file_inum);
+	print_errors(in);
+}
+
+/*
+ * What the superblock alone says, when the image cannot be mounted (a
+ * feature we refuse, bad group descriptors...): as dumpe2fs -h, the
+ * superblock is still shown, then why the rest could not be read.
+ */
+static int info_superblock_only(const struct command *c, const char *image, int mount_err)
+{
+	struct uext4_info in;
+	char why[512];
+	int ret;
+
+	snprintf(why, sizeof(why), "%s", uext4_last_error());
+	ret = uext4_probe(image, &in);
+	if (ret < 0)
+		return fail(c, image, ret);
+	print_info(&in);
+	fflush(stdout);
+	if (in.super_csum_bad)
+		fprintf(stderr, "uext4 %s: %s: the superblock's checksum does not match\n",
+			c->name, image);
+	fprintf(stderr, "uext4 %s: %s: only the superblock could be read (shown above); the "
+		"rest: %s%s%s%s\n", c->name, image, strerror(-mount_err), *why ? " (" : "", why,
+		*why ? ")" : "");
+	return 1;
 }
 
 static int cmd_info(const struct command *c, int argc, char **argv)
 {
+	struct uext4_opts o = { .read_only = 1 };
 	struct uext4_info in;
 	uext4_fs *fs;
 	int ret;
@@ -384,8 +472,10 @@ static int cmd_info(const struct command *c, int argc, char **argv)
 		return usage_error(c, NULL);
 	if (argc - optind != 1)
 		return usage_error(c, argc - optind ? "too many arguments" : "missing IMAGE");
-	if (open_image(c, argv[optind], &fs))
-		return 1;
+	ret = uext4_mount(argv[optind], &o, &fs);
+	if (ret < 0)
+		return info_superblock_only(c, argv[optind], ret);
+	note_recovery(c, argv[optind], fs);
 	ret = uext4_info(fs, &in);
 	if (ret < 0)
 		return close_image(c, argv[optind], fs, fail(c, argv[optind], ret));
@@ -908,6 +998,7 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 			return fail_host(c, "fork", errno);
 	}
 	commit_secs = o.commit_secs;
+	mount_errors = o.errors;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
 	mount_status_begin(image);      /* for uext4 umount (umount.c) */
@@ -1053,7 +1144,14 @@ static const struct command commands[] = {
 	  "    Prints what the superblock says about IMAGE, like dumpe2fs -h: volume\n"
 	  "    name, UUID, features, state, block and inode counts, free counts, sizes,\n"
 	  "    group geometry, flex group size, directory hash, times, mount counts,\n"
-	  "    journal and orphan file inodes.  The image is opened read-only.\n"
+	  "    journal and orphan file inodes, and the errors recorded in it (by\n"
+	  "    the kernel or uext4, until e2fsck clears them): their count, and the\n"
+	  "    first and last error's time, function, inode and block.  The image is\n"
+	  "    opened read-only.  The free counts are summed over the group\n"
+	  "    descriptors.  When the image cannot be mounted (a feature uext4\n"
+	  "    refuses, damaged group descriptors, ...) the superblock alone is\n"
+	  "    shown, with its own free counts, then what could not be read and\n"
+	  "    why, and the exit status is 1.\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 info disk.img\n" },
 	{ "ls", cmd_ls, "[-l] [-a] IMAGE [PATH]", "list a directory in an image",
@@ -1140,6 +1238,12 @@ static const struct command commands[] = {
 	  "                    default\n"
 	  "    -o commit=N     commit the journal every N seconds (default 5); fsync,\n"
 	  "                    sync and unmount commit at once\n"
+	  "    -o errors=continue|remount-ro|panic\n"
+	  "                    when a write meets corruption (the error is recorded\n"
+	  "                    in the superblock first, as the kernel does): go on;\n"
+	  "                    refuse every later write with EROFS, still serving\n"
+	  "                    reads; or exit at once, writing nothing further.\n"
+	  "                    Default: what the superblock says (tune2fs -e)\n"
 	  "    -o threads=N    threads for pool (default 4) or the mt maximum\n"
 	  "    -o max_idle=N   mt: idle threads kept (fewer means thread churn)\n"
 	  "    -o clone_fd     mt: one /dev/fuse descriptor per thread\n"

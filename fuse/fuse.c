@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <stdatomic.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -80,10 +81,28 @@ static void to_stat(const struct server *s, const struct uext4_stat *u, struct s
 }
 
 /* Library errors are negative errnos; EUCLEAN (corruption) passes through. */
+/*
+ * Corruption: the client sees only EUCLEAN, so the server says what it is
+ * (on stderr and, as a daemon's stderr is /dev/null, in syslog), as the
+ * kernel logs its ext4 errors; the first 20 of a mount, against floods.
+ */
+static void log_corruption(const struct server *s)
+{
+	static _Atomic unsigned logged;
+	const char *msg = uext4_last_error();
+
+	if (!*msg || atomic_fetch_add_explicit(&logged, 1, memory_order_relaxed) >= 20)
+		return;
+	fprintf(stderr, "uext4 mount: %s: %s\n", s->fsname, msg);
+	syslog(LOG_ERR, "uext4: %s: %s", s->fsname, msg);
+}
+
 static void reply_err(fuse_req_t req, long ret)
 {
 	int e = ret < 0 ? (int)-ret : EIO;
 
+	if (e == EUCLEAN)
+		log_corruption(srv(req));
 	fuse_reply_err(req, e ? e : EIO);
 }
 
@@ -943,6 +962,20 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 			return -EINVAL;
 		}
 		o->commit_secs = (unsigned)v;
+	} else if (!strncmp(opt, "errors=", 7)) {
+		static const char *const names[] = { [UEXT4_ERRORS_CONTINUE] = "continue",
+						     [UEXT4_ERRORS_RO] = "remount-ro",
+						     [UEXT4_ERRORS_PANIC] = "panic" };
+
+		o->errors = 0;
+		for (int i = UEXT4_ERRORS_CONTINUE; i <= UEXT4_ERRORS_PANIC; i++)
+			if (!strcmp(opt + 7, names[i]))
+				o->errors = i;
+		if (!o->errors) {
+			snprintf(err, errlen, "bad errors= '%s' (continue, remount-ro or panic)",
+				 opt + 7);
+			return -EINVAL;
+		}
 	} else if (!strncmp(opt, "threads=", 8)) {
 		if (parse_uint(opt + 8, 1024, &v) || v == 0) {
 			snprintf(err, errlen, "bad threads '%s' (1..1024)", opt + 8);

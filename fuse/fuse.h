@@ -26,6 +26,8 @@ enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LO
 struct uext4_fuse_opts {
 	int read_only;          /* mount read-only (-o ro); default read-write */
 	unsigned commit_secs;   /* -o commit=N: journal commit interval; 0 = 5 s */
+	int errors;             /* -o errors=continue|remount-ro|panic: UEXT4_ERRORS_*;
+				 * 0 = what the superblock's s_errors says */
 	int allow_other;        /* let other users see the mount */
 	int debug;              /* libfuse request tracing to stderr */
 	const char *fsname;     /* shown in /proc/mounts (usually the image path) */
@@ -43,6 +45,7 @@ struct uext4_fuse_opts {
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
  * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring",
+ * "errors=continue|remount-ro|panic",
  * "threads=N", "max_idle=N", "clone_fd", "timeout=SECS"; anything else is
  * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in
  * errbuf for a malformed value.

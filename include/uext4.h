@@ -100,6 +100,16 @@ struct uext4_info {
 	uint32_t mount_count, max_mount_count;
 	int64_t mkfs_time, mtime, wtime;
 	char features[512];     /* feature names, space separated, as dumpe2fs prints them */
+	/* Errors recorded in the superblock (state bit 2 = EXT4_ERROR_FS): by
+	 * this mount (errors=) or an earlier one or the kernel, until e2fsck. */
+	uint32_t error_count;
+	int64_t first_error_time, last_error_time;      /* 0 = none */
+	uint32_t first_error_ino, last_error_ino;
+	uint64_t first_error_block, last_error_block;
+	uint32_t first_error_line, last_error_line;
+	uint8_t first_error_errcode, last_error_errcode; /* EXT4_ERR_*: 5 = EFSCORRUPTED */
+	char first_error_func[33], last_error_func[33];
+	int super_csum_bad;     /* uext4_probe(): metadata_csum and the checksum does not match */
 };
 
 /* Mount an image file or block device. */
@@ -136,6 +146,11 @@ int uext4_recover(const char *path, struct uext4_recovery *r);
 const char *uext4_last_error(void);
 
 int uext4_info(uext4_fs *fs, struct uext4_info *info);
+/* The superblock alone, without mounting (what `uext4 info` still shows
+ * when a mount is refused): every field uext4_info() fills, the free
+ * counts as the superblock has them.  Fails only when path cannot be read
+ * or holds no ext2/3/4 superblock. */
+int uext4_probe(const char *path, struct uext4_info *info);
 int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st);
 int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c);
 

@@ -468,18 +468,93 @@ static int64_t time_hi(uint32_t lo, uint8_t hi)
 	return (int64_t)lo | ((int64_t)hi << 32);
 }
 
+static void copy_func(char dst[33], const uint8_t src[32])
+{
+	memcpy(dst, src, 32);
+	dst[32] = '\0';
+}
+
+/* The recorded errors (s_error_count, s_first_error_*, s_last_error_*). */
+static void info_errors(const struct ext4_super_block *sb, struct uext4_info *i)
+{
+	i->error_count = le32(sb->s_error_count);
+	i->first_error_time = time_hi(le32(sb->s_first_error_time), sb->s_first_error_time_hi);
+	i->last_error_time = time_hi(le32(sb->s_last_error_time), sb->s_last_error_time_hi);
+	i->first_error_ino = le32(sb->s_first_error_ino);
+	i->last_error_ino = le32(sb->s_last_error_ino);
+	i->first_error_block = le64(sb->s_first_error_block);
+	i->last_error_block = le64(sb->s_last_error_block);
+	i->first_error_line = le32(sb->s_first_error_line);
+	i->last_error_line = le32(sb->s_last_error_line);
+	i->first_error_errcode = sb->s_first_error_errcode;
+	i->last_error_errcode = sb->s_last_error_errcode;
+	copy_func(i->first_error_func, sb->s_first_error_func);
+	copy_func(i->last_error_func, sb->s_last_error_func);
+}
+
+/*
+ * Everything the superblock alone says, computed from its raw fields with
+ * no trust in them (uext4_probe() shows superblocks a mount refuses):
+ * nothing here divides by or indexes with an unchecked value.
+ */
+static void info_from_sb(const struct ext4_super_block *sb, struct uext4_info *i)
+{
+	uint32_t log = le32(sb->s_log_block_size);
+	bool is64 = (le32(sb->s_feature_incompat) & EXT4_FEATURE_INCOMPAT_64BIT) != 0;
+	bool old = le32(sb->s_rev_level) == EXT4_GOOD_OLD_REV;
+
+	memset(i, 0, sizeof(*i));
+	memcpy(i->volume_name, sb->s_volume_name, sizeof(sb->s_volume_name));
+	memcpy(i->uuid, sb->s_uuid, sizeof(i->uuid));
+	i->block_size = log <= 6 ? 1024u << log : 0;
+	i->inode_size = old ? EXT4_GOOD_OLD_INODE_SIZE : le16(sb->s_inode_size);
+	i->first_ino = old ? EXT4_GOOD_OLD_FIRST_INO : le32(sb->s_first_ino);
+	i->desc_size = is64 ? le16(sb->s_desc_size) : EXT4_MIN_DESC_SIZE;
+	i->blocks_count = le32(sb->s_blocks_count_lo) |
+			  (is64 ? (uint64_t)le32(sb->s_blocks_count_hi) << 32 : 0);
+	i->reserved_blocks = le32(sb->s_r_blocks_count_lo) |
+			     (is64 ? (uint64_t)le32(sb->s_r_blocks_count_hi) << 32 : 0);
+	i->free_blocks = le32(sb->s_free_blocks_count_lo) |
+			 (is64 ? (uint64_t)le32(sb->s_free_blocks_count_hi) << 32 : 0);
+	i->free_inodes = le32(sb->s_free_inodes_count);
+	i->inodes_count = le32(sb->s_inodes_count);
+	i->blocks_per_group = le32(sb->s_blocks_per_group);
+	i->inodes_per_group = le32(sb->s_inodes_per_group);
+	i->first_data_block = le32(sb->s_first_data_block);
+	if (i->blocks_per_group && i->blocks_count > i->first_data_block)
+		i->groups_count = (uint32_t)DIV_ROUND_UP(i->blocks_count - i->first_data_block,
+							 i->blocks_per_group);
+	i->feature_compat = le32(sb->s_feature_compat);
+	i->feature_incompat = le32(sb->s_feature_incompat);
+	i->feature_ro_compat = le32(sb->s_feature_ro_compat);
+	i->rev_level = le32(sb->s_rev_level);
+	i->state = le16(sb->s_state);
+	i->errors = le16(sb->s_errors);
+	i->journal_inum = le32(sb->s_journal_inum);
+	i->orphan_file_inum = le32(sb->s_orphan_file_inum);
+	i->def_hash_version = sb->s_def_hash_version;
+	i->log_groups_per_flex = sb->s_log_groups_per_flex;
+	i->mount_count = le16(sb->s_mnt_count);
+	i->max_mount_count = le16(sb->s_max_mnt_count);
+	i->mkfs_time = time_hi(le32(sb->s_mkfs_time), sb->s_mkfs_time_hi);
+	i->mtime = time_hi(le32(sb->s_mtime), sb->s_mtime_hi);
+	i->wtime = time_hi(le32(sb->s_wtime), sb->s_wtime_hi);
+	super_feature_names(i->feature_compat, i->feature_incompat, i->feature_ro_compat,
+			    i->features, sizeof(i->features));
+	info_errors(sb, i);
+}
+
 int uext4_info(uext4_fs *fs, struct uext4_info *i)
 {
 	struct ext4_super_block sbcopy;
-	const struct ext4_super_block *sb = &sbcopy;
 	uint64_t free_blocks, free_inodes;
 
 	trans_lock_super(fs);
 	sbcopy = fs->sb;
 	trans_unlock_super(fs);
-	memset(i, 0, sizeof(*i));
-	memcpy(i->volume_name, sb->s_volume_name, sizeof(sb->s_volume_name));
-	memcpy(i->uuid, sb->s_uuid, sizeof(i->uuid));
+	fs_errors_merge(fs, &sbcopy);   /* errors this mount recorded since the last commit */
+	info_from_sb(&sbcopy, i);
+	/* The mount's view: counters summed over the groups, geometry checked. */
 	i->block_size = fs->block_size;
 	i->inode_size = fs->inode_size;
 	i->desc_size = fs->desc_size;
@@ -494,23 +569,29 @@ int uext4_info(uext4_fs *fs, struct uext4_info *i)
 	i->groups_count = fs->groups_count;
 	i->first_data_block = fs->first_data_block;
 	i->first_ino = fs->first_ino;
-	i->feature_compat = fs->feature_compat;
-	i->feature_incompat = fs->feature_incompat;
-	i->feature_ro_compat = fs->feature_ro_compat;
-	i->rev_level = le32(sb->s_rev_level);
-	i->state = le16(sb->s_state);
-	i->errors = le16(sb->s_errors);
-	i->journal_inum = le32(sb->s_journal_inum);
-	i->orphan_file_inum = le32(sb->s_orphan_file_inum);
-	i->def_hash_version = sb->s_def_hash_version;
-	i->log_groups_per_flex = sb->s_log_groups_per_flex;
-	i->mount_count = le16(sb->s_mnt_count);
-	i->max_mount_count = le16(sb->s_max_mnt_count);
-	i->mkfs_time = time_hi(le32(sb->s_mkfs_time), sb->s_mkfs_time_hi);
-	i->mtime = time_hi(le32(sb->s_mtime), sb->s_mtime_hi);
-	i->wtime = time_hi(le32(sb->s_wtime), sb->s_wtime_hi);
-	super_feature_names(fs->feature_compat, fs->feature_incompat, fs->feature_ro_compat,
-			    i->features, sizeof(i->features));
+	return 0;
+}
+
+int uext4_probe(const char *path, struct uext4_info *i)
+{
+	struct ext4_super_block sb;
+	struct bdev *dev;
+	int err = 0;
+
+	memset(i, 0, sizeof(*i));
+	if (!(dev = bdev_open_file(path, 1, &err)))
+		return err ? err : -EIO;
+	err = bdev_read(dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
+	bdev_close(dev);
+	if (err)
+		return err;
+	if (le16(sb.s_magic) != EXT4_SUPER_MAGIC)
+		return fs_err(EINVAL, "not an ext2/3/4 file system (no superblock magic 0xEF53 "
+			      "at byte 1080, found 0x%04x)", le16(sb.s_magic));
+	info_from_sb(&sb, i);
+	if ((i->feature_ro_compat & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM) &&
+	    le32(sb.s_checksum) != crc32c(~0u, &sb, offsetof(struct ext4_super_block, s_checksum)))
+		i->super_csum_bad = 1;
 	return 0;
 }
 

@@ -343,8 +343,9 @@ static int64_t build_block_bitmap(struct uext4_fs *fs, uint32_t g, uint8_t *map)
 	uint32_t first, end, used = 0;
 
 	if (base > nb)
-		return fs_corrupt("group %u: %u blocks of superblock and descriptors, but the "
-				  "group has %u blocks", g, base, nb);
+		return FS_ERROR(fs, EUCLEAN, 0, group_first_block(fs, g),
+				"group %u: %u blocks of superblock and descriptors, but the "
+				"group has %u blocks", g, base, nb);
 	for (uint32_t i = 0; i < base; i++)
 		bit_set(map, i);
 	flex_range(fs, g, &first, &end);
@@ -435,7 +436,8 @@ static int claim_locked(struct alloc_req *r, uint32_t g, struct buf *b, uint32_t
 	int err;
 
 	if (n > gi->free_blocks)
-		return fs_corrupt("group %u: %u free blocks in the bitmap at block %llu, but the "
+		return FS_ERROR(fs, EUCLEAN, 0, group_first_block(fs, g) + off,
+				"group %u: %u free blocks in the bitmap at block %llu, but the "
 				  "descriptor counts %u free",
 				  g, n, (unsigned long long)(group_first_block(fs, g) + off),
 				  gi->free_blocks);
@@ -705,7 +707,8 @@ static int check_not_metadata(struct uext4_fs *fs, uint64_t first, uint64_t coun
 				what = "inode table";
 		}
 		if (what)
-			return fs_corrupt("freeing blocks %llu-%llu: they hold the %s of group %u",
+			return FS_ERROR(fs, EUCLEAN, 0, first,
+					"freeing blocks %llu-%llu: they hold the %s of group %u",
 					  (unsigned long long)first,
 					  (unsigned long long)(first + count - 1), what, owner);
 	}
@@ -828,7 +831,8 @@ int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t 
 		return 0;
 	if (first < fs->first_data_block || first >= fs->blocks_count ||
 	    count > fs->blocks_count - first)
-		return fs_corrupt("inode %llu: freeing blocks %llu-%llu outside the file system "
+		return FS_ERROR(fs, EUCLEAN, inode ? inode->ino : 0, first,
+				"inode %llu: freeing blocks %llu-%llu outside the file system "
 				  "(%llu blocks)",
 				  (unsigned long long)(inode ? inode->ino : 0),
 				  (unsigned long long)first, (unsigned long long)(end - 1),
@@ -847,7 +851,8 @@ int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t 
 		if (already < 0 && !err)
 			err = (int)already;
 		else if (already > 0 && !err)
-			err = fs_corrupt("block bitmap of group %u: inode %llu frees %lld blocks "
+			err = FS_ERROR(fs, EUCLEAN, inode ? inode->ino : 0, blk,
+				       "block bitmap of group %u: inode %llu frees %lld blocks "
 					 "in %llu-%llu that are already free",
 					 g, (unsigned long long)(inode ? inode->ino : 0),
 					 (long long)already, (unsigned long long)blk,

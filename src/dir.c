@@ -1143,7 +1143,7 @@ int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t l
 				return err == -EEXIST ? fs_err(EEXIST, "\"%.*s\" exists in directory "
 							       "inode %llu", (int)len, name,
 							       (unsigned long long)dir->ino)
-						      : err;
+						      : FS_ERROR_SEEN(fs, err, dir->ino, 0);
 			touch_dir(dir);
 			return inode_write(h, dir);
 		}
@@ -1155,7 +1155,7 @@ int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t l
 			      (int)len, name, (unsigned long long)dir->ino,
 			      (unsigned long long)other);
 	if (err != -ENOENT)
-		return err;
+		return FS_ERROR_SEEN(fs, err, dir->ino, 0);
 	return dir_add(h, dir, name, len, ino, ftype);
 }
 
@@ -1176,7 +1176,7 @@ int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, u
 	else
 		err = linear_add(h, dir, name, len, ino, ftype);
 	if (err)
-		return err;
+		return FS_ERROR_SEEN(fs, err, dir->ino, 0);
 	touch_dir(dir);
 	return inode_write(h, dir);
 }
@@ -1240,7 +1240,7 @@ int dir_remove(struct handle *h, struct inode *dir, const char *name, size_t len
 		err = inline_change(h, dir, name, len, ino, 0, 0);
 	} else {
 		if ((err = find_slot(fs, dir, name, len, &s)))
-			return err;
+			return FS_ERROR_SEEN(fs, err, dir->ino, 0);
 		if (s.ino != ino)
 			err = stale(dir, name, len, s.ino, ino);
 		else if (!(err = handle_write_access(h, s.lf.b))) {
@@ -1296,7 +1296,7 @@ int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t l
 		else
 			err = find_slot(fs, dir, name, len, &s);
 		if (err)
-			return err;
+			return FS_ERROR_SEEN(fs, err, dir->ino, 0);
 		if (!(err = handle_write_access(h, s.lf.b))) {
 			struct ext4_dir_entry_2 *de =
 				(struct ext4_dir_entry_2 *)(s.lf.b->data + s.off);

@@ -251,10 +251,11 @@ static int map_in_leaf(const struct ext_ctx *c, const struct ext4_extent_header 
 	return 0;
 }
 
-int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
-	       struct block_map *m)
+/* extent_map(), leaving in c the node where a check failed. */
+static int map_ctx(struct ext_ctx *c, struct inode *inode, uint64_t lblk, uint64_t max_len,
+		   struct block_map *m)
 {
-	struct ext_ctx c = { .fs = fs, .ino = inode->ino, .blocknr = 0 };
+	struct uext4_fs *fs = c->fs;
 	const struct ext4_extent_header *h =
 		(const struct ext4_extent_header *)inode_raw(inode)->i_block;
 	uint64_t next_bound = EXT_MAX_LBLK_END;
@@ -267,9 +268,9 @@ int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t
 		*m = (struct block_map){ .lblk = lblk, .pblk = 0, .len = max_len };
 		return 0;
 	}
-	err = check_header(&c, h, (EXT_ROOT_SIZE - EXT_HDR_SIZE) / EXT_ENTRY_SIZE, -1);
+	err = check_header(c, h, (EXT_ROOT_SIZE - EXT_HDR_SIZE) / EXT_ENTRY_SIZE, -1);
 	if (!err)
-		err = check_entries(&c, h);  /* at most 4 entries: check each time */
+		err = check_entries(c, h);  /* at most 4 entries: check each time */
 	if (err)
 		return err;
 
@@ -285,10 +286,10 @@ int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t
 		if (i + 1 < n)
 			next_bound = MIN(next_bound, (uint64_t)node_key(h, i + 1));
 		if (!pblk_range_ok(fs, idx_pblk(&ix[i]), 1)) {
-			err = ext_bad(&c, "index points outside the file system");
+			err = ext_bad(c, "index points outside the file system");
 		} else {
-			c.blocknr = idx_pblk(&ix[i]);
-			err = read_node(&c, inode, depth - 1, &child);
+			c->blocknr = idx_pblk(&ix[i]);
+			err = read_node(c, inode, depth - 1, &child);
 		}
 		if (b)
 			brelse(fs->bc, b);
@@ -298,10 +299,18 @@ int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t
 		b = child;
 		h = (const struct ext4_extent_header *)b->data;
 	}
-	err = map_in_leaf(&c, h, (uint32_t)lblk, max_len, next_bound, m);
+	err = map_in_leaf(c, h, (uint32_t)lblk, max_len, next_bound, m);
 	if (b)
 		brelse(fs->bc, b);
 	return err;
+}
+
+int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
+	       struct block_map *m)
+{
+	struct ext_ctx c = { .fs = fs, .ino = inode->ino, .blocknr = 0 };
+
+	return map_ctx(&c, inode, lblk, max_len, m);
 }
 
 /* ================================================================ write side
@@ -415,18 +424,29 @@ static void path_release(struct uext4_fs *fs, struct ext_path *p)
 	}
 }
 
-/* Find the path to lblk (same checks as extent_map()). */
+static int path_walk(struct ext_ctx *c, struct inode *inode, uint32_t lblk, struct ext_path *p);
+
+/* Find the path to lblk (same checks as extent_map()); the write side, so
+ * corruption found is recorded (fs_error). */
 static int path_find(struct uext4_fs *fs, struct inode *inode, uint32_t lblk, struct ext_path *p)
 {
 	struct ext_ctx c = { .fs = fs, .ino = inode->ino, .blocknr = 0 };
+	int err = path_walk(&c, inode, lblk, p);
+
+	return err ? FS_ERROR_SEEN(fs, err, inode->ino, c.blocknr) : 0;
+}
+
+static int path_walk(struct ext_ctx *c, struct inode *inode, uint32_t lblk, struct ext_path *p)
+{
+	struct uext4_fs *fs = c->fs;
 	struct ext4_extent_header *h = root_hdr(inode);
 	int err;
 
 	memset(p, 0, sizeof(*p));
 	p->next_bound = EXT_MAX_LBLK_END;
-	err = check_header(&c, h, EXT_ROOT_MAX, -1);
+	err = check_header(c, h, EXT_ROOT_MAX, -1);
 	if (!err)
-		err = check_entries(&c, h);
+		err = check_entries(c, h);
 	if (err)
 		return err;
 	p->depth = le16(h->eh_depth);
@@ -441,11 +461,11 @@ static int path_find(struct uext4_fs *fs, struct inode *inode, uint32_t lblk, st
 		if (i + 1 < n)
 			p->next_bound = MIN(p->next_bound, (uint64_t)node_key(h, i + 1));
 		p->lv[l].idx = i;
-		c.blocknr = idx_pblk(&ix[i]);
-		if (!pblk_range_ok(fs, c.blocknr, 1))
-			err = ext_bad(&c, "index points outside the file system");
+		c->blocknr = idx_pblk(&ix[i]);
+		if (!pblk_range_ok(fs, c->blocknr, 1))
+			err = ext_bad(c, "index points outside the file system");
 		else
-			err = read_node(&c, inode, p->depth - l - 1, &b);
+			err = read_node(c, inode, p->depth - l - 1, &b);
 		if (err) {
 			path_release(fs, p);
 			return err;
@@ -861,9 +881,12 @@ int extent_map_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint
 		return fs_err(EFBIG, "inode %lu: logical block %llu is past what an extent "
 			      "tree maps", (unsigned long)inode->ino, (unsigned long long)lblk);
 	max_len = MIN(max_len, EXT_LBLK_LIMIT - lblk);
-	err = extent_map(fs, inode, lblk, max_len, m);
-	if (err)
-		return err;
+	{
+		struct ext_ctx c = { .fs = fs, .ino = inode->ino, .blocknr = 0 };
+
+		if ((err = map_ctx(&c, inode, lblk, max_len, m)))
+			return FS_ERROR_SEEN(fs, err, inode->ino, c.blocknr);
+	}
 	m->fresh = false;
 	if (!(flags & MAP_CREATE))
 		return 0;

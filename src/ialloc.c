@@ -501,7 +501,8 @@ static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 		goto out;
 	bit = find_free_inode_bit(fs, g, b->data);
 	if (bit >= fs->inodes_per_group) {
-		err = fs_corrupt("inode bitmap of group %u (block %llu): no free inode, but the "
+		err = FS_ERROR(fs, EUCLEAN, 0, gi->inode_bitmap,
+			       "inode bitmap of group %u (block %llu): no free inode, but the "
 				 "descriptor counts %u",
 				 g, (unsigned long long)gi->inode_bitmap, gi->free_inodes);
 		goto out;
@@ -661,7 +662,8 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
 	int err;
 
 	if (ino < fs->first_ino || ino > fs->inodes_count)
-		return fs_corrupt("freeing inode %llu: reserved or past the last inode (%u)",
+		return FS_ERROR(fs, EUCLEAN, ino, 0,
+				"freeing inode %llu: reserved or past the last inode (%u)",
 				  (unsigned long long)ino, fs->inodes_count);
 	g = group_of_ino(fs, ino);
 	bit = (uint32_t)((ino - 1) % fs->inodes_per_group);
@@ -670,14 +672,15 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
 	if ((err = inode_bitmap_locked(fs, g, &b, &bad)))
 		goto out;
 	if (!bit_test(b->data, bit)) {
-		err = fs_corrupt("inode bitmap of group %u (block %llu): freeing inode %llu, "
+		err = FS_ERROR(fs, EUCLEAN, ino, gi->inode_bitmap,
+			       "inode bitmap of group %u (block %llu): freeing inode %llu, "
 				 "which is already free",
 				 g, (unsigned long long)gi->inode_bitmap, (unsigned long long)ino);
 		goto out;
 	}
 	if (was_dir && gi->used_dirs == 0) {
-		err = fs_corrupt("group %u: freeing directory inode %llu, but the group counts "
-				 "no directory", g, (unsigned long long)ino);
+		err = FS_ERROR(fs, EUCLEAN, ino, 0, "group %u: freeing directory inode %llu, "
+			       "but the group counts no directory", g, (unsigned long long)ino);
 		goto out;
 	}
 	if ((err = handle_write_access(h, b)))

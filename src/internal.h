@@ -54,6 +54,36 @@ int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const c
 	     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 #define FS_ERROR(fs, err, ino, block, ...) \
 	fs_error((fs), (err), (ino), (block), __func__, __VA_ARGS__)
+/* A write path got err (negative) back from a check shared with the read
+ * path, which has set the message: if it is corruption (-EUCLEAN), record
+ * it and act as fs_error() does, keeping the message.  Returns err. */
+int fs_error_seen(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func);
+#define FS_ERROR_SEEN(fs, err, ino, block) fs_error_seen((fs), (err), (ino), (block), __func__)
+/* The error state of a mount (error.c).  fs_errors_init() at mount once
+ * the superblock is read (before a journal replay, which may record
+ * errors too): the policy (opts, else s_errors) and the error fields
+ * recorded so far. */
+struct ext4_super_block;
+int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o);
+void fs_errors_destroy(struct uext4_fs *fs);
+/* Commit (super_write): the recorded error fields into sb, its checksum;
+ * sb is then the image later error writes start from. */
+void fs_errors_fold(struct uext4_fs *fs, struct ext4_super_block *sb);
+/* The recorded error fields into a copy of the superblock (uext4_info). */
+void fs_errors_merge(struct uext4_fs *fs, struct ext4_super_block *sb);
+/* Errors recorded since mount (the commit compares it around its writes). */
+uint32_t fs_errors_seq(struct uext4_fs *fs);
+/* Write the last committed superblock with the error fields straight to
+ * the device and flush it; clear_incompat / set_state change that image
+ * first (the unmount of an aborted mount). */
+int fs_errors_write_super(struct uext4_fs *fs, uint32_t clear_incompat, uint16_t set_state);
+/* Writes refused after an error (errors=remount-ro or panic): -EROFS with
+ * a message naming the first error. */
+int fs_errors_refuse(struct uext4_fs *fs);
+/* Journal replay rewrote the superblock: put back the error fields of the
+ * one read before (as the kernel's ext4_load_journal()). */
+void fs_errors_keep_across_replay(struct ext4_super_block *replayed,
+				  const struct ext4_super_block *before);
 
 /* ---------------------------------------------------------------- fault.c
  * Failure injection for tests (see fault.c): off unless armed, then the
@@ -257,6 +287,9 @@ int trans_commit_tid(struct uext4_fs *fs, uint32_t tid);
  * secs seconds; stopped by trans_destroy(). */
 int trans_start_timer(struct uext4_fs *fs, unsigned secs);
 void trans_stop_timer(struct uext4_fs *fs);
+/* The first write-back error of the mount (negative), 0 if none: then
+ * every committed transaction is home. */
+int trans_write_error(struct uext4_fs *fs);
 /* An operation failed with err: if that is ENOSPC while freed blocks wait
  * for their commit (balloc_has_busy()), commit and say to try once more,
  * as the kernel's ext4_should_retry_alloc().  No handle may be open. */
@@ -487,6 +520,10 @@ struct uext4_fs {
 	bool metadata_csum;
 	bool gdt_csum;
 	bool read_only;
+	/* Set once when an error stops all writing (errors=remount-ro or
+	 * panic, as the kernel aborts its journal): handles are refused and
+	 * nothing is committed.  One relaxed load in handle_begin(). */
+	_Atomic bool aborted;
 	uint16_t want_extra_isize;
 	uint32_t log_groups_per_flex; /* 0 without flex_bg */
 	uint64_t reserved_blocks;   /* s_r_blocks_count: only root may use them */
@@ -500,6 +537,7 @@ struct uext4_fs {
 	unsigned commit_secs;       /* commit interval */
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
+	struct fs_errors *errs;     /* error.c: recorded errors, errors= policy */
 	/* --- written: by the commit (counters, times) and the legacy orphan
 	 * list (s_last_orphan), so on cache lines of its own, after every
 	 * read-mostly field (checked in super.c) --- */

@@ -803,8 +803,15 @@ int orphan_cleanup(struct uext4_fs *fs, struct uext4_recovery *r)
 	r->orphans_deleted = c.deleted;
 	r->orphans_failed = c.failed;
 	r->orphan_failed_ino = c.failed ? c.fail[0].ino : 0;
-	if (c.failed)
+	if (c.failed) {
+		/* Commit what the pass did first: under errors=remount-ro,
+		 * recording the failures drops the running transaction. */
+		int cerr = trans_commit(fs);
+
 		report_failures(&c);
+		if (!err)
+			err = cerr;
+	}
 	return err;
 }
 

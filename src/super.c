@@ -548,6 +548,11 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	super_mark_dirty(fs);
 	if ((err = orphan_init(fs)) || (err = trans_commit(fs)))
 		return err;
+	err = orphan_cleanup(fs, &fs->recovery);
+	if (atomic_load(&fs->aborted))
+		return 0;   /* an error made the mount read-only (errors=remount-ro) */
+	if (err)
+		return err;
 	if (fs->recovery.bad_blocks)
 		/* Recorded now that the mount can write (recovery.c set
 		 * EXT4_ERROR_FS already); the errors= policy applies. */
@@ -556,8 +561,8 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 			 "replayed (first: journal block %u, transaction %u, home block %llu)",
 			 fs->recovery.bad_blocks, fs->recovery.bad_journal_block,
 			 fs->recovery.bad_tid, (unsigned long long)fs->recovery.bad_home_block);
-	if ((err = orphan_cleanup(fs, &fs->recovery)))
-		return err;
+	if (atomic_load(&fs->aborted))
+		return 0;
 	if (fs->recovery.orphans_truncated || fs->recovery.orphans_deleted ||
 	    fs->recovery.orphans_failed)
 		err = trans_commit(fs);
@@ -595,7 +600,7 @@ int super_write(struct uext4_fs *fs)
 	sb->s_free_inodes_count = cpu_to_le32((uint32_t)fi);
 	sb->s_wtime = cpu_to_le32((uint32_t)now.tv_sec);
 	sb->s_wtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
-	csum_set_super(fs, sb);
+	fs_errors_fold(fs, sb);     /* the recorded errors, the checksum */
 	if ((err = bread(fs->bc, blk, UEXT4_META_SUPER, &b)))
 		return err;
 	memcpy(b->data + off, sb, sizeof(*sb));
@@ -691,6 +696,7 @@ static void drop_caches(struct uext4_fs *fs)
 static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 {
 	struct journal_replay r = {0};
+	struct ext4_super_block before = fs->sb;
 	int err;
 
 	if (fs->read_only) {
@@ -720,7 +726,13 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->recovery.bad_home_block = r.bad_home;
 	if (!r.transactions)
 		fs->recovery.replayed_in_memory = 0;
-	return read_super(fs, fs->read_only);
+	if ((err = read_super(fs, fs->read_only)))
+		return err;
+	/* The log's copy of the superblock predates errors recorded since
+	 * (before this mount, or by the replay itself). */
+	fs_errors_keep_across_replay(&fs->sb, &before);
+	fs_errors_fold(fs, &fs->sb);
+	return 0;
 }
 
 int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out)
@@ -738,7 +750,7 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->dev = dev;
 	fs->read_only = o->read_only != 0 || dev->read_only;
 	fs->commit_secs = o->commit_secs ? o->commit_secs : 5;
-	if ((err = read_super(fs, o->read_only)))
+	if ((err = read_super(fs, o->read_only)) || (err = fs_errors_init(fs, o)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
 		goto fail;
@@ -793,6 +805,31 @@ static int finish_writing(struct uext4_fs *fs)
 	return write_super_now(fs);
 }
 
+/*
+ * Unmount after an error stopped writing (fs->aborted): the running
+ * transaction is dropped, as the kernel's aborted journal; what was
+ * committed is home (trans.c writes it there before the next commit),
+ * so unless a write-back failed the journal is emptied and the image is
+ * clean as of the last commit.  The superblock keeps the recorded errors.
+ */
+static int finish_aborted(struct uext4_fs *fs)
+{
+	bool home = trans_write_error(fs) == 0;
+	uint32_t clear = 0;
+	int err = 0;
+
+	trans_stop_timer(fs);
+	if (home && fs->journal && (err = journal_mark_empty(fs->journal)) == 0)
+		clear = EXT4_FEATURE_INCOMPAT_RECOVER;
+	if (home && !fs->journal)
+		err = bdev_flush(fs->dev);
+	{
+		int serr = fs_errors_write_super(fs, clear, home && !err ? EXT4_VALID_FS : 0);
+
+		return err ? err : serr;
+	}
+}
+
 int super_umount(struct uext4_fs *fs)
 {
 	int err = 0;
@@ -802,8 +839,10 @@ int super_umount(struct uext4_fs *fs)
 	if (fs->root)
 		iput(fs, fs->root);
 	fs->root = NULL;
-	if (!fs->read_only && fs->trans)
+	if (!fs->read_only && fs->trans && !atomic_load(&fs->aborted))
 		err = finish_writing(fs);
+	if (!fs->read_only && fs->trans && atomic_load(&fs->aborted))
+		err = finish_aborted(fs);  /* also when finish_writing() met the error */
 	trans_stop_timer(fs);
 	if (fs->icache)
 		icache_destroy(fs->icache);
@@ -817,6 +856,7 @@ int super_umount(struct uext4_fs *fs)
 		journal_close(fs->journal);
 	fs->journal = NULL;
 	drop_caches(fs);
+	fs_errors_destroy(fs);
 	if (fs->dev)
 		bdev_close(fs->dev);
 	if (fs->hot)

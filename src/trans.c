@@ -220,6 +220,8 @@ int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
 	}
 	if (fs->read_only || !t)
 		return fs_err(EROFS, "the file system is mounted read-only");
+	if (atomic_load_explicit(&fs->aborted, memory_order_relaxed))
+		return fs_errors_refuse(fs);
 	if (atomic_load_explicit(&t->err, memory_order_relaxed))
 		return fs_err(EIO, "an earlier write-back failed; the file system no longer "
 			      "accepts changes (unmount and run e2fsck)");
@@ -640,10 +642,18 @@ static int commit_locked(struct uext4_fs *fs)
 	uint64_t *blocks = NULL, *revoked = NULL;
 	struct buf **held = NULL;
 	size_t n = 0, nrevoked = 0;
-	uint32_t tid;
+	uint32_t tid, eseq;
 	int err, rerr, werr;
 
 	drain_handles(t);
+	if (atomic_load(&fs->aborted)) {
+		/* An error stopped writing (errors=remount-ro/panic): the running
+		 * transaction may hold a half-done operation, so it is never
+		 * committed, as the kernel's aborted journal. */
+		release_handles(t);
+		return fs_errors_refuse(fs);
+	}
+	eseq = fs_errors_seq(fs);
 	tid = atomic_load(&t->running);
 	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
 	rerr = collect_revokes(t, &revoked, &nrevoked);
@@ -660,6 +670,11 @@ static int commit_locked(struct uext4_fs *fs)
 	} else {
 		atomic_store(&t->committed, tid);
 		balloc_release_busy(fs, tid);
+		/* An error recorded since the snapshot wrote the superblock
+		 * itself, which the home write above may have overwritten with
+		 * the snapshot's copy: write it again. */
+		if (fs_errors_seq(fs) != eseq)
+			err = fs_errors_write_super(fs, 0, 0);
 	}
 	bcache_note_write_done(fs->bc);
 	for (size_t i = 0; i < n; i++)
@@ -827,6 +842,11 @@ void trans_stop_timer(struct uext4_fs *fs)
 	pthread_mutex_unlock(&t->wait_lock);
 	pthread_join(t->timer, NULL);
 	t->timer_started = false;
+}
+
+int trans_write_error(struct uext4_fs *fs)
+{
+	return fs->trans ? atomic_load(&fs->trans->err) : 0;
 }
 
 /* Readers of fs->sb (which the commit rewrites) hold this around the copy. */

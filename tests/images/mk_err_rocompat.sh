@@ -1,0 +1,22 @@
+#!/bin/bash
+# mk_err_rocompat.sh OUT.img: a read-only-compatible feature uext4 cannot
+# write (verity) on an image with a few files: a read-write mount is
+# refused, reads (ls, stat, cat, getfattr) must work (tests/errors.sh).
+set -euo pipefail
+out=${1:?usage: mk_err_rocompat.sh OUT.img}
+for t in mke2fs debugfs; do
+	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo hello > "$tmp/ok"
+rm -f "$out"; truncate -s 16M "$out"
+mke2fs -q -F -t ext4 -b 4096 "$out"
+debugfs -w -f - "$out" > /dev/null 2>&1 <<EOC
+write $tmp/ok ok
+ea_set ok user.test value
+mkdir dir
+write $tmp/ok dir/inner
+feature verity
+EOC
+echo "ro_compat feature verity set (uext4 reads it but refuses to write)"
