@@ -8,10 +8,22 @@
  * root leaves it off: root passes every check anyway (the kernel still
  * checks exec bits), and with it the kernel fetches the directory's
  * attributes again after every change in it, one more round trip per
- * create.  The library only writes.  Since
- * the mount is ours alone, every change passes through the kernel, which
- * keeps its caches right: read-only mounts use very long entry/attribute
- * timeouts and keep the page cache across opens, read-write ones 1 s.
+ * create.  The library only writes.
+ *
+ * Caching.  The mount is ours alone: every change passes through the
+ * kernel, which keeps its caches right, so entries, attributes, pages and
+ * directory listings are cached for a very long time, read-only or not.
+ * The few changes the server makes on its own are pushed to the kernel
+ * (notify_attr_changed()): the mode an access ACL sets.  (Orphan cleanup
+ * runs at mount, before the kernel sees anything; a refused write changes
+ * nothing the kernel has cached.)  Read-write mounts use the kernel's
+ * writeback cache (-o nowriteback turns it off): the kernel gathers small
+ * writes into up to max_write (1 MiB) requests, and owns the size, mtime
+ * and ctime of regular files, which it sends with SETATTR (FATTR_MTIME and
+ * FATTR_CTIME) when it writes the inode back, on close and on fsync.  It
+ * also handles O_APPEND itself, so files are opened without it here: the
+ * pages it writes back carry their own offsets.  fsync(2) writes back the
+ * dirty pages, then the times, then sends FSYNC, which commits.
  */
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
@@ -19,6 +31,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,15 +44,19 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#define RO_TIMEOUT 1e6          /* seconds: nobody else changes a ro image */
-#define RW_TIMEOUT 1.0
+#define CACHE_TIMEOUT 1e6       /* seconds: nobody else changes the image */
 #define MAX_IO (1u << 20)       /* readahead / write size we ask for */
 
-/* Per-mount state; immutable once the session runs, except write_back_err
- * (written by destroy, after every request). */
+/* Per-mount state; immutable once the session runs, except writeback (set
+ * by init, before any other request; atomic for TSan's sake, which cannot
+ * see the kernel order them) and write_back_err (written by destroy, after
+ * every request). */
 struct server {
 	uext4_fs *fs;
+	struct fuse_session *se;    /* for notifications */
 	int read_only;
+	int want_writeback;         /* -o writeback / nowriteback, read-write only */
+	atomic_int writeback;       /* the kernel agreed to FUSE_CAP_WRITEBACK_CACHE */
 	double timeout;
 	uint32_t block_size;
 	const char *fsname;     /* for messages */
@@ -112,7 +129,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (!s->read_only)
 		want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (!s->read_only && s->want_writeback)
+		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
+	atomic_store_explicit(&s->writeback, (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
+			      memory_order_relaxed);
 	/* Page-cache invalidation on mtime change is pointless on a private ro
 	 * mount and costs a GETATTR per open. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
@@ -199,6 +220,27 @@ static int truncate_on_open(struct server *s, fuse_ino_t ino);
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e);
 
+static bool writeback_on(const struct server *s)
+{
+	return atomic_load_explicit(&s->writeback, memory_order_relaxed);
+}
+
+/*
+ * Open flags for the library.  O_TRUNC is done apart (truncate_on_open) and
+ * O_CREAT/O_EXCL by create.  With the writeback cache the kernel places
+ * O_APPEND writes itself and writes pages back at their own offsets, which
+ * the library must not move to its own end of file.  (Reads may come on a
+ * file opened O_WRONLY, to fill a partly written page: the library allows
+ * them.  Writes come only on files opened for writing.)
+ */
+static int library_open_flags(const struct server *s, int flags)
+{
+	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
+	if (writeback_on(s))
+		flags &= ~O_APPEND;
+	return flags;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct server *s = srv(req);
@@ -211,7 +253,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fi->flags & O_TRUNC)
 		begin_write(req);
-	ret = uext4_open(s->fs, to_ext4(ino), fi->flags & ~O_TRUNC, &f);
+	ret = uext4_open(s->fs, to_ext4(ino), library_open_flags(s, fi->flags), &f);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
@@ -333,8 +375,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = 0;
-	fi->cache_readdir = s->read_only;
-	fi->keep_cache = s->read_only;
+	/* Every change to the directory comes through the kernel, which then
+	 * drops the cached listing. */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -702,7 +746,7 @@ static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
 	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = s->read_only;
+	fi->keep_cache = 1;     /* the kernel saw every write: its pages are right */
 	fi->noflush = 1;
 	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT)
 		uext4_release(f);
@@ -721,7 +765,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	 * never gets here, and a create racing another one fails EEXIST. */
 	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
 	if (ret >= 0)
-		ret = uext4_open(s->fs, u.ino, fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC), &f);
+		ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
@@ -764,12 +808,6 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
-/* Nothing is buffered per open file: writes reach the library at once. */
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, 0);
-}
-
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	int ret = uext4_fsync((uext4_file *)(uintptr_t)fi->fh, datasync);
@@ -786,12 +824,40 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel does the other whences itself, and
+ * writes dirty pages back before it asks). */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	int64_t ret = uext4_lseek((uext4_file *)(uintptr_t)fi->fh, off, whence);
+
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_lseek(req, (off_t)ret);
+}
+
+/*
+ * The server changed attributes of ino on its own: make the kernel fetch
+ * them again.  Attributes only (offset -1): that takes no lock in the
+ * kernel, so it is safe inside the request that caused it.
+ */
+static void notify_attr_changed(const struct server *s, fuse_ino_t ino)
+{
+	if (s->se)
+		fuse_lowlevel_notify_inval_inode(s->se, ino, -1, 0);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
 	struct server *s = begin_write(req);
 	int ret = uext4_setxattr(s->fs, to_ext4(ino), name, value, size, flags);
 
+	/* An access ACL sets the permission bits (as chmod would): the kernel
+	 * has the old mode cached. */
+	if (ret >= 0 && !strcmp(name, "system.posix_acl_access"))
+		notify_attr_changed(s, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -857,7 +923,10 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 	.setxattr = op_setxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
-	.flush = op_flush,
+	/* No .flush: nothing is buffered per open file, and the ENOSYS of the
+	 * first FLUSH spares a round trip per close(2) from then on (with the
+	 * writeback cache the kernel sends one even with noflush). */
+	.lseek = op_lseek,
 	.fsync = op_fsync,
 	.fsyncdir = op_fsyncdir,
 };
@@ -876,6 +945,7 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	o->loop = UEXT4_FUSE_LOOP_ST;
 	o->max_idle = -1;
 	o->ready_fd = -1;
+	o->writeback = 1;
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -914,6 +984,10 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->debug = 1;
 	else if (!strcmp(opt, "clone_fd"))
 		o->clone_fd = 1;
+	else if (!strcmp(opt, "writeback"))
+		o->writeback = 1;
+	else if (!strcmp(opt, "nowriteback"))
+		o->writeback = 0;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
 			snprintf(err, errlen, "bad loop '%s' (st, mt or pool)", opt + 5);
@@ -1074,13 +1148,14 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
 {
 	struct server s = { .fs = fs, .read_only = o->read_only,
+			    .want_writeback = o->writeback,
 			    .fsname = o->fsname ? o->fsname : "the image" };
 	struct uext4_statfs sf;
 	char mopts[2300];
 	char *argv[5];
 	int argc = 0, ret;
 
-	s.timeout = o->timeout >= 0 ? o->timeout : (s.read_only ? RO_TIMEOUT : RW_TIMEOUT);
+	s.timeout = o->timeout >= 0 ? o->timeout : CACHE_TIMEOUT;
 	ret = uext4_statfs(fs, &sf);
 	s.block_size = ret < 0 ? 4096 : sf.block_size;
 	if (build_mount_opts(o, mopts, sizeof(mopts))) {
@@ -1101,6 +1176,7 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 		fuse_opt_free_args(&args);
 		return -EINVAL;
 	}
+	s.se = se;      /* before the first request: serve() starts them */
 	ret = serve(se, mountpoint, o);
 	fuse_session_destroy(se);       /* calls op_destroy: writes back */
 	fuse_opt_free_args(&args);
