@@ -120,9 +120,14 @@ static void fill_entry(const struct server *s, const struct uext4_stat *u,
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct server *s = userdata;
+	/* Adaptive readdirplus: attributes with the names when the reader
+	 * stats them (ls -l, find, tar c), plain READDIR otherwise.  No
+	 * splice: reads are answered from a memory buffer (fuse_reply_buf,
+	 * one writev), which SPLICE_WRITE/MOVE do not touch, and SPLICE_READ
+	 * would pass each 1 MiB WRITE through a pipe before the library needs
+	 * it in memory anyway. */
 	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_READDIRPLUS |
-			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS;
 
 	/* A symlink's target never changes; O_TRUNC comes with the open
 	 * instead of a separate SETATTR. */
@@ -140,8 +145,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* The library does not clear setuid/setgid on write, truncate or
 	 * chown: let the kernel do it (it sends a SETATTR of the mode). */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* libfuse 3.14 turns max_write into max_pages (256 pages = 1 MiB, its
+	 * buffer size and the kernel's limit); reads are bounded by max_pages
+	 * too (no max_read mount option needed). */
 	conn->max_readahead = MAX_IO;
 	conn->max_write = MAX_IO;
+	conn->want &= ~(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ);
 	conn->time_gran = 1;
 }
 
@@ -214,6 +223,22 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 /* ---------------------------------------------------------------- files */
+
+/*
+ * What fi->fh points to: the library's open file and who opened it.  With
+ * the writeback cache, the WRITEs of dirty pages come from the kernel with
+ * no caller identity (uid 0); the opener's stands in for it, so that the
+ * reserved blocks stay root's.
+ */
+struct open_file {
+	uext4_file *f;
+	uint32_t uid, gid;
+};
+
+static uext4_file *fh_file(const struct fuse_file_info *fi)
+{
+	return ((const struct open_file *)(uintptr_t)fi->fh)->f;
+}
 
 static struct server *begin_write(fuse_req_t req);
 static int truncate_on_open(struct server *s, fuse_ino_t ino);
@@ -332,7 +357,7 @@ static void release_thread_read_buf(void)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	uext4_file *f = (uext4_file *)(uintptr_t)fi->fh;
+	uext4_file *f = fh_file(fi);
 	char *buf;
 	ssize_t n;
 
@@ -354,7 +379,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	uext4_release((uext4_file *)(uintptr_t)fi->fh);
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+
+	uext4_release(of->f);
+	free(of);
 	fuse_reply_err(req, 0);
 }
 
@@ -745,11 +773,22 @@ static int truncate_on_open(struct server *s, fuse_ino_t ino)
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
-	fi->fh = (uint64_t)(uintptr_t)f;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct open_file *of = malloc(sizeof(*of));
+
+	if (!of) {
+		uext4_release(f);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*of = (struct open_file){ .f = f, .uid = ctx->uid, .gid = ctx->gid };
+	fi->fh = (uint64_t)(uintptr_t)of;
 	fi->keep_cache = 1;     /* the kernel saw every write: its pages are right */
 	fi->noflush = 1;
-	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT)
+	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT) {
 		uext4_release(f);
+		free(of);
+	}
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -779,14 +818,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
+	const struct open_file *of = (const struct open_file *)(uintptr_t)fi->fh;
 	ssize_t n;
 
-	begin_write(req);
+	if (fi->writepage)
+		uext4_set_caller(of->uid, of->gid);     /* write-back: no caller */
+	else
+		begin_write(req);
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	n = uext4_pwrite((uext4_file *)(uintptr_t)fi->fh, buf, size, (uint64_t)off);
+	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
 	if (n < 0)
 		reply_err(req, n);
 	else
@@ -803,14 +846,14 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	ret = uext4_fallocate((uext4_file *)(uintptr_t)fi->fh, mode, (uint64_t)off,
+	ret = uext4_fallocate(fh_file(fi), mode, (uint64_t)off,
 			      (uint64_t)len);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int ret = uext4_fsync((uext4_file *)(uintptr_t)fi->fh, datasync);
+	int ret = uext4_fsync(fh_file(fi), datasync);
 
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
@@ -829,7 +872,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	int64_t ret = uext4_lseek((uext4_file *)(uintptr_t)fi->fh, off, whence);
+	int64_t ret = uext4_lseek(fh_file(fi), off, whence);
 
 	if (ret < 0)
 		reply_err(req, ret);
