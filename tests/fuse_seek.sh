@@ -114,10 +114,10 @@ compare() { # compare WHAT EXPECTED GOT
 
 for kind in 4k 1k inline ext3; do
 	case $kind in
-	4k) mkopts="-t ext4" bs=4096 ;;
+	4k) mkopts="-t ext4 -b 4096" bs=4096 ;;
 	1k) mkopts="-t ext4 -b 1024" bs=1024 ;;
-	inline) mkopts="-t ext4 -O inline_data" bs=4096 ;;
-	ext3) mkopts="-t ext3" bs=4096 ;;
+	inline) mkopts="-t ext4 -b 4096 -O inline_data" bs=4096 ;;
+	ext3) mkopts="-t ext3 -b 4096" bs=4096 ;;
 	esac
 	note "$kind: $mkopts"
 	img=$T/$kind.img km=$T/$kind.k fm=$T/$kind.f
