@@ -12,7 +12,8 @@
 #     SETATTR with FATTR_MTIME|FATTR_CTIME reached the server).
 #  3. mmap: a MAP_SHARED store + msync is in the image after unmount.
 #  4. setfacl changes the mode: stat shows the new mode at once, as on the
-#     kernel's ext4 (the server invalidates the kernel's attributes).
+#     kernel's ext4 (the server invalidates the kernel's attributes), also
+#     on a file with dirty pages in the writeback cache (no deadlock).
 #  5. fsync / fdatasync, then kill -9 of the server: after `uext4 recover`
 #     e2fsck -fn is clean and every fsynced file has its content (written
 #     in 4 KiB pieces, gathered by the kernel's writeback cache).
@@ -200,6 +201,18 @@ stat -c '%A' "$mnt/acl" > "$T/acl.uext4"
 setfacl -m m::r "$mnt/acl" || bad "setfacl -m m::r"
 stat -c '%A' "$mnt/acl" >> "$T/acl.uext4"
 cat "$T/acl.uext4"
+# The invalidation comes inside the setxattr request: it must not wait for
+# the file's dirty pages (the single-threaded loop would deadlock).
+timeout 60 python3 -c '
+import os, subprocess, sys
+p = sys.argv[1]
+fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o640)
+os.write(fd, b"q" * (3 << 20))            # dirty pages, not written back
+subprocess.run(["setfacl", "-m", "u:1234:rwx", p], check=True)
+mode = os.stat(p).st_mode & 0o777
+os.close(fd)
+sys.exit(0 if mode == 0o670 and os.stat(p).st_size == 3 << 20 else "mode %o" % mode)' "$mnt/dirty" ||
+	bad "setfacl on a file with dirty pages (hung, or the mode is stale)"
 fuse_umount "$mnt"
 fsck_clean "$img" || bad "e2fsck after the first mount"
 
