@@ -139,8 +139,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want |= want & conn->capable;
 	atomic_store_explicit(&s->writeback, (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
 			      memory_order_relaxed);
-	/* Page-cache invalidation on mtime change is pointless on a private ro
-	 * mount and costs a GETATTR per open. */
+	/* Page-cache invalidation on mtime change is pointless when every
+	 * write passes through the kernel, and costs a GETATTR per open. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* The library does not clear setuid/setgid on write, truncate or
 	 * chown: let the kernel do it (it sends a SETATTR of the mode). */
