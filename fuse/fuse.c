@@ -30,7 +30,9 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -1159,6 +1161,124 @@ static void signal_ready(int fd)
 
 /* ----------------------------------------------------------------- run */
 
+/*
+ * Stopping on SIGTERM/SIGINT/SIGHUP.  With the writeback cache the kernel
+ * may hold dirty pages of files that are still open: ending the session at
+ * once would lose them (an unmount writes them back first; a signal does
+ * not).  So the handler only wakes the stopper thread, which syncfs()es the
+ * mount while the loop keeps serving the WRITEs that brings, then ends the
+ * session and interrupts the loop's thread with the same signal (the loops
+ * stop when a signal interrupts them and the session has exited).  A second
+ * signal ends the session at once.  One mount per process at a time: the
+ * handler's state is static.  lock orders the stopper's last steps against
+ * serve()'s return (done), after which the session is not touched.
+ */
+static struct {
+	struct fuse_session *se;
+	pthread_t loop_thread;
+	int pipe[2];            /* handler -> stopper: 1 = stop, 0 = quit */
+	char mnt[PATH_MAX];     /* absolute: a daemon has done chdir("/") */
+	pthread_mutex_t lock;
+	bool done;              /* serve() has left the loop (under lock) */
+} stopper = { .pipe = { -1, -1 }, .lock = PTHREAD_MUTEX_INITIALIZER };
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	int saved = errno;
+	char c = 1;
+
+	(void)sig;
+	if (!stop_requested) {
+		stop_requested = 1;
+		if (write(stopper.pipe[1], &c, 1) < 0) {
+			/* cannot happen (the pipe is empty); then stop at once */
+			fuse_session_exit(stopper.se);
+		}
+	} else {
+		fuse_session_exit(stopper.se);
+	}
+	errno = saved;
+}
+
+static void *stopper_thread(void *arg)
+{
+	char c = 0;
+	int fd;
+
+	(void)arg;
+	while (read(stopper.pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	if (c == 1) {
+		/* The kernel writes every dirty page of the mount back. */
+		fd = open(stopper.mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			syncfs(fd);
+			close(fd);
+		}
+		pthread_mutex_lock(&stopper.lock);
+		if (!stopper.done) {
+			fuse_session_exit(stopper.se);
+			pthread_kill(stopper.loop_thread, SIGTERM);
+		}
+		pthread_mutex_unlock(&stopper.lock);
+	}
+	close(stopper.pipe[0]);
+	return NULL;
+}
+
+/* After fuse_set_signal_handlers (which also ignores SIGPIPE); 0 or -1. */
+static int stopper_start(struct fuse_session *se, const char *mountpoint)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigset_t all, old;
+	pthread_t tid;
+	int err;
+
+	if (!realpath(mountpoint, stopper.mnt) || pipe2(stopper.pipe, O_CLOEXEC))
+		return -1;
+	stopper.se = se;
+	stopper.loop_thread = pthread_self();
+	stopper.done = false;
+	stop_requested = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);     /* signals are not for it */
+	err = pthread_create(&tid, NULL, stopper_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(stopper.pipe[0]);
+		close(stopper.pipe[1]);
+		return -1;
+	}
+	pthread_detach(tid);    /* it may sit in syncfs() of a dead mount */
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;        /* no SA_RESTART: the loop's read must see EINTR */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return 0;
+}
+
+static void stopper_stop(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	char c = 0;
+
+	/* done first: the stopper must not signal the loop thread once the
+	 * handler is gone (SIG_DFL would kill the process). */
+	pthread_mutex_lock(&stopper.lock);
+	stopper.done = true;
+	pthread_mutex_unlock(&stopper.lock);
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGTERM, &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGHUP, &dfl, NULL);
+	if (!stop_requested && write(stopper.pipe[1], &c, 1) < 0) {
+		/* the stopper then stays blocked: harmless */
+	}
+	close(stopper.pipe[1]);
+}
+
 static int serve(struct fuse_session *se, const char *mountpoint,
 		 const struct uext4_fuse_opts *o)
 {
@@ -1179,9 +1299,14 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		fuse_remove_signal_handlers(se);
 		return -EIO;
 	}
+	/* Read-only mounts have no dirty pages: libfuse's handlers suffice. */
+	bool drain = !o->read_only && o->writeback && stopper_start(se, mountpoint) == 0;
+
 	if (o->ready_fd >= 0)
 		signal_ready(o->ready_fd);
 	ret = uext4_loop_run(se, &lo);
+	if (drain)
+		stopper_stop();
 	release_thread_read_buf(); /* this thread keeps running: no destructor */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
