@@ -8,17 +8,32 @@
  * root leaves it off: root passes every check anyway (the kernel still
  * checks exec bits), and with it the kernel fetches the directory's
  * attributes again after every change in it, one more round trip per
- * create.  The library only writes.  Since
- * the mount is ours alone, every change passes through the kernel, which
- * keeps its caches right: read-only mounts use very long entry/attribute
- * timeouts and keep the page cache across opens, read-write ones 1 s.
+ * create.  The library only writes.
+ *
+ * Caching.  The mount is ours alone: every change passes through the
+ * kernel, which keeps its caches right, so entries, attributes, pages and
+ * directory listings are cached for a very long time, read-only or not.
+ * The few changes the server makes on its own are pushed to the kernel
+ * (notify_attr_changed()): the mode an access ACL sets.  (Orphan cleanup
+ * runs at mount, before the kernel sees anything; a refused write changes
+ * nothing the kernel has cached.)  Read-write mounts use the kernel's
+ * writeback cache (-o nowriteback turns it off): the kernel gathers small
+ * writes into up to max_write (1 MiB) requests, and owns the size, mtime
+ * and ctime of regular files, which it sends with SETATTR (FATTR_MTIME and
+ * FATTR_CTIME) when it writes the inode back, on close and on fsync.  It
+ * also handles O_APPEND itself, so files are opened without it here: the
+ * pages it writes back carry their own offsets.  fsync(2) writes back the
+ * dirty pages, then the times, then sends FSYNC, which commits.
  */
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
 #include "loop.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,15 +47,19 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#define RO_TIMEOUT 1e6          /* seconds: nobody else changes a ro image */
-#define RW_TIMEOUT 1.0
+#define CACHE_TIMEOUT 1e6       /* seconds: nobody else changes the image */
 #define MAX_IO (1u << 20)       /* readahead / write size we ask for */
 
-/* Per-mount state; immutable once the session runs, except write_back_err
- * (written by destroy, after every request). */
+/* Per-mount state; immutable once the session runs, except writeback (set
+ * by init, before any other request; atomic for TSan's sake, which cannot
+ * see the kernel order them) and write_back_err (written by destroy, after
+ * every request). */
 struct server {
 	uext4_fs *fs;
+	struct fuse_session *se;    /* for notifications */
 	int read_only;
+	int want_writeback;         /* -o writeback / nowriteback, read-write only */
+	atomic_int writeback;       /* the kernel agreed to FUSE_CAP_WRITEBACK_CACHE */
 	double timeout;
 	uint32_t block_size;
 	const char *fsname;     /* for messages */
@@ -122,24 +141,37 @@ static void fill_entry(const struct server *s, const struct uext4_stat *u,
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct server *s = userdata;
+	/* Adaptive readdirplus: attributes with the names when the reader
+	 * stats them (ls -l, find, tar c), plain READDIR otherwise.  No
+	 * splice: reads are answered from a memory buffer (fuse_reply_buf,
+	 * one writev), which SPLICE_WRITE/MOVE do not touch, and SPLICE_READ
+	 * would pass each 1 MiB WRITE through a pipe before the library needs
+	 * it in memory anyway. */
 	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_READDIRPLUS |
-			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+			FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS;
 
 	/* A symlink's target never changes; O_TRUNC comes with the open
 	 * instead of a separate SETATTR. */
 	want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (!s->read_only)
 		want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (!s->read_only && s->want_writeback)
+		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
-	/* Page-cache invalidation on mtime change is pointless on a private ro
-	 * mount and costs a GETATTR per open. */
+	atomic_store_explicit(&s->writeback, (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
+			      memory_order_relaxed);
+	/* Page-cache invalidation on mtime change is pointless when every
+	 * write passes through the kernel, and costs a GETATTR per open. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* The library does not clear setuid/setgid on write, truncate or
 	 * chown: let the kernel do it (it sends a SETATTR of the mode). */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* libfuse 3.14 turns max_write into max_pages (256 pages = 1 MiB, its
+	 * buffer size and the kernel's limit); reads are bounded by max_pages
+	 * too (no max_read mount option needed). */
 	conn->max_readahead = MAX_IO;
 	conn->max_write = MAX_IO;
+	conn->want &= ~(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ);
 	conn->time_gran = 1;
 }
 
@@ -213,10 +245,47 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ---------------------------------------------------------------- files */
 
+/*
+ * What fi->fh points to: the library's open file and who opened it.  With
+ * the writeback cache, the WRITEs of dirty pages come from the kernel with
+ * no caller identity (uid 0); the opener's stands in for it, so that the
+ * reserved blocks stay root's.
+ */
+struct open_file {
+	uext4_file *f;
+	uint32_t uid, gid;
+};
+
+static uext4_file *fh_file(const struct fuse_file_info *fi)
+{
+	return ((const struct open_file *)(uintptr_t)fi->fh)->f;
+}
+
 static struct server *begin_write(fuse_req_t req);
 static int truncate_on_open(struct server *s, fuse_ino_t ino);
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e);
+
+static bool writeback_on(const struct server *s)
+{
+	return atomic_load_explicit(&s->writeback, memory_order_relaxed);
+}
+
+/*
+ * Open flags for the library.  O_TRUNC is done apart (truncate_on_open) and
+ * O_CREAT/O_EXCL by create.  With the writeback cache the kernel places
+ * O_APPEND writes itself and writes pages back at their own offsets, which
+ * the library must not move to its own end of file.  (Reads may come on a
+ * file opened O_WRONLY, to fill a partly written page: the library allows
+ * them.  Writes come only on files opened for writing.)
+ */
+static int library_open_flags(const struct server *s, int flags)
+{
+	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
+	if (writeback_on(s))
+		flags &= ~O_APPEND;
+	return flags;
+}
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -230,7 +299,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (fi->flags & O_TRUNC)
 		begin_write(req);
-	ret = uext4_open(s->fs, to_ext4(ino), fi->flags & ~O_TRUNC, &f);
+	ret = uext4_open(s->fs, to_ext4(ino), library_open_flags(s, fi->flags), &f);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
@@ -309,7 +378,7 @@ static void release_thread_read_buf(void)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	uext4_file *f = (uext4_file *)(uintptr_t)fi->fh;
+	uext4_file *f = fh_file(fi);
 	char *buf;
 	ssize_t n;
 
@@ -331,7 +400,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	uext4_release((uext4_file *)(uintptr_t)fi->fh);
+	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+
+	uext4_release(of->f);
+	free(of);
 	fuse_reply_err(req, 0);
 }
 
@@ -352,8 +424,10 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = 0;
-	fi->cache_readdir = s->read_only;
-	fi->keep_cache = s->read_only;
+	/* Every change to the directory comes through the kernel, which then
+	 * drops the cached listing. */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
 }
 
@@ -720,11 +794,22 @@ static int truncate_on_open(struct server *s, fuse_ino_t ino)
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
-	fi->fh = (uint64_t)(uintptr_t)f;
-	fi->keep_cache = s->read_only;
-	fi->noflush = 1;
-	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT)
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct open_file *of = malloc(sizeof(*of));
+
+	if (!of) {
 		uext4_release(f);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	*of = (struct open_file){ .f = f, .uid = ctx->uid, .gid = ctx->gid };
+	fi->fh = (uint64_t)(uintptr_t)of;
+	fi->keep_cache = 1;     /* the kernel saw every write: its pages are right */
+	fi->noflush = 1;
+	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT) {
+		uext4_release(f);
+		free(of);
+	}
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -740,7 +825,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	 * never gets here, and a create racing another one fails EEXIST. */
 	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
 	if (ret >= 0)
-		ret = uext4_open(s->fs, u.ino, fi->flags & ~(O_CREAT | O_EXCL | O_TRUNC), &f);
+		ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
@@ -754,14 +839,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
+	const struct open_file *of = (const struct open_file *)(uintptr_t)fi->fh;
 	ssize_t n;
 
-	begin_write(req);
+	if (fi->writepage)
+		uext4_set_caller(of->uid, of->gid);     /* write-back: no caller */
+	else
+		begin_write(req);
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	n = uext4_pwrite((uext4_file *)(uintptr_t)fi->fh, buf, size, (uint64_t)off);
+	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
 	if (n < 0)
 		reply_err(req, n);
 	else
@@ -778,20 +867,14 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	ret = uext4_fallocate((uext4_file *)(uintptr_t)fi->fh, mode, (uint64_t)off,
+	ret = uext4_fallocate(fh_file(fi), mode, (uint64_t)off,
 			      (uint64_t)len);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
-/* Nothing is buffered per open file: writes reach the library at once. */
-static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	fuse_reply_err(req, 0);
-}
-
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int ret = uext4_fsync((uext4_file *)(uintptr_t)fi->fh, datasync);
+	int ret = uext4_fsync(fh_file(fi), datasync);
 
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
@@ -805,12 +888,40 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+/* SEEK_DATA / SEEK_HOLE (the kernel does the other whences itself, and
+ * writes dirty pages back before it asks). */
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	int64_t ret = uext4_lseek(fh_file(fi), off, whence);
+
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		fuse_reply_lseek(req, (off_t)ret);
+}
+
+/*
+ * The server changed attributes of ino on its own: make the kernel fetch
+ * them again.  Attributes only (offset -1): that takes no lock in the
+ * kernel, so it is safe inside the request that caused it.
+ */
+static void notify_attr_changed(const struct server *s, fuse_ino_t ino)
+{
+	if (s->se)
+		fuse_lowlevel_notify_inval_inode(s->se, ino, -1, 0);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
 	struct server *s = begin_write(req);
 	int ret = uext4_setxattr(s->fs, to_ext4(ino), name, value, size, flags);
 
+	/* An access ACL sets the permission bits (as chmod would): the kernel
+	 * has the old mode cached. */
+	if (ret >= 0 && !strcmp(name, "system.posix_acl_access"))
+		notify_attr_changed(s, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -876,7 +987,10 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 	.setxattr = op_setxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
-	.flush = op_flush,
+	/* No .flush: nothing is buffered per open file, and the ENOSYS of the
+	 * first FLUSH spares a round trip per close(2) from then on (with the
+	 * writeback cache the kernel sends one even with noflush). */
+	.lseek = op_lseek,
 	.fsync = op_fsync,
 	.fsyncdir = op_fsyncdir,
 };
@@ -912,6 +1026,7 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
+	o->writeback = 1;
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -950,6 +1065,10 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->debug = 1;
 	else if (!strcmp(opt, "clone_fd"))
 		o->clone_fd = 1;
+	else if (!strcmp(opt, "writeback"))
+		o->writeback = 1;
+	else if (!strcmp(opt, "nowriteback"))
+		o->writeback = 0;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
 			snprintf(err, errlen, "bad loop '%s' (st, mt, pool or uring)", opt + 5);
@@ -1097,6 +1216,124 @@ static void ready_cb(void *arg)
 	signal_ready(*(const int *)arg);
 }
 
+/*
+ * Stopping on SIGTERM/SIGINT/SIGHUP.  With the writeback cache the kernel
+ * may hold dirty pages of files that are still open: ending the session at
+ * once would lose them (an unmount writes them back first; a signal does
+ * not).  So the handler only wakes the stopper thread, which syncfs()es the
+ * mount while the loop keeps serving the WRITEs that brings, then ends the
+ * session and interrupts the loop's thread with the same signal (the loops
+ * stop when a signal interrupts them and the session has exited).  A second
+ * signal ends the session at once.  One mount per process at a time: the
+ * handler's state is static.  lock orders the stopper's last steps against
+ * serve()'s return (done), after which the session is not touched.
+ */
+static struct {
+	struct fuse_session *se;
+	pthread_t loop_thread;
+	int pipe[2];            /* handler -> stopper: 1 = stop, 0 = quit */
+	char mnt[PATH_MAX];     /* absolute: a daemon has done chdir("/") */
+	pthread_mutex_t lock;
+	bool done;              /* serve() has left the loop (under lock) */
+} stopper = { .pipe = { -1, -1 }, .lock = PTHREAD_MUTEX_INITIALIZER };
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	int saved = errno;
+	char c = 1;
+
+	(void)sig;
+	if (!stop_requested) {
+		stop_requested = 1;
+		if (write(stopper.pipe[1], &c, 1) < 0) {
+			/* cannot happen (the pipe is empty); then stop at once */
+			fuse_session_exit(stopper.se);
+		}
+	} else {
+		fuse_session_exit(stopper.se);
+	}
+	errno = saved;
+}
+
+static void *stopper_thread(void *arg)
+{
+	char c = 0;
+	int fd;
+
+	(void)arg;
+	while (read(stopper.pipe[0], &c, 1) < 0 && errno == EINTR)
+		;
+	if (c == 1) {
+		/* The kernel writes every dirty page of the mount back. */
+		fd = open(stopper.mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			syncfs(fd);
+			close(fd);
+		}
+		pthread_mutex_lock(&stopper.lock);
+		if (!stopper.done) {
+			fuse_session_exit(stopper.se);
+			pthread_kill(stopper.loop_thread, SIGTERM);
+		}
+		pthread_mutex_unlock(&stopper.lock);
+	}
+	close(stopper.pipe[0]);
+	return NULL;
+}
+
+/* After fuse_set_signal_handlers (which also ignores SIGPIPE); 0 or -1. */
+static int stopper_start(struct fuse_session *se, const char *mountpoint)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+	sigset_t all, old;
+	pthread_t tid;
+	int err;
+
+	if (!realpath(mountpoint, stopper.mnt) || pipe2(stopper.pipe, O_CLOEXEC))
+		return -1;
+	stopper.se = se;
+	stopper.loop_thread = pthread_self();
+	stopper.done = false;
+	stop_requested = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);     /* signals are not for it */
+	err = pthread_create(&tid, NULL, stopper_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		close(stopper.pipe[0]);
+		close(stopper.pipe[1]);
+		return -1;
+	}
+	pthread_detach(tid);    /* it may sit in syncfs() of a dead mount */
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;        /* no SA_RESTART: the loop's read must see EINTR */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	return 0;
+}
+
+static void stopper_stop(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	char c = 0;
+
+	/* done first: the stopper must not signal the loop thread once the
+	 * handler is gone (SIG_DFL would kill the process). */
+	pthread_mutex_lock(&stopper.lock);
+	stopper.done = true;
+	pthread_mutex_unlock(&stopper.lock);
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGTERM, &dfl, NULL);
+	sigaction(SIGINT, &dfl, NULL);
+	sigaction(SIGHUP, &dfl, NULL);
+	if (!stop_requested && write(stopper.pipe[1], &c, 1) < 0) {
+		/* the stopper then stays blocked: harmless */
+	}
+	close(stopper.pipe[1]);
+}
+
 static int serve(struct fuse_session *se, const char *mountpoint,
 		 const struct uext4_fuse_opts *o)
 {
@@ -1120,7 +1357,12 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		fuse_remove_signal_handlers(se);
 		return -EIO;
 	}
+	/* Read-only mounts have no dirty pages: libfuse's handlers suffice. */
+	bool drain = !o->read_only && o->writeback && stopper_start(se, mountpoint) == 0;
+
 	ret = uext4_loop_run(se, &lo);
+	if (drain)
+		stopper_stop();
 	release_thread_read_buf(); /* this thread keeps running: no destructor */
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
@@ -1130,13 +1372,14 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
 {
 	struct server s = { .fs = fs, .read_only = o->read_only,
+			    .want_writeback = o->writeback,
 			    .fsname = o->fsname ? o->fsname : "the image" };
 	struct uext4_statfs sf;
 	char mopts[2300];
 	char *argv[5];
 	int argc = 0, ret;
 
-	s.timeout = o->timeout >= 0 ? o->timeout : (s.read_only ? RO_TIMEOUT : RW_TIMEOUT);
+	s.timeout = o->timeout >= 0 ? o->timeout : CACHE_TIMEOUT;
 	ret = uext4_statfs(fs, &sf);
 	s.block_size = ret < 0 ? 4096 : sf.block_size;
 	if (build_mount_opts(o, mopts, sizeof(mopts))) {
@@ -1157,6 +1400,7 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 		fuse_opt_free_args(&args);
 		return -EINVAL;
 	}
+	s.se = se;      /* before the first request: serve() starts them */
 	ret = serve(se, mountpoint, o);
 	fuse_session_destroy(se);       /* calls op_destroy: writes back */
 	fuse_opt_free_args(&args);

@@ -32,6 +32,7 @@ struct uext4_fuse_opts {
 	int debug;              /* libfuse request tracing to stderr */
 	const char *fsname;     /* shown in /proc/mounts (usually the image path) */
 	double timeout;         /* entry/attr cache seconds; <0 = default */
+	int writeback;          /* kernel writeback cache on read-write mounts (default 1) */
 	/* Request loop, see fuse/loop.h. */
 	enum uext4_fuse_loop loop;
 	unsigned threads;       /* pool size / mt max threads; 0 = default */
@@ -45,8 +46,8 @@ struct uext4_fuse_opts {
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
  * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring",
- * "errors=continue|remount-ro|panic",
- * "threads=N", "max_idle=N", "clone_fd", "timeout=SECS"; anything else is
+ * "errors=continue|remount-ro|panic", "threads=N", "max_idle=N", "clone_fd",
+ * "timeout=SECS", "writeback", "nowriteback"; anything else is
  * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in
  * errbuf for a malformed value.
  */

@@ -263,6 +263,13 @@ int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name);
 /* Feature bits to names, for frontends. */
 const char *uext4_version(void);
 
+/*
+ * lseek(2)'s SEEK_DATA and SEEK_HOLE (values of <unistd.h>) from offset off:
+ * the offset found, or -ENXIO at or past the end / when no data follows.
+ * Holes and unwritten extents are holes; the end of the file is a hole.
+ */
+int64_t uext4_lseek(uext4_file *f, int64_t off, int whence);
+
 #ifdef __cplusplus
 }
 #endif

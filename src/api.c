@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct uext4_file {
 	struct uext4_fs *fs;
@@ -797,4 +798,18 @@ int uext4_setxattr(uext4_fs *fs, uint64_t ino, const char *name, const void *val
 int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name)
 {
 	return change_xattr(fs, ino, name, NULL, 0, 0);
+}
+
+/* SEEK_DATA / SEEK_HOLE from the file's block map (see file_seek_data()). */
+int64_t uext4_lseek(uext4_file *f, int64_t off, int whence)
+{
+	fs_clear_err();
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return fs_err(EINVAL, "lseek: whence %d is not SEEK_DATA or SEEK_HOLE", whence);
+	if (off < 0)
+		return fs_err(ENXIO, "lseek: negative offset %lld", (long long)off);
+	if (!S_ISREG(f->inode->mode))
+		return fs_err(EINVAL, "inode %llu is not a regular file",
+			      (unsigned long long)f->inode->ino);
+	return file_seek_data(f->fs, f->inode, (uint64_t)off, whence == SEEK_DATA);
 }

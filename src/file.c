@@ -132,6 +132,63 @@ ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t s
 	return ret;
 }
 
+/*
+ * SEEK_DATA / SEEK_HOLE, as the kernel's ext4 answers them for a file with
+ * no cached pages (iomap_seek_data/hole over ext4's report mapping): mapped
+ * blocks are data; holes and unwritten extents are holes (the FUSE kernel
+ * writes dirty pages back before it asks, and written-back pages are no
+ * longer unwritten); inline data is data up to i_size; the end of the file
+ * is a hole.  An offset at or past i_size is ENXIO.  Results are offsets,
+ * clamped to [off, i_size].
+ */
+static bool map_is_data(const struct block_map *m)
+{
+	return m->pblk != 0 && !m->unwritten;
+}
+
+static int64_t seek_mapped(struct uext4_fs *fs, struct inode *inode, uint64_t off,
+			   uint64_t isize, bool want_data)
+{
+	unsigned shift = block_shift(fs);
+	uint64_t lblk = off >> shift;
+	uint64_t end = (isize + fs->block_size - 1) >> shift;   /* blocks inside i_size */
+
+	while (lblk < end) {
+		struct block_map m;
+		int err = inode_map(fs, inode, lblk, end - lblk, &m);
+
+		if (err)
+			return err;
+		if (map_is_data(&m) == want_data)
+			return (int64_t)MIN(MAX(lblk << shift, off), isize);
+		m.len = MIN(MAX(m.len, 1), end - lblk);   /* never trust a mapper to loop us */
+		lblk += m.len;
+	}
+	if (want_data)
+		return fs_err(ENXIO, "inode %lu: no data at or after offset %llu",
+			      (unsigned long)inode->ino, (unsigned long long)off);
+	return (int64_t)isize;  /* the hole at the end of the file */
+}
+
+int64_t file_seek_data(struct uext4_fs *fs, struct inode *inode, uint64_t off, bool want_data)
+{
+	int64_t ret;
+
+	urw_rdlock(&inode->lock);
+	uint64_t isize = inode->size;
+
+	if (off >= isize)
+		ret = fs_err(ENXIO, "inode %lu: offset %llu is at or past the end (%llu)",
+			     (unsigned long)inode->ino, (unsigned long long)off,
+			     (unsigned long long)isize);
+	else if (inode->flags & EXT4_INLINE_DATA_FL)
+		ret = want_data ? (int64_t)off : (int64_t)isize;
+	else
+		ret = seek_mapped(fs, inode, off, isize, want_data);
+	urw_unlock(&inode->lock);
+	return ret;
+}
+
 /* ================================================================ write side
  *
  * inode_map_blocks() dispatches to extents.c / indirect.c.  file_pwrite()

@@ -745,6 +745,8 @@ int inode_bread(struct uext4_fs *fs, struct inode *inode, uint64_t lblk,
 		enum uext4_meta_kind kind, struct buf **out);
 /* Read file data (regular files and symlink bodies), any offset. */
 ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
+/* SEEK_DATA (want_data) or SEEK_HOLE from off: an offset, or -ENXIO. */
+int64_t file_seek_data(struct uext4_fs *fs, struct inode *inode, uint64_t off, bool want_data);
 
 /*
  * Write side of the mapping (extents.c / indirect.c behind file.c's
