@@ -650,8 +650,16 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
 	}
 	err2 = handle_end(h);
-	if (err && !(atomic_load(&n->istate) & INODE_DELETED))
+	if (err && !(atomic_load(&n->istate) & INODE_DELETED)) {
 		delete_failed(fs, n, err);
+	} else if (err) {
+		/* Only the number's bitmap bit is left: a leak e2fsck repairs. */
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", uext4_last_error());
+		FS_ERROR(fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed (%s): "
+			 "its number stays allocated for e2fsck", (unsigned long long)n->ino, why);
+	}
 	urw_unlock(&n->lock);
 	return err ? err : err2;
 }

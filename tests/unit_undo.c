@@ -484,7 +484,8 @@ static bool only_leaks(void)
 		  "-e '^e2fsck' -e '^Pass' -e '^\\(Block\\|Inode\\) bitmap differences: *-[-0-9(), ]*$' "
 		  "-e '^Fix? no' -e '^Free \\(blocks\\|inodes\\) count wrong' -e '^Directories count wrong' "
 		  "-e 'WARNING: Filesystem still' "
-		  "-e 'files (.*blocks$' -e '^$' %s.fsck >/dev/null", trial_img, trial_img) == 0;
+		  "-e 'files (.*blocks$' -e '^$' -e '^Deleted inode [0-9]* has zero dtime' "
+		  "%s.fsck >/dev/null", trial_img, trial_img) == 0;
 }
 
 static bool fsck_clean(const char *what, bool leak_ok)
@@ -542,6 +543,15 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 			res = -1;
 		}
 	}
+	/* The unlink itself was done, but freeing the inode it unlinked met
+	 * the fault (the last iput() reports it, as issue 9 case 7 asks):
+	 * the namespace change stands and the inode is left for e2fsck. */
+	bool deferred = err && fired && strstr(uext4_last_error(), "freeing it failed");
+	if (deferred) {
+		printf("  %s: the deferred free failed and was reported: %s\n", what,
+		       uext4_last_error());
+		err = 0;
+	}
 	if (res >= 0 && err == 0 && !op->done(fs)) {
 		fprintf(stderr, "FAIL %s: the operation returned 0 but its effect is missing\n", what);
 		res = -1;
@@ -568,7 +578,7 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 	}
 	/* A failure after the operation succeeded hit the free of an inode
 	 * it unlinked, at its last iput() (inode.c's free path). */
-	if (!fsck_clean(what, fired && op_err == 0))
+	if (!fsck_clean(what, fired && (op_err == 0 || deferred)))
 		res = -1;
 	free(before.s);
 	free(after.s);
