@@ -30,4 +30,8 @@ if ! debugfs -R "inode_dump -x /f" "$out" 2> /dev/null |
 	echo "mk_ea_inode.sh: debugfs did not put the value in an EA inode"
 	exit 1
 fi
+# e2fsprogs 1.47.0's ext2fs_xattr_set does not charge the owner's i_blocks
+# for the value, which its own e2fsck expects (as the kernel does): let
+# e2fsck fix that, so the image starts clean.
+e2fsck -fy "$out" > /dev/null 2>&1 || [ $? -le 1 ] || { echo "mk_ea_inode.sh: e2fsck -fy failed"; exit 1; }
 echo "ea_inode file system: /f has a 4 KiB user.big value in an EA inode (set by debugfs)"
