@@ -51,6 +51,7 @@
 #include "internal.h"
 #include "xattr_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -269,6 +270,23 @@ static int check_ea(struct uext4_fs *fs, uint64_t owner, struct inode *ea, uint3
 	return 0;
 }
 
+/*
+ * A write that met a corrupt EA inode: record it as the error policy says
+ * (FS_ERROR), with the message the check left.  Other errors pass as is.
+ */
+static int write_path_corrupt(struct uext4_fs *fs, uint64_t owner, uint32_t inum, int err)
+{
+	char msg[256];
+	const char *m = uext4_last_error();
+
+	if (err != -EUCLEAN)
+		return err;
+	if (strncmp(m, "corrupt ", 8) == 0)
+		m += 8;
+	snprintf(msg, sizeof(msg), "%s", m);
+	return FS_ERROR(fs, EUCLEAN, owner, 0, "EA inode %u: %s", inum, msg);
+}
+
 /* The value's bytes, read from the device (the EA shard is held, so the
  * mapping is stable; ea->lock is not taken).  A hole is corruption. */
 static int read_value(struct uext4_fs *fs, struct inode *ea, uint8_t *buf, uint32_t size)
@@ -366,7 +384,7 @@ int ea_inode_check(struct uext4_fs *fs, uint64_t owner, uint32_t inum, uint32_t 
 		iput(fs, ea);
 	}
 	ea_read_end(l);
-	return err;
+	return write_path_corrupt(fs, owner, inum, err);
 }
 
 /* ------------------------------------------------------------ references */
@@ -426,10 +444,14 @@ static int ref_change(struct handle *h, struct ea_index *x, uint64_t owner, uint
 	int err;
 
 	urw_wrlock(l);
-	if ((err = iget(fs, inum, &ea)) != 0)
+	if ((err = iget(fs, inum, &ea)) != 0) {
+		err = write_path_corrupt(fs, owner, inum, err);
 		goto out;
-	if ((err = check_ea(fs, owner, ea, 0)) != 0)
+	}
+	if ((err = check_ea(fs, owner, ea, 0)) != 0) {
+		err = write_path_corrupt(fs, owner, inum, err);
 		goto put;
+	}
 	ref = get_ref(ea);
 	if (delta < 0 && ref < (uint64_t)-(int64_t)delta) {
 		/* Freeing it could free a value another inode still names. */

@@ -39,7 +39,8 @@ void ea_read_end(struct urwlock *l);
  * size 0 asks the length.  Caller is between ea_read_begin/end. */
 ssize_t ea_inode_read(struct uext4_fs *fs, uint64_t owner, uint32_t inum, uint32_t vsize,
 		      void *buf, size_t size);
-/* Is inum a usable EA inode (of vsize bytes, 0: any)?  0 or -EUCLEAN.
+/* Is inum a usable EA inode (of vsize bytes, 0: any)?  0, or -EUCLEAN
+ * recorded with FS_ERROR (a write path asks it).
  * Takes the shard itself. */
 int ea_inode_check(struct uext4_fs *fs, uint64_t owner, uint32_t inum, uint32_t vsize);
 
