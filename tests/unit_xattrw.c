@@ -247,8 +247,12 @@ static size_t pick_size(uint64_t *s)
 {
 	uint32_t r = rnd(s, 100);
 
-	if (ea_variant && r >= 90)
-		return rnd(s, 65537);   /* EA inodes, 0 bytes to 64 KiB */
+	/* EA inodes: any size to 64 KiB, or one of three sizes, so that files
+	 * (of several threads) share EA inodes, as values come in 3 variants. */
+	if (ea_variant && r >= 94)
+		return rnd(s, 65537);
+	if (ea_variant && r >= 88)
+		return 20000 + 4096 * rnd(s, 3);
 
 	if (r < 55)
 		return rnd(s, 33);
@@ -329,12 +333,37 @@ static int file_check(uext4_fs *fs, struct mfile *f)
 }
 
 static uint64_t file_acl_of(uext4_fs *fs, uint64_t ino);
+static uint32_t ea_of(uext4_fs *fs, uint64_t ino, const char *name);
 
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* How many user.* values live in EA inodes, and in how many distinct ones. */
+static void ea_census(uext4_fs *fs)
+{
+	uint64_t inums[1024];
+	int n = 0, distinct = 0;
+
+	for (int i = 0; i < nfiles; i++) {
+		if (files[i].gone)
+			continue;
+		for (int j = 0; j < files[i].n && n < 1024; j++) {
+			uint32_t inum;
+
+			if (strncmp(files[i].e[j].name, "user.", 5) != 0)
+				continue;
+			if ((inum = ea_of(fs, files[i].ino, files[i].e[j].name + 5)) != 0)
+				inums[n++] = inum;
+		}
+	}
+	qsort(inums, (size_t)n, sizeof(inums[0]), cmp_u64);
+	for (int i = 0; i < n; i++)
+		distinct += i == 0 || inums[i] != inums[i - 1];
+	printf("  EA inodes: %d values in %d distinct EA inodes\n", n, distinct);
 }
 
 static int check_all(uext4_fs *fs, const char *when)
@@ -352,6 +381,8 @@ static int check_all(uext4_fs *fs, const char *when)
 		distinct += i == 0 || blk[i] != blk[i - 1];
 	printf("  check %s: %d files, %s; %d with an xattr block, %d distinct blocks\n", when,
 	       nfiles, bad ? "MISMATCH" : "ok", nb, distinct);
+	if (ea_variant)
+		ea_census(fs);
 	return bad;
 }
 
