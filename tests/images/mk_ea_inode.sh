@@ -14,7 +14,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_ea_inode.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 rm -f "$out"
 truncate -s 64M "$out"
-mke2fs -q -F -t ext4 -b 4096 -O ea_inode "$out"
+mke2fs -q -F -t ext4 -b 4096 -O ea_inode "$out" > "$tmp/mke2fs.err" 2>&1 || { cat "$tmp/mke2fs.err"; exit 1; }
 echo "hello" > "$tmp/data"
 # A fixed 4 KiB value, the same on every build.
 awk 'BEGIN { for (i = 0; i < 4096; i++) printf "%c", 65 + (i * 7) % 26 }' > "$tmp/value"

@@ -12,7 +12,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_no_ext_attr.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 rm -f "$out"
 truncate -s 16M "$out"
-mke2fs -q -F -t ext2 -O ^ext_attr -I 128 "$out"
+mke2fs -q -F -t ext2 -O ^ext_attr -I 128 "$out" > "$tmp/mke2fs.err" 2>&1 || { cat "$tmp/mke2fs.err"; exit 1; }
 echo "hello" > "$tmp/data"
 debugfs -w -R "write $tmp/data f" "$out" > /dev/null 2>&1
 echo "ext2 without the ext_attr feature, 128-byte inodes: an xattr needs a block and the feature"
