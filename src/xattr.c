@@ -1748,6 +1748,17 @@ static int do_set(struct handle *h, struct inode *inode, struct xstate *st, long
 	memcpy(x.name, q->name, q->namelen);
 	if ((ii >= 0 && value_same(&st->ib.e[ii], q)) || (bi >= 0 && value_same(&st->bl.e[bi], q)))
 		return 0;
+	/* The kernel would, but e2fsck 1.47 then takes a fast symlink whose
+	 * i_blocks carries an EA value's charge for a slow one, and its
+	 * target for block numbers: no EA inodes for symlinks. */
+	if (can_ea && S_ISLNK(inode->mode)) {
+		can_ea = false;
+		if (value_is_large(fs, q->size))
+			return fs_err(ENOSPC, "symlink inode %llu: xattr %.*s of %zu bytes would need "
+				      "an EA inode, which e2fsck misreads on symlinks",
+				      (unsigned long long)inode->ino, (int)q->namelen, q->name,
+				      q->size);
+	}
 	if (can_ea && value_is_large(fs, q->size)) {
 		if ((err = entry_to_ea_inode(h, inode, st, ii, bi, q, &x)) != 0)
 			return err;

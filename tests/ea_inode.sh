@@ -18,6 +18,10 @@
 #  - values set by e2fsprogs (tests/images/mk_ea_inode.sh) and by the kernel
 #    on a read-write loop mount, their file then deleted with `uext4 rm`:
 #    the EA inode is freed and e2fsck is clean.
+# Symlinks: uext4 refuses EA-inode values on them (e2fsck 1.47 would take
+# the symlink for a slow one), leaving the inode and the free counts as
+# they were;
+# a kernel-made one is freed by `uext4 rm` with e2fsck clean.
 # Case 2: on an ext2 image made with -O ^ext_attr -I 128
 # (tests/images/mk_no_ext_attr.sh), `uext4 setfattr` sets the ext_attr
 # feature (dumpe2fs -h), e2fsck -fn is clean and the kernel reads the value.
@@ -424,6 +428,49 @@ foreign_part() {
 	check "$img" "uext4 rm of the last kernel file: its EA inodes freed" "$start"
 }
 
+# --- symlinks: no EA inodes from uext4; the kernel's freed without damage -----
+symlink_part() {
+	local img=$T/link.img km=$T/kmnt start
+	note "symlinks"
+	rm -rf "$MODEL"
+	mkdir -p "$MODEL"
+	truncate -s 64M "$img"
+	mke2fs -q -F -t ext4 -b 4096 -O ea_inode "$img" 2> /dev/null || { bad "mke2fs"; return; }
+	start=$(used_inodes "$img")
+	u ln -s "$img" /some/target /l
+	# What a refusal must leave as it was (a read-write CLI command still
+	# writes the superblock's mount times and the journal).
+	state() {
+		debugfs -R "inode_dump /l" "$1" 2> /dev/null
+		dumpe2fs -h "$1" 2> /dev/null | grep -E '^Free (blocks|inodes):'
+	}
+	state "$img" > "$T/link.before"
+	# e2fsck 1.47 misreads a fast symlink whose i_blocks has an EA charge:
+	# uext4 refuses such values on symlinks, and changes nothing.
+	if "$UEXT4" setfattr -h "$img" -n trusted.big -v "$(b64 "$(value 8192 10)")" /l \
+		2> "$T/err"; then
+		bad "an EA-inode value on a symlink was accepted"
+	else
+		grep -q 'symlink.*EA inode' "$T/err" || bad "refusal without a clear message: $(cat "$T/err")"
+	fi
+	state "$img" | cmp -s - "$T/link.before" ||
+		bad "the refused setfattr changed the symlink or the free counts"
+	check "$img" "EA-inode value on a symlink refused, image unchanged" $((start + 1))
+	if [ "$KERNEL" = 0 ]; then
+		echo "  kernel-made symlink with an EA inode: skipped (no loop device)"
+		return
+	fi
+	# The kernel does write them; uext4 rm must free such a symlink
+	# without taking its target for block numbers.
+	mkdir -p "$km"
+	kmount "$img" "$km" rw || { bad "kernel rw mount"; return; }
+	ln -s /some/other/target "$km/kl"
+	setfattr -h -n trusted.big -v "$(b64 "$(value 8192 11)")" "$km/kl" || bad "kernel setfattr -h"
+	kumount "$km"
+	u rm "$img" /kl /l
+	check "$img" "uext4 rm of the kernel's symlink with an EA inode" "$start"
+}
+
 # --- case 2: the ext_attr feature ----------------------------------------------
 ext_attr_part() {
 	local img=$T/noxattr.img v
@@ -449,6 +496,7 @@ else
 	cli_variant 1024 128
 	if [ "$HAVE_FUSE" = 1 ]; then fuse_part; fi
 	foreign_part
+	symlink_part
 	ext_attr_part
 fi
 
