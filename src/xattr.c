@@ -724,7 +724,16 @@ int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode)
  * Placement follows ext4_xattr_set_handle(): a value goes into the inode
  * body when it fits there, else into the block; an entry that moves is
  * removed from its old region.  The region that may need a new block is
- * always written first, so ENOSPC leaves everything as it was.
+ * always written first, so ENOSPC leaves everything as it was.  With
+ * ea_inode, a value too large for a block goes to an EA inode at once, and
+ * one that fits neither region inline goes there on a second try; the
+ * entry then holds only the name (ea_inode.c keeps the values, their
+ * reference counts and the sharing of equal values).  Each store of a
+ * region records how the EA references move (xstate.refs: an inode body
+ * counts its entries, a block its entries once however many inodes share
+ * it), and the operation applies them at its end, so that no count passes
+ * through 0 on the way; the owner's i_blocks follows each region's charge
+ * (the block, and the EA values it names).
  *
  * Locking (see also ARCHITECTURE.md): callers hold inode->lock for writing
  * and a handle, which makes the inode body, i_file_acl and the contents of
