@@ -259,6 +259,11 @@ static bool has_block_map(const struct uext4_fs *fs, const struct inode *inode)
 	if (S_ISLNK(inode->mode)) {
 		uint64_t acl = inode->file_acl ? fs->block_size >> 9 : 0;
 
+		/* With ea_inode, i_blocks also carries EA values' charge:
+		 * the kernel goes by the size then (as symlink.c). */
+		if (FS_HAS_INCOMPAT(fs, EA_INODE))
+			return !(inode->size > 0 && inode->size < EXT4_N_BLOCKS * 4);
+
 		return !(inode->size < EXT4_N_BLOCKS * 4 && inode->blocks <= acl);
 	}
 	return S_ISREG(inode->mode) || S_ISDIR(inode->mode);

@@ -25,6 +25,7 @@ enum lock_rank {
 	RANK_INODE_4 = 13,
 	RANK_HANDLE = 15,       /* an open transaction handle (trans.c): no inode
 				 * lock may be taken while a handle is open */
+	RANK_EA_INODE = 17,     /* EA inode lock shard (ea_inode.c): an xattr value's inode */
 	RANK_ICACHE_SHARD = 20, /* inode cache hash shard */
 	RANK_GROUP = 25,        /* struct group_info.lock: one group's counters and bitmaps */
 	RANK_XATTR_INDEX = 27,  /* shared-xattr-block index */

@@ -26,8 +26,9 @@
  * Locking: xattr_get() and xattr_list() take inode->lock as a reader while
  * they read the inode body, i_file_acl and the xattr block (a writer of
  * the inode changes its unshared block in place or frees it, holding the
- * lock for writing), and drop it before reading an EA inode (whose lock
- * has the same rank).  Of a block's header they read only h_magic and
+ * lock for writing).  A value in an EA inode is read after the lock is
+ * dropped, under the EA inode's shard (ea_inode.c), which is taken before
+ * the owner's lock goes.  Of a block's header they read only h_magic and
  * h_blocks: h_refcount of a shared block changes under b->lock when other
  * inodes start or stop sharing it, and the checksum is verified (once per
  * buffer) under b->lock.
@@ -35,10 +36,9 @@
  * callers may already hold inode->lock as a reader, and taking the same
  * rwlock twice can deadlock behind a waiting writer (and lockdep would
  * abort on the rank).  Its callers make sure inode->raw is stable (they
- * hold the lock, or the file system is read-only).  If the value lives in
- * an EA inode, xattr_get_raw() reads that inode with file_pread(), which
- * takes the EA inode's lock: a caller holding a lock of rank RANK_INODE
- * must not ask for such a value (system.data, the one raw user, never is).
+ * hold the lock, or the file system is read-only).  An EA inode value is
+ * read under its shard (RANK_EA_INODE ranks above inode locks and
+ * handles), never with the EA inode's own lock.
  *
  * The write side (xattr_set, xattr_set_raw, xattr_release_inode) is
  * described where it starts, below ("write side").
@@ -286,42 +286,6 @@ fail:
 
 /* ------------------------------------------------------------ values */
 
-/* Read a value stored in EA inode inum (owner ino) into buf. */
-static ssize_t ea_inode_read(struct uext4_fs *fs, uint64_t ino, uint32_t inum,
-			     uint32_t vsize, void *buf, size_t size)
-{
-	struct inode *ea;
-	uint32_t flags;
-	uint64_t isize;
-	ssize_t n;
-	int err;
-
-	if (size == 0)
-		return vsize;
-	if (vsize > size)
-		return -ERANGE;
-	err = iget(fs, inum, &ea);
-	if (err)
-		return err;
-	urw_rdlock(&ea->lock);
-	flags = ea->flags;
-	isize = ea->size;
-	urw_unlock(&ea->lock);
-	if (!(flags & EXT4_EA_INODE_FL))
-		n = fs_corrupt("EA inode %u of inode %llu: EA_INODE flag missing", inum,
-			       (unsigned long long)ino);
-	else if (isize != vsize)
-		n = fs_corrupt("EA inode %u of inode %llu: size %llu, entry says %u", inum,
-			       (unsigned long long)ino, (unsigned long long)isize, vsize);
-	else
-		n = file_pread(fs, ea, buf, vsize, 0);
-	iput(fs, ea);
-	if (n >= 0 && n != (ssize_t)vsize)
-		n = fs_corrupt("EA inode %u of inode %llu: short value (%zd of %u bytes)",
-			       inum, (unsigned long long)ino, n, vsize);
-	return n;
-}
-
 /* Copy a value that lives inside its region; size 0 asks the length. */
 static ssize_t value_copy_inline(const struct xvalue *v, void *buf, size_t size)
 {
@@ -390,6 +354,19 @@ static ssize_t lookup_inode(struct uext4_fs *fs, struct inode *inode, int index,
 	return block_get(fs, inode->ino, inode->file_acl, index, name, namelen, buf, size, ea);
 }
 
+/* Read a value kept in an EA inode; l is its shard, taken by the caller
+ * (NULL: no memory), released here. */
+static ssize_t read_ea_value(struct uext4_fs *fs, uint64_t ino, const struct xvalue *ea,
+			     struct urwlock *l, void *buf, size_t size)
+{
+	ssize_t n = l ? ea_inode_read(fs, ino, ea->inum, ea->size, buf, size)
+		      : fs_err(ENOMEM, "inode %llu: out of memory for EA inode %u",
+			       (unsigned long long)ino, ea->inum);
+
+	ea_read_end(l);
+	return n;
+}
+
 ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 		      const char *name, size_t namelen, void *buf, size_t size)
 {
@@ -401,7 +378,7 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 		return -ERANGE;
 	n = lookup_inode(fs, inode, index, name, namelen, buf, size, &ea);
 	if (n == 0 && ea.inum)
-		n = ea_inode_read(fs, inode->ino, ea.inum, ea.size, buf, size);
+		n = read_ea_value(fs, inode->ino, &ea, ea_read_begin(fs, ea.inum), buf, size);
 	return n;
 }
 
@@ -414,14 +391,19 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 static ssize_t get_raw_locked(struct uext4_fs *fs, struct inode *inode, int index,
 			      const char *name, size_t namelen, void *buf, size_t size)
 {
+	struct urwlock *l = NULL;
 	struct xvalue ea;
 	ssize_t n;
 
 	urw_rdlock(&inode->lock);
 	n = lookup_inode(fs, inode, index, name, namelen, buf, size, &ea);
+	/* The EA inode's shard before the owner's lock goes: the entry's
+	 * reference then keeps the EA inode alive until we have read it. */
+	if (n == 0 && ea.inum)
+		l = ea_read_begin(fs, ea.inum);
 	urw_unlock(&inode->lock);
 	if (n == 0 && ea.inum)
-		n = ea_inode_read(fs, inode->ino, ea.inum, ea.size, buf, size);
+		n = read_ea_value(fs, inode->ino, &ea, l, buf, size);
 	return n;
 }
 
@@ -742,7 +724,16 @@ int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode)
  * Placement follows ext4_xattr_set_handle(): a value goes into the inode
  * body when it fits there, else into the block; an entry that moves is
  * removed from its old region.  The region that may need a new block is
- * always written first, so ENOSPC leaves everything as it was.
+ * always written first, so ENOSPC leaves everything as it was.  With
+ * ea_inode, a value too large for a block goes to an EA inode at once, and
+ * one that fits neither region inline goes there on a second try; the
+ * entry then holds only the name (ea_inode.c keeps the values, their
+ * reference counts and the sharing of equal values).  Each store of a
+ * region records how the EA references move (xstate.refs: an inode body
+ * counts its entries, a block its entries once however many inodes share
+ * it), and the operation applies them at its end, so that no count passes
+ * through 0 on the way; the owner's i_blocks follows each region's charge
+ * (the block, and the EA values it names).
  *
  * Locking (see also ARCHITECTURE.md): callers hold inode->lock for writing
  * and a handle, which makes the inode body, i_file_acl and the contents of
@@ -995,6 +986,7 @@ struct xi_shard {
 
 struct xindex {
 	struct xi_shard shard[XI_SHARDS];
+	_Atomic(struct ea_index *) ea;      /* ea_inode.c's locks and index, on first use */
 };
 
 static struct xindex *xindex_create(void)
@@ -1028,12 +1020,31 @@ static struct xindex *xindex_get(struct uext4_fs *fs)
 	return x;
 }
 
+struct ea_index *xattr_ea_index(struct uext4_fs *fs)
+{
+	struct xindex *x = xindex_get(fs);
+	struct ea_index *e, *none = NULL;
+
+	if (!x)
+		return NULL;
+	if ((e = atomic_load_explicit(&x->ea, memory_order_acquire)) != NULL)
+		return e;
+	if (!(e = ea_index_create()))
+		return NULL;
+	if (!atomic_compare_exchange_strong(&x->ea, &none, e)) {
+		ea_index_destroy(e);
+		e = none;
+	}
+	return e;
+}
+
 void xattr_index_destroy(struct uext4_fs *fs)
 {
 	struct xindex *x = atomic_exchange(&fs->xindex, NULL);
 
 	if (!x)
 		return;
+	ea_index_destroy(atomic_load(&x->ea));
 	for (unsigned s = 0; s < XI_SHARDS; s++) {
 		for (unsigned b = 0; b < XI_BUCKETS; b++) {
 			struct xi_node *n = x->shard[s].bucket[b], *next;
@@ -1125,13 +1136,29 @@ static void shard_unlock(struct xi_shard *s)
 		ulock_unlock(&s->lock);
 }
 
-/* i_blocks for the one xattr block.  Not inode_add_blocks(fs, i, -1):
- * that shifts a negative count (undefined; UBSan aborts). */
-static void account_xattr_block(struct uext4_fs *fs, struct inode *inode, bool add)
+/* What a region's EA values charge the owner's i_blocks (512-byte units). */
+static uint64_t ea_charge(struct uext4_fs *fs, const struct xlist *l)
 {
-	uint64_t sectors = (uint64_t)1 << (fs->log_block_size - 9);
+	uint64_t c = 0;
 
-	inode->blocks = add ? inode->blocks + sectors : inode->blocks - sectors;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->e[i].inum)
+			c += ea_quota_sectors(fs, l->e[i].size);
+	return c;
+}
+
+/* The charge of an xattr block holding l: the block and its EA values. */
+static uint64_t block_charge(struct uext4_fs *fs, const struct xlist *l)
+{
+	return l->n ? (fs->block_size >> 9) + ea_charge(fs, l) : 0;
+}
+
+/* A region's charge goes from *cur to now.  Without going below 0 on a
+ * corrupt i_blocks, and never shifting a negative count (UBSan). */
+static void charge_set(struct inode *inode, uint64_t *cur, uint64_t now)
+{
+	inode->blocks = inode->blocks >= *cur ? inode->blocks - *cur + now : now;
+	*cur = now;
 }
 
 /* Set a block's refcount to rc; caller holds b->lock. */
@@ -1148,10 +1175,10 @@ static int block_set_refcount(struct handle *h, struct buf *b, uint32_t rc)
 
 /*
  * Drop inode's reference to its xattr block blk: free the block if this
- * was the last one, else decrement h_refcount.  The caller accounts
- * i_blocks and i_file_acl.
+ * was the last one (*freed), else decrement h_refcount.  The caller
+ * accounts i_blocks, i_file_acl and the block's EA inode references.
  */
-static int block_drop_ref(struct handle *h, struct inode *inode, uint64_t blk)
+static int block_drop_ref(struct handle *h, struct inode *inode, uint64_t blk, bool *freed)
 {
 	struct uext4_fs *fs = h->fs;
 	struct xindex *x = xindex_get(fs);
@@ -1180,6 +1207,7 @@ static int block_drop_ref(struct handle *h, struct inode *inode, uint64_t blk)
 	ulock_unlock(&b->lock);
 	shard_unlock(s);
 	brelse(fs->bc, b);
+	*freed = release;
 	if (release)
 		err = balloc_free(h, inode, blk, 1, BALLOC_METADATA);
 	return err;
@@ -1311,28 +1339,93 @@ static int block_create(struct handle *h, struct inode *inode, const uint8_t *im
 	return 0;
 }
 
+/* ------------------------------------------------------------ editing state */
+
+/* Both regions of an inode, loaded for editing, and what is on disk. */
+struct xstate {
+	struct xlist ib, bl;
+	bool has_ibody;         /* the inode has room for in-inode xattrs */
+	/* As stored now: the charge each region puts on i_blocks, and the EA
+	 * inodes its entries name (one reference each). */
+	uint64_t ib_charge, bl_charge;
+	struct ea_refs ib_disk, bl_disk;    /* deltas used as counts (+1 each) */
+	struct ea_refs refs;    /* reference changes, applied at the end */
+};
+
+/* The EA inodes list l names, as counts in d (emptied first). */
+static int disk_set(struct ea_refs *d, const struct xlist *l)
+{
+	int err = 0;
+
+	d->n = 0;
+	for (size_t i = 0; i < l->n && !err; i++)
+		if (l->e[i].inum)
+			err = ea_refs_add(d, l->e[i].inum, 1);
+	return err;
+}
+
+/* refs += sign * counts of d. */
+static int refs_add_counts(struct ea_refs *refs, const struct ea_refs *d, int sign)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < d->n && !err; i++)
+		err = ea_refs_add(refs, d->d[i].inum, sign * d->d[i].delta);
+	return err;
+}
+
+/* A region now holds l instead of what *disk says: references move. */
+static int region_moved(struct xstate *st, struct ea_refs *disk, const struct xlist *l,
+			bool old_counts)
+{
+	int err = old_counts ? refs_add_counts(&st->refs, disk, -1) : 0;
+
+	if (!err)
+		err = disk_set(disk, l);
+	if (!err)
+		err = refs_add_counts(&st->refs, disk, 1);
+	return err;
+}
+
+static void xstate_free(struct xstate *st)
+{
+	xlist_free(&st->ib);
+	xlist_free(&st->bl);
+	ea_refs_free(&st->ib_disk);
+	ea_refs_free(&st->bl_disk);
+	ea_refs_free(&st->refs);
+}
+
+/* ------------------------------------------------------------ block store */
+
 /*
- * Make the inode's xattr block hold list l (empty: no block).  Shares an
+ * Make the inode's xattr block hold st->bl (empty: no block).  Shares an
  * identical block when the index knows one, rewrites the inode's own block
  * in place when no other inode uses it, else copies on write.  Updates
- * i_file_acl and i_blocks and writes the inode.
+ * i_file_acl, i_blocks and the EA references (a block counts once for
+ * each EA entry in it, however many inodes share it), writes the inode.
  */
-static int block_store(struct handle *h, struct inode *inode, const struct xlist *l)
+static int block_store(struct handle *h, struct inode *inode, struct xstate *st)
 {
 	struct uext4_fs *fs = h->fs;
+	const struct xlist *l = &st->bl;
 	uint64_t old = inode->file_acl, blk = 0;
 	uint32_t hash = 0;
 	uint8_t *img;
+	bool freed = false;
 	int err = 0, r;
 
 	if (l->n == 0) {
 		if (!old)
 			return 0;
-		err = block_drop_ref(h, inode, old);
+		err = block_drop_ref(h, inode, old, &freed);
 		if (err)
 			return err;
+		if (freed)
+			refs_add_counts(&st->refs, &st->bl_disk, -1);
+		st->bl_disk.n = 0;
 		inode->file_acl = 0;
-		account_xattr_block(fs, inode, false);
+		charge_set(inode, &st->bl_charge, 0);
 		return inode_write(h, inode);
 	}
 	img = calloc(1, fs->block_size);
@@ -1347,19 +1440,44 @@ static int block_store(struct handle *h, struct inode *inode, const struct xlist
 
 	if (!block_share(h, img, hash, old, &blk) && old) {
 		r = block_rewrite(h, old, img, hash);
+		if (r < 0) {
+			err = r;
+			goto out;
+		}
 		if (r) {
-			err = r < 0 ? r : 0;
-			goto out;   /* rewritten in place (or failed): same block */
+			/* Rewritten in place: the block's entries changed. */
+			err = region_moved(st, &st->bl_disk, l, true);
+			charge_set(inode, &st->bl_charge, block_charge(fs, l));
+			r = inode_write(h, inode);
+			err = err ? err : r;
+			goto out;
 		}
 	}
-	if (!blk && (err = block_create(h, inode, img, hash, &blk)) != 0)
+	/* A new block for the inode (shared or created): the old one's
+	 * counts go with it, if it is freed. */
+	struct ea_refs was = st->bl_disk;
+
+	memset(&st->bl_disk, 0, sizeof(st->bl_disk));
+	if (blk) {
+		/* An identical block: its references are counted already. */
+		err = disk_set(&st->bl_disk, l);
+	} else if ((err = block_create(h, inode, img, hash, &blk)) != 0) {
+		ea_refs_free(&st->bl_disk);
+		st->bl_disk = was;
 		goto out;
+	} else {
+		err = region_moved(st, &st->bl_disk, l, false);
+	}
 	/* From here the inode uses blk, whatever happens to the old block. */
-	if (!old)
-		account_xattr_block(fs, inode, true);
 	inode->file_acl = blk;
-	if (old)
-		err = block_drop_ref(h, inode, old);
+	charge_set(inode, &st->bl_charge, block_charge(fs, l));
+	if (old) {
+		r = block_drop_ref(h, inode, old, &freed);
+		err = err ? err : r;
+		if (!r && freed)
+			refs_add_counts(&st->refs, &was, -1);
+	}
+	ea_refs_free(&was);
 	r = inode_write(h, inode);
 	if (!err)
 		err = r;
@@ -1381,43 +1499,42 @@ static size_t ibody_capacity(struct uext4_fs *fs, const struct inode *inode)
 	return fs->inode_size - start;
 }
 
-/* Write list l into the inode body (magic 0 when empty, as the kernel). */
-static int ibody_store(struct handle *h, struct inode *inode, const struct xlist *l)
+/* Clear the inode body's xattr area (magic 0, as the kernel). */
+static void ibody_clear(struct uext4_fs *fs, struct inode *inode)
+{
+	size_t hdr = EXT4_GOOD_OLD_INODE_SIZE + (size_t)inode->extra_isize;
+
+	memset(inode->raw + hdr, 0, fs->inode_size - hdr);
+}
+
+/* Write st->ib into the inode body, with its charge and references. */
+static int ibody_store(struct handle *h, struct inode *inode, struct xstate *st)
 {
 	struct uext4_fs *fs = h->fs;
+	const struct xlist *l = &st->ib;
 	size_t hdr = EXT4_GOOD_OLD_INODE_SIZE + (size_t)inode->extra_isize;
 	uint8_t *area = inode->raw + hdr;
 	uint32_t magic = l->n ? cpu_to_le32(EXT4_XATTR_MAGIC) : 0;
+	int err = region_moved(st, &st->ib_disk, l, true), r;
 
-	memset(area, 0, fs->inode_size - hdr);
+	charge_set(inode, &st->ib_charge, ea_charge(fs, l));
+	ibody_clear(fs, inode);
 	memcpy(area, &magic, 4);
 	if (l->n)
 		xlist_store(l, area + 4, inode->raw + fs->inode_size, area + 4, false, NULL);
-	return inode_write(h, inode);
+	r = inode_write(h, inode);
+	return err ? err : r;
 }
 
 /* ------------------------------------------------------------ set / remove */
 
-/* Both regions of an inode, loaded for editing. */
-struct xstate {
-	struct xlist ib, bl;
-	bool has_ibody;         /* the inode has room for in-inode xattrs */
-};
-
-static void xstate_free(struct xstate *st)
-{
-	xlist_free(&st->ib);
-	xlist_free(&st->bl);
-}
-
-static int xstate_load(struct uext4_fs *fs, struct inode *inode, struct xstate *st)
+/* The two regions' entry lists (xattrs as on disk). */
+static int lists_load(struct uext4_fs *fs, struct inode *inode, struct xstate *st)
 {
 	struct xregion r;
 	struct buf *b;
 	int have, err = 0;
 
-	memset(st, 0, sizeof(*st));
-	st->has_ibody = ibody_capacity(fs, inode) > 0;
 	have = ibody_region(fs, inode, &r);
 	if (have < 0)
 		return have;
@@ -1433,6 +1550,30 @@ static int xstate_load(struct uext4_fs *fs, struct inode *inode, struct xstate *
 	return err;
 }
 
+static int xstate_load(struct uext4_fs *fs, struct inode *inode, struct xstate *st)
+{
+	int err;
+
+	memset(st, 0, sizeof(*st));
+	st->has_ibody = ibody_capacity(fs, inode) > 0;
+	if ((err = lists_load(fs, inode, st)) != 0)
+		return err;
+	st->ib_charge = ea_charge(fs, &st->ib);
+	st->bl_charge = block_charge(fs, &st->bl);
+	if ((err = disk_set(&st->ib_disk, &st->ib)) == 0)
+		err = disk_set(&st->bl_disk, &st->bl);
+	return err;
+}
+
+/* Back to the lists as stored (a placement that did not fit, before a
+ * retry): nothing was written, only the lists were edited. */
+static int xstate_reload(struct uext4_fs *fs, struct inode *inode, struct xstate *st)
+{
+	xlist_free(&st->ib);
+	xlist_free(&st->bl);
+	return lists_load(fs, inode, st);
+}
+
 /* A request, with everything checked. */
 struct xreq {
 	int index;
@@ -1444,29 +1585,18 @@ struct xreq {
 	bool ibody_only;        /* system.data: the inode body or nothing */
 };
 
-static int refuse_ea_inode(struct inode *inode, const struct xent *x)
-{
-	return fs_err(EOPNOTSUPP, "inode %llu: xattr %.*s has its value in EA inode %u; "
-		      "changing such values is not supported", (unsigned long long)inode->ino,
-		      (int)x->name_len, x->name, x->inum);
-}
-
 static int do_remove(struct handle *h, struct inode *inode, struct xstate *st, long ii,
 		     long bi)
 {
 	int err = 0;
 
 	if (bi >= 0) {
-		if (st->bl.e[bi].inum)
-			return refuse_ea_inode(inode, &st->bl.e[bi]);
 		xlist_remove(&st->bl, bi);
-		err = block_store(h, inode, &st->bl);
+		err = block_store(h, inode, st);
 	}
 	if (!err && ii >= 0) {
-		if (st->ib.e[ii].inum)
-			return refuse_ea_inode(inode, &st->ib.e[ii]);
 		xlist_remove(&st->ib, ii);
-		err = ibody_store(h, inode, &st->ib);
+		err = ibody_store(h, inode, st);
 	}
 	return err;
 }
@@ -1476,33 +1606,60 @@ static bool value_same(const struct xent *x, const struct xreq *q)
 	return !x->inum && x->size == q->size && memcmp(x->value, q->value, q->size) == 0;
 }
 
-/* Set a value: in the inode body if it fits there, else in the block. */
-static int do_set(struct handle *h, struct inode *inode, struct xstate *st, long ii, long bi,
-		  const struct xreq *q)
+/* With ea_inode, a block keeps this much room for entries (the kernel's
+ * EXT4_XATTR_BLOCK_RESERVE): values stored in it must leave it free. */
+static size_t block_reserve(struct uext4_fs *fs)
+{
+	return MIN(fs->block_size / 8, 1024u);
+}
+
+/* Bytes of the values stored inside a region. */
+static size_t xlist_value_bytes(const struct xlist *l)
+{
+	size_t s = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (!l->e[i].inum)
+			s += EXT4_XATTR_SIZE((size_t)l->e[i].size);
+	return s;
+}
+
+/* Values this large go to an EA inode at once (EXT4_XATTR_MIN_LARGE_EA_SIZE). */
+static bool value_is_large(struct uext4_fs *fs, size_t size)
+{
+	return EXT4_XATTR_SIZE(size) > fs->block_size - EXT4_XATTR_LEN(3) - XBLOCK_HDR - 4;
+}
+
+static int no_room(struct inode *inode, const struct xreq *q, struct uext4_fs *fs)
+{
+	return fs_err(ENOSPC, "inode %llu: xattr %.*s (%zu bytes) does not fit in the inode "
+		      "or its xattr block (%u bytes)", (unsigned long long)inode->ino,
+		      (int)q->namelen, q->name, q->size, fs->block_size);
+}
+
+/*
+ * Place entry x (value inline, or in EA inode x->inum): in the inode body
+ * if it fits there, else in the block.  -ENOSPC before anything is
+ * written when it fits in neither (the lists may be edited then).
+ */
+static int place(struct handle *h, struct inode *inode, struct xstate *st, long ii, long bi,
+		 const struct xreq *q, const struct xent *x)
 {
 	struct uext4_fs *fs = h->fs;
-	struct xent x = { .index = (uint8_t)q->index, .name_len = (uint8_t)q->namelen,
-			  .value = q->value, .size = (uint32_t)q->size };
 	size_t ib_cap = ibody_capacity(fs, inode), bl_cap = fs->block_size - XBLOCK_HDR;
 	int err;
 
-	memcpy(x.name, q->name, q->namelen);
-	if ((ii >= 0 && value_same(&st->ib.e[ii], q)) || (bi >= 0 && value_same(&st->bl.e[bi], q)))
-		return 0;
-	if ((ii >= 0 && st->ib.e[ii].inum) || (bi >= 0 && st->bl.e[bi].inum))
-		return refuse_ea_inode(inode, ii >= 0 ? &st->ib.e[ii] : &st->bl.e[bi]);
-
 	/* The inode body first (the entry keeps its place, or goes last). */
 	if (st->has_ibody) {
-		if ((err = xlist_put(&st->ib, ii >= 0 ? (size_t)ii : st->ib.n, &x, ii >= 0)) != 0)
+		if ((err = xlist_put(&st->ib, ii >= 0 ? (size_t)ii : st->ib.n, x, ii >= 0)) != 0)
 			return err;
 		if (xlist_space(&st->ib) <= ib_cap) {
 			if (bi >= 0) {
 				xlist_remove(&st->bl, bi);
-				if ((err = block_store(h, inode, &st->bl)) != 0)
+				if ((err = block_store(h, inode, st)) != 0)
 					return err;
 			}
-			return ibody_store(h, inode, &st->ib);
+			return ibody_store(h, inode, st);
 		}
 		/* Does not fit.  A new entry comes out again; a replaced one
 		 * (ii) is removed below once the block holds the value. */
@@ -1515,22 +1672,140 @@ static int do_set(struct handle *h, struct inode *inode, struct xstate *st, long
 
 	/* The block: sorted position. */
 	if (bi >= 0)
-		st->bl.e[bi] = x;
-	else if ((err = xlist_put(&st->bl, xlist_sorted_pos(&st->bl, &x), &x, false)) != 0)
+		st->bl.e[bi] = *x;
+	else if ((err = xlist_put(&st->bl, xlist_sorted_pos(&st->bl, x), x, false)) != 0)
 		return err;
 	if (xlist_space(&st->bl) > bl_cap)
-		return fs_err(ENOSPC, "inode %llu: xattr %.*s (%zu bytes) does not fit in the "
-			      "inode or its xattr block (%u bytes)%s", (unsigned long long)inode->ino,
-			      (int)q->namelen, q->name, q->size, fs->block_size,
-			      FS_HAS_INCOMPAT(fs, EA_INODE) ? "; values in EA inodes are not "
-			      "written yet" : "");
-	if ((err = block_store(h, inode, &st->bl)) != 0)
+		return no_room(inode, q, fs);
+	if (FS_HAS_INCOMPAT(fs, EA_INODE) && !x->inum && x->size &&
+	    fs->block_size - xlist_value_bytes(&st->bl) < block_reserve(fs))
+		return no_room(inode, q, fs);
+	if ((err = block_store(h, inode, st)) != 0)
 		return err;
 	if (ii >= 0) {
 		xlist_remove(&st->ib, ii);
-		return ibody_store(h, inode, &st->ib);
+		return ibody_store(h, inode, st);
 	}
 	return 0;
+}
+
+/* Room an entry takes in its region. */
+static size_t xent_space(const struct xent *x)
+{
+	return EXT4_XATTR_LEN(x->name_len) + (x->inum ? 0 : EXT4_XATTR_SIZE((size_t)x->size));
+}
+
+/* Would an entry naming an EA inode fit in either region?  Asked before
+ * an EA inode is made, so that ENOSPC then changes nothing. */
+static bool ea_entry_fits(struct uext4_fs *fs, struct inode *inode, const struct xstate *st,
+			  long ii, long bi, const struct xreq *q)
+{
+	size_t e = EXT4_XATTR_LEN(q->namelen);
+	size_t ib = xlist_space(&st->ib) + e, bl = xlist_space(&st->bl) + e;
+
+	if (ii >= 0)
+		ib -= xent_space(&st->ib.e[ii]);
+	if (bi >= 0)
+		bl -= xent_space(&st->bl.e[bi]);
+	return (st->has_ibody && ib <= ibody_capacity(fs, inode)) ||
+	       (!q->ibody_only && bl <= fs->block_size - XBLOCK_HDR);
+}
+
+/* Entry x names a new EA inode holding q's value (one reference, which
+ * the entry takes over once placed: the -1 here meets its +1 there). */
+static int entry_to_ea_inode(struct handle *h, struct inode *inode, struct xstate *st,
+			     long ii, long bi, const struct xreq *q, struct xent *x)
+{
+	uint32_t inum, ea_hash, le;
+	int err;
+
+	if (!ea_entry_fits(h->fs, inode, st, ii, bi, q))
+		return no_room(inode, q, h->fs);
+	if ((err = ea_inode_get(h, inode, q->value, (uint32_t)q->size, &inum, &ea_hash)) != 0)
+		return err;
+	if ((err = ea_refs_add(&st->refs, inum, -1)) != 0) {
+		/* Not even room to remember it: give it back at once. */
+		struct ea_refs one = { 0 };
+
+		if (ea_refs_add(&one, inum, -1) == 0)
+			ea_refs_apply(h, inode->ino, &one);
+		ea_refs_free(&one);
+		return err;
+	}
+	le = cpu_to_le32(ea_hash);
+	x->inum = inum;
+	x->value = NULL;
+	x->hash = xattr_entry_hash(x->name, x->name_len, (const uint8_t *)&le, 4);
+	return 0;
+}
+
+/*
+ * Set a value, as ext4_xattr_set_handle(): in the inode body if it fits
+ * there, else in the block; with ea_inode, a value too large for a block
+ * goes to an EA inode at once, and one that fits neither region after all
+ * goes there on a second try.
+ */
+static int do_set(struct handle *h, struct inode *inode, struct xstate *st, long ii, long bi,
+		  const struct xreq *q)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xent x = { .index = (uint8_t)q->index, .name_len = (uint8_t)q->namelen,
+			  .value = q->value, .size = (uint32_t)q->size };
+	bool can_ea = FS_HAS_INCOMPAT(fs, EA_INODE) && q->size && !q->ibody_only;
+	int err;
+
+	memcpy(x.name, q->name, q->namelen);
+	if ((ii >= 0 && value_same(&st->ib.e[ii], q)) || (bi >= 0 && value_same(&st->bl.e[bi], q)))
+		return 0;
+	/* The kernel would, but e2fsck 1.47 then takes a fast symlink whose
+	 * i_blocks carries an EA value's charge for a slow one, and its
+	 * target for block numbers: no EA inodes for symlinks. */
+	if (can_ea && S_ISLNK(inode->mode)) {
+		can_ea = false;
+		if (value_is_large(fs, q->size))
+			return fs_err(ENOSPC, "symlink inode %llu: xattr %.*s of %zu bytes would need "
+				      "an EA inode, which e2fsck misreads on symlinks",
+				      (unsigned long long)inode->ino, (int)q->namelen, q->name,
+				      q->size);
+	}
+	if (can_ea && value_is_large(fs, q->size)) {
+		if ((err = entry_to_ea_inode(h, inode, st, ii, bi, q, &x)) != 0)
+			return err;
+		return place(h, inode, st, ii, bi, q, &x);
+	}
+	err = place(h, inode, st, ii, bi, q, &x);
+	if (err != -ENOSPC || !can_ea)
+		return err;
+	/* Fits neither region inline: the value goes to an EA inode. */
+	if ((err = xstate_reload(fs, inode, st)) != 0 ||
+	    (err = entry_to_ea_inode(h, inode, st, ii, bi, q, &x)) != 0)
+		return err;
+	fs_clear_err();
+	return place(h, inode, st, ii, bi, q, &x);
+}
+
+/* The EA inode of the entry a change replaces or removes must be sound
+ * before anything changes (as the kernel checks it first). */
+static int check_old_ea(struct uext4_fs *fs, struct inode *inode, const struct xstate *st,
+			long ii, long bi)
+{
+	const struct xent *x = ii >= 0 ? &st->ib.e[ii] : bi >= 0 ? &st->bl.e[bi] : NULL;
+
+	if (!x || !x->inum)
+		return 0;
+	return ea_inode_check(fs, inode->ino, x->inum, x->size);
+}
+
+/* The file system now holds xattrs: say so, as the kernel's
+ * ext4_xattr_update_super_block() (written with this transaction). */
+static void note_ext_attr_feature(struct uext4_fs *fs)
+{
+	uint32_t bit = cpu_to_le32(EXT4_FEATURE_COMPAT_EXT_ATTR);
+
+	if (__atomic_load_n(&fs->sb.s_feature_compat, __ATOMIC_RELAXED) & bit)
+		return;
+	__atomic_fetch_or(&fs->sb.s_feature_compat, bit, __ATOMIC_RELAXED);
+	super_mark_dirty(fs);
 }
 
 /* Checks, load, and the change itself. */
@@ -1538,7 +1813,7 @@ static int xattr_change(struct handle *h, struct inode *inode, const struct xreq
 {
 	struct xstate st;
 	long ii, bi;
-	int err;
+	int err, e2;
 
 	if (h->fs->read_only)
 		return -EROFS;
@@ -1556,11 +1831,19 @@ static int xattr_change(struct handle *h, struct inode *inode, const struct xreq
 			err = -EEXIST;
 		else if (ii < 0 && bi < 0 && (!q->value || (q->flags & XATTR_REPLACE)))
 			err = -ENODATA;
+		else if ((err = check_old_ea(h->fs, inode, &st, ii, bi)) != 0)
+			;
 		else if (!q->value)
 			err = do_remove(h, inode, &st, ii, bi);
 		else
 			err = do_set(h, inode, &st, ii, bi, q);
 	}
+	/* Whatever happened, the references taken or moved are settled. */
+	e2 = ea_refs_apply(h, inode->ino, &st.refs);
+	if (!err)
+		err = e2;
+	if (!err && q->index != EXT4_XATTR_INDEX_SYSTEM)
+		note_ext_attr_feature(h->fs);
 	xstate_free(&st);
 	return err;
 }
@@ -1757,12 +2040,15 @@ int xattr_set(struct handle *h, struct inode *inode, const char *name, const voi
 	return err;
 }
 
-int xattr_release_inode(struct handle *h, struct inode *inode)
+/* Deleting an inode without EA inodes: only its block reference goes. */
+static int release_block_only(struct handle *h, struct inode *inode)
 {
 	struct uext4_fs *fs = h->fs;
 	struct xregion r;
 	struct buf *b;
 	uint64_t blk = inode->file_acl;
+	uint64_t charge = fs->block_size >> 9;
+	bool freed;
 	int err;
 
 	if (!blk)
@@ -1773,10 +2059,56 @@ int xattr_release_inode(struct handle *h, struct inode *inode)
 	if (err)
 		return err;
 	brelse(fs->bc, b);
-	err = block_drop_ref(h, inode, blk);
+	err = block_drop_ref(h, inode, blk, &freed);
 	if (err)
 		return err;
 	inode->file_acl = 0;
-	account_xattr_block(fs, inode, false);
+	charge_set(inode, &charge, 0);
 	return inode_write(h, inode);
+}
+
+/*
+ * Deleting an inode with ea_inode: its body's EA entries drop their
+ * references, and its block's too if this was the block's last user (as
+ * ext4_xattr_delete_inode()).  An EA inode that cannot be changed is
+ * reported (FS_ERROR) and left as it is, and the owner is freed anyway,
+ * as the kernel does.
+ */
+static int release_with_ea(struct handle *h, struct inode *inode)
+{
+	struct uext4_fs *fs = h->fs;
+	struct xstate st;
+	bool freed = false;
+	int err = xstate_load(fs, inode, &st);
+
+	if (!err)
+		err = refs_add_counts(&st.refs, &st.ib_disk, -1);
+	if (!err && st.ib.n) {
+		ibody_clear(fs, inode);
+		charge_set(inode, &st.ib_charge, 0);
+	}
+	if (!err && inode->file_acl) {
+		err = block_drop_ref(h, inode, inode->file_acl, &freed);
+		if (!err && freed)
+			err = refs_add_counts(&st.refs, &st.bl_disk, -1);
+		if (!err) {
+			inode->file_acl = 0;
+			charge_set(inode, &st.bl_charge, 0);
+		}
+	}
+	if (!err) {
+		int e = ea_refs_apply(h, inode->ino, &st.refs);
+
+		(void)e;    /* recorded by ref_change(); the inode goes anyway */
+		err = inode_write(h, inode);
+	}
+	xstate_free(&st);
+	return err;
+}
+
+int xattr_release_inode(struct handle *h, struct inode *inode)
+{
+	if (!FS_HAS_INCOMPAT(h->fs, EA_INODE))
+		return release_block_only(h, inode);
+	return release_with_ea(h, inode);
 }

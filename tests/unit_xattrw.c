@@ -17,6 +17,13 @@
  *  - the same from 4 writer threads (disjoint files, shared value pools so
  *    blocks get shared across threads) with a reader thread;
  *  - unlinking files with (shared) xattr blocks;
+ *  - on ea_inode images (two more variants): values up to 64 KiB in the
+ *    random ops (EA inodes), and a deterministic test of EA inodes: equal
+ *    large values share one EA inode (reference count 2 in i_ctime /
+ *    i_version, value hash in i_atime), replacing and removing drop the
+ *    count, the last user's unlink frees it (free inode count back), a
+ *    shared xattr block naming an EA inode counts once and its copy on
+ *    write once more, and i_blocks carries the values' charge;
  *  - unmount, e2fsck -fn clean, remount and check, more changes, unmount,
  *    e2fsck -fn clean, and with root + loop devices a read-only kernel mount
  *    compared file by file (llistxattr/lgetxattr, the bytes getfattr and
@@ -108,6 +115,7 @@ struct mfile {
 static struct mfile *files;
 static int nfiles;
 static uint32_t block_size, inode_size;
+static bool ea_variant;     /* the image has ea_inode: values up to 64 KiB */
 
 static struct mentry *m_find(struct mfile *f, const char *name)
 {
@@ -166,9 +174,24 @@ static size_t acl_disk_len(const uint8_t *v, size_t len)
 	return d;
 }
 
+/* With ea_inode a block keeps min(block / 8, 1024) bytes for entries
+ * (values can go to EA inodes): if every name fits there, ENOSPC is a bug. */
+static bool must_fit_ea(struct mfile *f, const char *name)
+{
+	size_t total = 32 + 4, reserve = block_size / 8 < 1024 ? block_size / 8 : 1024;
+
+	for (int i = 0; i < f->n; i++)
+		if (strcmp(f->e[i].name, name) != 0)
+			total += (16 + strlen(f->e[i].name) + 3) & ~3u;
+	total += (16 + strlen(name) + 3) & ~3u;
+	return total <= reserve;
+}
+
 /* Could f hold everything plus (name, len) in one block?  Then ENOSPC is a bug. */
 static bool must_fit(struct mfile *f, const char *name, size_t len, size_t disk_len)
 {
+	if (ea_variant)
+		return must_fit_ea(f, name);
 	size_t total = 4;
 	struct mentry *e;
 
@@ -223,6 +246,13 @@ static void make_value(uint8_t *v, size_t len, unsigned variant)
 static size_t pick_size(uint64_t *s)
 {
 	uint32_t r = rnd(s, 100);
+
+	/* EA inodes: any size to 64 KiB, or one of three sizes, so that files
+	 * (of several threads) share EA inodes, as values come in 3 variants. */
+	if (ea_variant && r >= 94)
+		return rnd(s, 65537);
+	if (ea_variant && r >= 88)
+		return 20000 + 4096 * rnd(s, 3);
 
 	if (r < 55)
 		return rnd(s, 33);
@@ -303,12 +333,37 @@ static int file_check(uext4_fs *fs, struct mfile *f)
 }
 
 static uint64_t file_acl_of(uext4_fs *fs, uint64_t ino);
+static uint32_t ea_of(uext4_fs *fs, uint64_t ino, const char *name);
 
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* How many user.* values live in EA inodes, and in how many distinct ones. */
+static void ea_census(uext4_fs *fs)
+{
+	uint64_t inums[1024];
+	int n = 0, distinct = 0;
+
+	for (int i = 0; i < nfiles; i++) {
+		if (files[i].gone)
+			continue;
+		for (int j = 0; j < files[i].n && n < 1024; j++) {
+			uint32_t inum;
+
+			if (strncmp(files[i].e[j].name, "user.", 5) != 0)
+				continue;
+			if ((inum = ea_of(fs, files[i].ino, files[i].e[j].name + 5)) != 0)
+				inums[n++] = inum;
+		}
+	}
+	qsort(inums, (size_t)n, sizeof(inums[0]), cmp_u64);
+	for (int i = 0; i < n; i++)
+		distinct += i == 0 || inums[i] != inums[i - 1];
+	printf("  EA inodes: %d values in %d distinct EA inodes\n", n, distinct);
 }
 
 static int check_all(uext4_fs *fs, const char *when)
@@ -326,6 +381,8 @@ static int check_all(uext4_fs *fs, const char *when)
 		distinct += i == 0 || blk[i] != blk[i - 1];
 	printf("  check %s: %d files, %s; %d with an xattr block, %d distinct blocks\n", when,
 	       nfiles, bad ? "MISMATCH" : "ok", nb, distinct);
+	if (ea_variant)
+		ea_census(fs);
 	return bad;
 }
 
@@ -378,7 +435,7 @@ static void template_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opsta
 /* One random operation on f, checked against the model. */
 static void random_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opstats *os)
 {
-	static __thread uint8_t val[8192];
+	static __thread uint8_t val[65536];
 	uint32_t r = rnd(s, 100);
 
 	if (f->tmpl) {
@@ -512,7 +569,7 @@ static void *reader(void *p)
 	struct targ *a = p;
 	uint64_t s = a->seed;
 	char list[8192];
-	uint8_t val[8192];
+	static __thread uint8_t val[65536];
 	unsigned reads = 0;
 
 	while (writers_left > 0 || reads < 200) {
@@ -650,6 +707,143 @@ static void sharing_test(uext4_fs *fs)
 	printf("  sharing: identical sets share, copy on write, re-share, release: done\n");
 }
 
+/* ------------------------------------------------------------ EA inodes */
+
+/* e_value_inum of user.NAME in an entry list starting at p (inside end). */
+static uint32_t inum_in(const uint8_t *p, const uint8_t *end, const char *name)
+{
+	size_t nl = strlen(name);
+
+	while (p + 4 <= end && (p[0] | p[1] | p[2] | p[3])) {
+		uint32_t inum;
+
+		if (p[1] == EXT4_XATTR_INDEX_USER && p[0] == nl && memcmp(p + 16, name, nl) == 0) {
+			memcpy(&inum, p + 4, 4);
+			return le32(inum);
+		}
+		p += (16 + p[0] + 3) & ~3u;
+	}
+	return 0;
+}
+
+/* The EA inode user.NAME of ino names (inode body, then block), 0 if none. */
+static uint32_t ea_of(uext4_fs *fs, uint64_t ino, const char *name)
+{
+	struct inode *n;
+	struct buf *b;
+	uint32_t inum = 0, magic;
+	size_t hdr;
+
+	if (iget(fs, ino, &n))
+		return 0;
+	urw_rdlock(&n->lock);
+	hdr = 128 + (size_t)n->extra_isize;
+	if (inode_size > 128 && hdr + 8 <= inode_size) {
+		memcpy(&magic, n->raw + hdr, 4);
+		if (le32(magic) == EXT4_XATTR_MAGIC)
+			inum = inum_in(n->raw + hdr + 4, n->raw + inode_size, name);
+	}
+	if (!inum && n->file_acl && bread(fs->bc, n->file_acl, UEXT4_META_XATTR, &b) == 0) {
+		inum = inum_in(b->data + 32, b->data + block_size, name);
+		brelse(fs->bc, b);
+	}
+	urw_unlock(&n->lock);
+	iput(fs, n);
+	return inum;
+}
+
+/* An EA inode's reference count (i_ctime << 32 | i_version low word),
+ * value hash (i_atime), flags and size. */
+static uint64_t ea_facts(uext4_fs *fs, uint32_t inum, uint32_t *hash, uint32_t *flags,
+			 uint64_t *size)
+{
+	struct inode *n;
+	const struct ext4_inode *r;
+	uint64_t ref;
+
+	if (!inum || iget(fs, inum, &n))
+		return 0;
+	r = inode_raw(n);
+	ref = ((uint64_t)le32(r->i_ctime) << 32) | le32(r->i_version_lo);
+	*hash = le32(r->i_atime);
+	*flags = n->flags;
+	*size = n->size;
+	iput(fs, n);
+	return ref;
+}
+
+static int64_t free_inodes_of(uext4_fs *fs)
+{
+	return pcounter_sum(&fs->hot->free_inodes);
+}
+
+static void ea_inode_test(uext4_fs *fs)
+{
+	static uint8_t v1[8192], v2[9000], got[9000];
+	struct uext4_stat sa, sb;
+	uint32_t i1, i2, hash = 0, flags = 0;
+	uint64_t size = 0, charge;
+	int64_t free0 = free_inodes_of(fs);
+	uint64_t ref;
+
+	make_value(v1, sizeof(v1), 1);
+	make_value(v2, sizeof(v2), 2);
+	CHECK(uext4_create(fs, 2, "ea_a", 0644, &sa) == 0, "create ea_a");
+	CHECK(uext4_create(fs, 2, "ea_b", 0644, &sb) == 0, "create ea_b");
+	CHECK(uext4_setxattr(fs, sa.ino, "user.big", v1, sizeof(v1), 0) == 0, "set 8 KiB on ea_a");
+	CHECK(uext4_setxattr(fs, sb.ino, "user.big", v1, sizeof(v1), 0) == 0, "set 8 KiB on ea_b");
+	i1 = ea_of(fs, sa.ino, "big");
+	CHECK(i1 && i1 == ea_of(fs, sb.ino, "big"), "equal values share an EA inode: %u %u", i1,
+	      ea_of(fs, sb.ino, "big"));
+	ref = ea_facts(fs, i1, &hash, &flags, &size);
+	/* In inode bodies each entry counts; a block the two share counts once. */
+	CHECK(ref == (inode_size > 128 ? 2u : 1u), "EA inode %u: reference count %llu", i1,
+	      (unsigned long long)ref);
+	CHECK((flags & EXT4_EA_INODE_FL) && size == sizeof(v1) &&
+	      hash == ea_value_hash(fs, v1, sizeof(v1)),
+	      "EA inode %u: flags 0x%x size %llu hash 0x%x", i1, flags, (unsigned long long)size,
+	      hash);
+	CHECK(free_inodes_of(fs) == free0 - 3, "two files and one EA inode: %lld free, was %lld",
+	      (long long)free_inodes_of(fs), (long long)free0);
+	charge = sizeof(v1) / 512 + (inode_size > 128 ? 0 : block_size / 512);
+	CHECK(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == charge,
+	      "i_blocks carries the value's charge: %llu, want %llu",
+	      (unsigned long long)sa.blocks, (unsigned long long)charge);
+	CHECK(uext4_getxattr(fs, sb.ino, "user.big", got, 10) == -ERANGE, "short buffer: ERANGE");
+	CHECK(uext4_getxattr(fs, sb.ino, "user.big", NULL, 0) == (ssize_t)sizeof(v1),
+	      "size query");
+	CHECK(uext4_getxattr(fs, sb.ino, "user.big", got, sizeof(got)) == (ssize_t)sizeof(v1) &&
+	      memcmp(got, v1, sizeof(v1)) == 0, "value reads back");
+	if (inode_size == 128) {
+		/* A change of ea_a copies the shared block: the copy counts too. */
+		CHECK(uext4_setxattr(fs, sa.ino, "user.x", "y", 1, 0) == 0, "set user.x on ea_a");
+		ref = ea_facts(fs, i1, &hash, &flags, &size);
+		CHECK(ref == 2, "copy on write of a block naming EA inode %u: count %llu", i1,
+		      (unsigned long long)ref);
+	}
+	/* Replace ea_a's value: a new EA inode; the old one keeps ea_b's. */
+	CHECK(uext4_setxattr(fs, sa.ino, "user.big", v2, sizeof(v2), 0) == 0, "replace on ea_a");
+	i2 = ea_of(fs, sa.ino, "big");
+	CHECK(i2 && i2 != i1 && ea_facts(fs, i2, &hash, &flags, &size) == 1 &&
+	      ea_facts(fs, i1, &hash, &flags, &size) == 1,
+	      "replaced: EA inodes %u (count %llu) and %u (count %llu)", i2,
+	      (unsigned long long)ea_facts(fs, i2, &hash, &flags, &size), i1,
+	      (unsigned long long)ea_facts(fs, i1, &hash, &flags, &size));
+	CHECK(free_inodes_of(fs) == free0 - 4, "a second EA inode: %lld free",
+	      (long long)free_inodes_of(fs));
+	/* Removing ea_b's, the last reference, frees its EA inode. */
+	CHECK(uext4_removexattr(fs, sb.ino, "user.big") == 0, "remove from ea_b");
+	CHECK(free_inodes_of(fs) == free0 - 3, "EA inode %u freed: %lld free", i1,
+	      (long long)free_inodes_of(fs));
+	CHECK(uext4_getattr(fs, sb.ino, &sb) == 0 && sb.blocks == 0, "ea_b's i_blocks back to 0: %llu",
+	      (unsigned long long)sb.blocks);
+	/* Unlinking ea_a frees its EA inode with it. */
+	CHECK(uext4_unlink(fs, 2, "ea_a") == 0 && uext4_unlink(fs, 2, "ea_b") == 0, "unlink");
+	CHECK(free_inodes_of(fs) == free0, "all freed: %lld free, was %lld",
+	      (long long)free_inodes_of(fs), (long long)free0);
+	printf("  EA inodes: shared, counted, replaced, removed, freed with the file: done\n");
+}
+
 /* ------------------------------------------------------------ API errors */
 
 static void error_cases(uext4_fs *fs)
@@ -690,8 +884,8 @@ static void error_cases(uext4_fs *fs)
 	CHECK(uext4_getxattr(fs, st.ino, "user.e", big, 10) == 0, "empty value reads back");
 	CHECK((err = uext4_removexattr(fs, st.ino, "user.zz")) == -ENODATA, "remove absent: %d",
 	      err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.big", big, block_size, 0)) == -ENOSPC,
-	      "value of a whole block: %d", err);
+	CHECK((err = uext4_setxattr(fs, st.ino, "user.big", big, block_size, 0)) ==
+	      (ea_variant ? 0 : -ENOSPC), "value of a whole block: %d", err);
 	CHECK((err = uext4_setxattr(fs, st.ino, "user.huge", big, 65537, 0)) == -E2BIG,
 	      "value over 64 KiB: %d", err);
 	/* Malformed ACLs. */
@@ -869,7 +1063,7 @@ static void do_umount(uext4_fs *fs)
 	CHECK(uext4_umount(fs) == 0, "umount");
 }
 
-static void variant(unsigned bs, unsigned isz, bool csum, uint64_t seed)
+static void variant(unsigned bs, unsigned isz, bool csum, bool ea, uint64_t seed)
 {
 	char img[128];
 	uext4_fs *fs;
@@ -879,11 +1073,13 @@ static void variant(unsigned bs, unsigned isz, bool csum, uint64_t seed)
 
 	block_size = bs;
 	inode_size = isz;
-	printf("variant: %u-byte blocks, %u-byte inodes, %s\n", bs, isz,
-	       csum ? "metadata_csum" : "no metadata_csum");
+	ea_variant = ea;
+	printf("variant: %u-byte blocks, %u-byte inodes, %s%s\n", bs, isz,
+	       csum ? "metadata_csum" : "no metadata_csum", ea ? ", ea_inode" : "");
 	snprintf(img, sizeof(img), "%s/img", tmpdir);
 	if (run("rm -f %s && truncate -s 32M %s && mke2fs -q -F -t ext4 -b %u -I %u "
-		"-O %smetadata_csum %s >/dev/null 2>&1", img, img, bs, isz, csum ? "" : "^", img)) {
+		"-O %smetadata_csum%s %s >/dev/null 2>&1", img, img, bs, isz, csum ? "" : "^",
+		ea ? ",ea_inode" : "", img)) {
 		printf("FAIL mke2fs\n");
 		failures++;
 		return;
@@ -893,6 +1089,8 @@ static void variant(unsigned bs, unsigned isz, bool csum, uint64_t seed)
 	error_cases(fs);
 	system_data_test(fs);
 	sharing_test(fs);
+	if (ea)
+		ea_inode_test(fs);
 
 	nfiles = 72;
 	files = calloc((size_t)nfiles, sizeof(*files));
@@ -968,12 +1166,14 @@ int main(int argc, char **argv)
 	if (!seed)
 		seed = 1;
 	make_names();
-	variant(4096, 256, true, seed);
-	variant(4096, 256, false, seed + 1);
-	variant(1024, 256, true, seed + 2);
-	variant(1024, 128, false, seed + 3);
-	variant(4096, 128, true, seed + 4);
-	variant(1024, 256, false, seed + 5);
+	variant(4096, 256, true, false, seed);
+	variant(4096, 256, false, false, seed + 1);
+	variant(1024, 256, true, false, seed + 2);
+	variant(1024, 128, false, false, seed + 3);
+	variant(4096, 128, true, false, seed + 4);
+	variant(1024, 256, false, false, seed + 5);
+	variant(4096, 256, true, true, seed + 6);
+	variant(1024, 128, false, true, seed + 7);
 	run("rm -rf %s", tmpdir);
 	printf("unit_xattrw: %s (seed %llu)\n", failures ? "FAIL" : "PASS",
 	       (unsigned long long)seed);
