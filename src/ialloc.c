@@ -482,7 +482,8 @@ static int init_block_bitmap_if_needed(struct handle *h, uint32_t g)
  * Claim a free inode in group g.  Returns 0 with *ino, 1 if the group has
  * no free inode, or -errno.
  */
-static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *ino)
+static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *ino,
+			  struct ialloc_undo *u)
 {
 	struct uext4_fs *fs = h->fs;
 	struct group_info *gi = &fs->groups[g];
@@ -512,6 +513,13 @@ static int claim_in_group(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 	bit_set(b->data, bit);
 	gi->ifree_hint = bit + 1;
 	handle_dirty(h, b, CSUM_INODE_BITMAP, g, 0);
+	if (u)
+		*u = (struct ialloc_undo){
+			.group = g,
+			.prev_flags = atomic_load_explicit(&gi->flags, memory_order_relaxed),
+			.prev_itable_unused = atomic_load(&gi->itable_unused),
+			.valid = true,
+		};
 	account_inode_taken(fs, g, bit, is_dir);
 	err = init_block_bitmap_if_needed(h, g);
 	*ino = (uint64_t)g * fs->inodes_per_group + bit + 1;
@@ -587,7 +595,8 @@ static void keep_live_inode(struct uext4_fs *fs, uint32_t g, bool is_dir)
 
 /* claim_in_group(), skipping (and reporting) inodes that the bitmap
  * marks free but that are live on disk.  Same returns. */
-static int claim_not_live(struct handle *h, uint32_t g, bool is_dir, uint64_t *ino)
+static int claim_not_live(struct handle *h, uint32_t g, bool is_dir, uint64_t *ino,
+			  struct ialloc_undo *u)
 {
 	struct uext4_fs *fs = h->fs;
 
@@ -597,7 +606,7 @@ static int claim_not_live(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 		int err;
 
 		*ino = 0;
-		if ((err = claim_in_group(h, g, is_dir, ino)) ||
+		if ((err = claim_in_group(h, g, is_dir, ino, u)) ||
 		    !claimed_inode_is_live(fs, *ino, &blk, &links))
 			return err;
 		keep_live_inode(fs, g, is_dir);
@@ -613,6 +622,12 @@ static int claim_not_live(struct handle *h, uint32_t g, bool is_dir, uint64_t *i
 }
 
 int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino)
+{
+	return ialloc_alloc_undo(h, dir, mode, ino, NULL);
+}
+
+int ialloc_alloc_undo(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino,
+		      struct ialloc_undo *u)
 {
 	struct uext4_fs *fs = h->fs;
 	bool is_dir = S_ISDIR(mode);
@@ -631,7 +646,7 @@ int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *i
 	/* The counters read by pick_group() may be stale: claim under the
 	 * group lock, moving on to the next group when it is full. */
 	for (uint32_t i = 0; i < n; i++, g = (g + 1) % n) {
-		int err = claim_not_live(h, g, is_dir, ino);
+		int err = claim_not_live(h, g, is_dir, ino, u);
 
 		if (err == 0) {
 			/* Store only a change: every creator would otherwise
@@ -653,7 +668,70 @@ int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *i
 		      fs->inodes_count, (unsigned long long)dir->ino);
 }
 
+/* The highest inode index below end that the bitmap marks in use, or
+ * UINT32_MAX (the undo path only: a backward scan, a byte at a time where
+ * it can). */
+static uint32_t last_inode_in_use(const uint8_t *map, uint32_t end)
+{
+	for (uint32_t i = end; i > 0; i--) {
+		uint32_t bit = i - 1;
+
+		if ((bit & 7) == 7 && map[bit >> 3] == 0) {
+			i -= 7;
+			continue;
+		}
+		if (bit_test(map, bit))
+			return bit;
+	}
+	return UINT32_MAX;
+}
+
+/*
+ * Undo of a claim (group lock held, its bit already cleared): the
+ * descriptor's bg_itable_unused and INODE_UNINIT go back to what they were
+ * before it, unless an inode claimed since needs more of the table in use:
+ * then the used part ends after the last inode in use.  The counts are
+ * put back by the caller as for any free; bg_flags' other bits are not
+ * changed by a claim (BLOCK_UNINIT: see init_block_bitmap_if_needed(),
+ * whose bitmap is in the transaction already and stays initialised).
+ */
+static void restore_claim_locked(struct uext4_fs *fs, struct group_info *gi, const uint8_t *map,
+				 const struct ialloc_undo *u)
+{
+	uint32_t ipg = fs->inodes_per_group;
+	uint32_t flags = atomic_load_explicit(&gi->flags, memory_order_relaxed);
+	uint32_t prev_used = (u->prev_flags & EXT4_BG_INODE_UNINIT)
+				     ? 0 : ipg - MIN(u->prev_itable_unused, ipg);
+	uint32_t cur_used = (flags & EXT4_BG_INODE_UNINIT)
+				    ? 0 : ipg - MIN(atomic_load(&gi->itable_unused), ipg);
+	uint32_t last = last_inode_in_use(map, cur_used);
+	uint32_t need = last == UINT32_MAX ? 0 : last + 1;
+
+	if (!fs_has_group_csum(fs))
+		return;
+	if (need <= prev_used) {
+		atomic_store(&gi->itable_unused, u->prev_itable_unused);
+		if ((u->prev_flags & EXT4_BG_INODE_UNINIT) && need == 0)
+			atomic_store_explicit(&gi->flags, flags | EXT4_BG_INODE_UNINIT,
+					      memory_order_relaxed);
+	} else if (need < cur_used) {
+		atomic_store(&gi->itable_unused, ipg - need);
+	}
+}
+
+static int free_inode(struct handle *h, uint64_t ino, bool was_dir, const struct ialloc_undo *u);
+
 int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
+{
+	return free_inode(h, ino, was_dir, NULL);
+}
+
+int ialloc_free_undo(struct handle *h, uint64_t ino, bool was_dir, const struct ialloc_undo *u)
+{
+	return free_inode(h, ino, was_dir, u && u->valid ? u : NULL);
+}
+
+static int free_inode(struct handle *h, uint64_t ino, bool was_dir, const struct ialloc_undo *u)
 {
 	struct uext4_fs *fs = h->fs;
 	struct group_info *gi;
@@ -692,6 +770,8 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir)
 	grp_write(&gi->free_inodes, gi->free_inodes + 1);
 	if (was_dir)
 		grp_write(&gi->used_dirs, gi->used_dirs - 1);
+	if (u && u->group == g)
+		restore_claim_locked(fs, gi, b->data, u);
 out:
 	ulock_unlock(&gi->lock);
 	if (b)

@@ -925,8 +925,10 @@ enum itable_fill { FILL_WHOLE, FILL_ORPHAN_LINK };
  * link) and the checksum, in the buffer's copy; n->raw is left alone and
  * the next FILL_WHOLE encodes the same link from orphan_next_ino, so no
  * n->lock is needed (as the kernel's NEXT_ORPHAN update of a neighbour).
+ * save (FILL_WHOLE of a new inode's first write, or NULL): gets the slot's
+ * bytes from before, for inode_restore_slot().
  */
-static int itable_update(struct handle *h, struct inode *n, enum itable_fill fill)
+static int itable_update(struct handle *h, struct inode *n, enum itable_fill fill, uint8_t *save)
 {
 	struct uext4_fs *fs = h->fs;
 	uint32_t off, group, index;
@@ -939,6 +941,8 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 	if ((err = handle_write_access(h, b)) == 0) {
 		raw_lock(n);
 		if (fill == FILL_WHOLE) {
+			if (save)
+				memcpy(save, b->data + off, fs->inode_size);
 			encode_inode(fs, n);
 			csum_set_inode(fs, n->ino, n->raw);
 			memcpy(b->data + off, n->raw, fs->inode_size);
@@ -955,9 +959,9 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 	return err;
 }
 
-int inode_write(struct handle *h, struct inode *n)
+static int inode_write_saving(struct handle *h, struct inode *n, uint8_t *save)
 {
-	int err = itable_update(h, n, FILL_WHOLE);
+	int err = itable_update(h, n, FILL_WHOLE, save);
 
 	/* fsync commits up to here (trans_commit_tid()). */
 	if (!err)
@@ -965,9 +969,45 @@ int inode_write(struct handle *h, struct inode *n)
 	return err;
 }
 
+int inode_write(struct handle *h, struct inode *n)
+{
+	return inode_write_saving(h, n, NULL);
+}
+
 int inode_write_orphan_link(struct handle *h, struct inode *n)
 {
-	return itable_update(h, n, FILL_ORPHAN_LINK);
+	return itable_update(h, n, FILL_ORPHAN_LINK, NULL);
+}
+
+/*
+ * Undo of a create: the slot gets back the bytes it had before the new
+ * inode's first write, instead of a freed inode (links 0, a deletion
+ * time), so that the refused operation leaves the inode-table block as it
+ * was.  A block the never-read shortcut built zeroed gets zeros back: the
+ * disk's copy there was never read (lazy itable init may have left
+ * anything in it), so the block may still be written as zeros; its
+ * inodes were never in use, so nothing of meaning changes.
+ */
+int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_undo *u)
+{
+	struct uext4_fs *fs = h->fs;
+	uint32_t off, group, index;
+	bool is_new = atomic_load_explicit(&n->istate, memory_order_relaxed) & INODE_NEW;
+	struct buf *b;
+	int err;
+
+	if (!u->slot_saved)
+		return -EINVAL;
+	if ((err = itable_block_for_write(fs, n->ino, is_new, &b, &off, &group, &index)))
+		return err;
+	if ((err = handle_write_access(h, b)) == 0) {
+		raw_lock(n);
+		memcpy(b->data + off, u->slot, fs->inode_size);
+		raw_unlock(n);
+		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
+	}
+	brelse(fs->bc, b);
+	return err;
 }
 
 /* Flags a new inode inherits from its directory, as the kernel's
@@ -1057,19 +1097,41 @@ static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
 	return 0;
 }
 
+static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
+			    struct inode **out, struct ialloc_undo *ia, uint8_t *save);
+
 int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out)
+{
+	struct ialloc_undo ia;
+
+	return inode_new_common(h, dir, mode, out, &ia, NULL);
+}
+
+int inode_new_undoable(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out,
+		       struct inode_undo *u)
+{
+	/* Larger slots than the saved bytes can hold: the undo writes a
+	 * freed inode there instead (namei.c). */
+	u->slot_saved = h->fs->inode_size <= sizeof(u->slot);
+	return inode_new_common(h, dir, mode, out, &u->ia, u->slot_saved ? u->slot : NULL);
+}
+
+static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
+			    struct inode **out, struct ialloc_undo *ia, uint8_t *save)
 {
 	struct uext4_fs *fs = h->fs;
 	struct inode *n;
 	uint64_t ino;
-	int err = ialloc_alloc(h, dir, mode, &ino);
+	int err;
 
+	ia->valid = false;
+	err = ialloc_alloc_undo(h, dir, mode, &ino, ia);
 	*out = NULL;
 	if (err)
 		return err;
 	n = slab_alloc(fs->icache->slab);
 	if (!n) {
-		ialloc_free(h, ino, S_ISDIR(mode));
+		ialloc_free_undo(h, ino, S_ISDIR(mode), ia);
 		return fs_err(ENOMEM, "out of memory for new inode %llu", (unsigned long long)ino);
 	}
 	n->ino = ino;
@@ -1082,12 +1144,12 @@ int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode *
 		slab_free(fs->icache->slab, n);
 		return err; /* the number stays taken: it is in use elsewhere */
 	}
-	if ((err = inode_write(h, n)) == 0) {
+	if ((err = inode_write_saving(h, n, save)) == 0) {
 		*out = n;
 		return 0;
 	}
 	/* Not reachable by anyone: give the number back. */
-	ialloc_free(h, ino, S_ISDIR(mode));
+	ialloc_free_undo(h, ino, S_ISDIR(mode), ia);
 	atomic_fetch_or(&n->istate, INODE_DELETED);
 	iput(fs, n);
 	return err;

@@ -699,6 +699,29 @@ int inode_write_orphan_link(struct handle *h, struct inode *inode);
  */
 int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out);
 /*
+ * What an inode allocation changed, so that an operation failing in its
+ * handle can put back every byte (issue 9, case 5): the descriptor fields
+ * the claim moved (ialloc.c) and the slot's previous bytes in its
+ * inode-table buffer (inode.c; zeros for a block built zeroed).  On the
+ * caller's stack, private to the creating thread.
+ */
+struct ialloc_undo {
+	uint32_t group;
+	uint32_t prev_flags, prev_itable_unused;  /* before the claim */
+	bool valid;
+};
+#define INODE_UNDO_SLOT_MAX 1024
+struct inode_undo {
+	struct ialloc_undo ia;
+	bool slot_saved;        /* false: inode_size > INODE_UNDO_SLOT_MAX */
+	uint8_t slot[INODE_UNDO_SLOT_MAX];
+};
+/* inode_new() recording in *u (not NULL) what to put back. */
+int inode_new_undoable(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out,
+		       struct inode_undo *u);
+/* Undo: the new inode's slot gets back the bytes u saved (0, or -errno). */
+int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_undo *u);
+/*
  * Write the inode's fields (and raw i_block / in-inode xattrs) to its
  * inode-table buffer with its checksum, and dirty the buffer.  Whoever
  * changes an inode's fields calls this before its handle ends; twice is
@@ -855,8 +878,14 @@ void xattr_index_destroy(struct uext4_fs *fs);
  */
 /* Pick a group and claim a free inode for a new inode of mode in dir. */
 int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino);
+/* ialloc_alloc() recording in *u what the claim changed, for ialloc_free_undo(). */
+int ialloc_alloc_undo(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino,
+		      struct ialloc_undo *u);
 /* Return inode ino to its group (its fields are already cleared). */
 int ialloc_free(struct handle *h, uint64_t ino, bool was_dir);
+/* ialloc_free() of an inode this handle claimed: also puts back the
+ * descriptor fields the claim changed, where no other claim needs them. */
+int ialloc_free_undo(struct handle *h, uint64_t ino, bool was_dir, const struct ialloc_undo *u);
 
 /* ---------------------------------------------------------------- balloc.c */
 /*

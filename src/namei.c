@@ -240,8 +240,9 @@ static int init_body(struct handle *h, struct inode *dir, struct inode *n,
  */
 
 /* A new inode nobody can reach: give back its blocks, xattrs and number
- * in this handle (as inode_new() does when its own write fails). */
-static int discard_new_inode(struct handle *h, struct inode *n)
+ * in this handle (as inode_new() does when its own write fails), its slot
+ * in the inode table and the descriptor fields as they were (u). */
+static int discard_new_inode(struct handle *h, struct inode *n, const struct inode_undo *u)
 {
 	int err = 0;
 
@@ -255,10 +256,14 @@ static int discard_new_inode(struct handle *h, struct inode *n)
 	n->links = 0;
 	n->size = 0;
 	n->dtime = (uint32_t)fs_now().tv_sec;
-	if ((err = inode_write(h, n)))
+	if (u->slot_saved)
+		err = inode_restore_slot(h, n, u);
+	else
+		err = inode_write(h, n); /* a slot too large to save: a freed inode */
+	if (err)
 		return err;
 	atomic_fetch_or(&n->istate, INODE_DELETED);
-	return ialloc_free(h, n->ino, S_ISDIR(n->mode));
+	return ialloc_free_undo(h, n->ino, S_ISDIR(n->mode), &u->ia);
 }
 
 /* Take a name out again that this operation put in: when the insert
@@ -282,7 +287,8 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 	struct timespec mtime = dir->mtime, ctime = dir->ctime;
 	bool adding = false;
 	char msg[512];
-	int err = inode_new(h, dir, nn->mode, &n);
+	struct inode_undo u;    /* on the stack: no allocation per create */
+	int err = inode_new_undoable(h, dir, nn->mode, &n, &u);
 
 	*out = NULL;
 	if (err)
@@ -310,7 +316,7 @@ undo:
 	dir->mtime = mtime;
 	dir->ctime = ctime;
 	inode_write(h, dir);
-	if (discard_new_inode(h, n)) {
+	if (discard_new_inode(h, n, &u)) {
 		/* Could not free it now: nobody can reach it, so its last
 		 * iput() frees it, or the orphan list at the next mount. */
 		n->links = 0;
