@@ -31,6 +31,7 @@
 #include "t.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *only;
@@ -191,6 +192,7 @@ struct op {
 	int (*run)(uext4_fs *fs);
 	bool (*done)(uext4_fs *fs);     /* its effect is there */
 	const char *flavour;            /* only on this flavour (NULL: all) */
+	bool exact;                     /* a refusal leaves every byte (see same_bytes()) */
 };
 
 static int p_create(uext4_fs *fs, const char *dir, const char *name)
@@ -319,29 +321,29 @@ static int op_mkdir_conv(uext4_fs *fs) { return uext4_mkdir(fs, ino_of(fs, "/idi
 static bool ok_mkdir_conv(uext4_fs *fs) { return exists(fs, in("/idir", conv_name), S_IFDIR); }
 
 static const struct op ops[] = {
-	{"create-inline", op_create_inline, ok_create_inline, "inline"},
-	{"create-inline-to-block", op_create_conv, ok_create_conv, "inline"},
-	{"mkdir-inline-to-block", op_mkdir_conv, ok_mkdir_conv, "inline"},
-	{"create", op_create, ok_create, NULL},
-	{"mkdir", op_mkdir, ok_mkdir, NULL},
-	{"mknod", op_mknod, ok_mknod, NULL},
-	{"symlink-fast", op_symfast, ok_symfast, NULL},
-	{"symlink-slow", op_symslow, ok_symslow, NULL},
-	{"create-full", op_create_full, ok_create_full, NULL},
-	{"mkdir-full", op_mkdir_full, ok_mkdir_full, NULL},
-	{"create-split", op_create_split, ok_create_split, NULL},
-	{"mkdir-split", op_mkdir_split, ok_mkdir_split, NULL},
-	{"link", op_link, ok_link, NULL},
-	{"link-full", op_link_full, ok_link_full, NULL},
-	{"unlink", op_unlink, ok_unlink, NULL},
-	{"rmdir", op_rmdir, ok_rmdir, NULL},
-	{"rename-same", op_mv_same, ok_mv_same, NULL},
-	{"rename-cross", op_mv_cross, ok_mv_cross, NULL},
-	{"rename-over", op_mv_over, ok_mv_over, NULL},
-	{"rename-dir", op_mv_dir, ok_mv_dir, NULL},
-	{"rename-full", op_mv_full, ok_mv_full, NULL},
-	{"exchange", op_exchange, ok_exchange, NULL},
-	{"setxattr-block", op_setxattr, ok_setxattr, NULL},
+	{"create-inline", op_create_inline, ok_create_inline, "inline", false},
+	{"create-inline-to-block", op_create_conv, ok_create_conv, "inline", false},
+	{"mkdir-inline-to-block", op_mkdir_conv, ok_mkdir_conv, "inline", false},
+	{"create", op_create, ok_create, NULL, true},
+	{"mkdir", op_mkdir, ok_mkdir, NULL, true},
+	{"mknod", op_mknod, ok_mknod, NULL, true},
+	{"symlink-fast", op_symfast, ok_symfast, NULL, true},
+	{"symlink-slow", op_symslow, ok_symslow, NULL, true},
+	{"create-full", op_create_full, ok_create_full, NULL, false},
+	{"mkdir-full", op_mkdir_full, ok_mkdir_full, NULL, false},
+	{"create-split", op_create_split, ok_create_split, NULL, false},
+	{"mkdir-split", op_mkdir_split, ok_mkdir_split, NULL, false},
+	{"link", op_link, ok_link, NULL, false},
+	{"link-full", op_link_full, ok_link_full, NULL, false},
+	{"unlink", op_unlink, ok_unlink, NULL, false},
+	{"rmdir", op_rmdir, ok_rmdir, NULL, false},
+	{"rename-same", op_mv_same, ok_mv_same, NULL, false},
+	{"rename-cross", op_mv_cross, ok_mv_cross, NULL, false},
+	{"rename-over", op_mv_over, ok_mv_over, NULL, false},
+	{"rename-dir", op_mv_dir, ok_mv_dir, NULL, false},
+	{"rename-full", op_mv_full, ok_mv_full, NULL, false},
+	{"exchange", op_exchange, ok_exchange, NULL, false},
+	{"setxattr-block", op_setxattr, ok_setxattr, NULL, false},
 };
 
 /* ------------------------------------------------------------ images */
@@ -441,6 +443,15 @@ static int find_split_name(void)
 	return -1;
 }
 
+static int load_journal_blocks(const char *img, uint64_t nblocks);
+
+static uint64_t file_blocks(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? 0 : (uint64_t)st.st_size / bsize;
+}
+
 static int make_base(const char *mkfs, const char *size)
 {
 	uext4_fs *fs;
@@ -469,7 +480,94 @@ static int make_base(const char *mkfs, const char *size)
 		fprintf(stderr, "the base image is not clean\n");
 		return -1;
 	}
+	if (load_journal_blocks(base_img, file_blocks(base_img))) {
+		fprintf(stderr, "cannot list the journal's blocks (debugfs)\n");
+		return -1;
+	}
 	return find_split_name();
+}
+
+/* ------------------------------------------------------------ bytes */
+
+static char pre_img[300];
+static uint8_t *journal_map;    /* a bit per block of the base image's journal */
+static size_t journal_map_bits;
+
+/* The blocks of the journal inode, as debugfs lists them. */
+static int load_journal_blocks(const char *img, uint64_t nblocks)
+{
+	char cmd[400];
+	unsigned long long b;
+	FILE *p;
+
+	free(journal_map);
+	journal_map_bits = nblocks;
+	journal_map = calloc((nblocks + 7) / 8, 1);
+	snprintf(cmd, sizeof(cmd), "debugfs -R 'blocks <8>' %s 2>/dev/null", img);
+	if (!journal_map || !(p = popen(cmd, "r")))
+		return -1;
+	unsigned count = 0;
+	while (fscanf(p, "%llu", &b) == 1)
+		if (b < nblocks) {
+			journal_map[b / 8] |= (uint8_t)(1u << (b % 8));
+			count++;
+		}
+	pclose(p);
+	return count ? 0 : -1;
+}
+
+static unsigned exact_checked; /* refusals compared byte by byte */
+
+static bool in_journal(uint64_t b)
+{
+	return b < journal_map_bits && (journal_map[b / 8] >> (b % 8) & 1);
+}
+
+/*
+ * "A refused write leaves every byte of the image as it was": image a
+ * (before the operation, after the mounts of the snapshot) and image b
+ * (after the refused operation and the unmount) compared block by block,
+ * except the block holding the primary superblock (mount count, times,
+ * recorded errors) and the journal's blocks.  Prints the differing blocks.
+ */
+static bool same_bytes(const char *what, const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	uint8_t *ba = t_xmalloc(bsize), *bb = t_xmalloc(bsize);
+	uint64_t sb_block = 1024 / bsize;
+	unsigned bad = 0;
+	bool ok = fa && fb;
+
+	exact_checked++;
+	for (uint64_t blk = 0; ok; blk++) {
+		size_t na = fread(ba, 1, bsize, fa), nb = fread(bb, 1, bsize, fb);
+
+		if (na != nb) {
+			fprintf(stderr, "FAIL %s: the images differ in size\n", what);
+			ok = false;
+		}
+		if (!na || !ok)
+			break;
+		if (blk == sb_block || in_journal(blk) || !memcmp(ba, bb, na))
+			continue;
+		if (!bad++)
+			fprintf(stderr, "FAIL %s: refused, but the image changed at blocks:", what);
+		if (bad <= 20)
+			fprintf(stderr, " %llu", (unsigned long long)blk);
+	}
+	if (bad) {
+		fprintf(stderr, "%s\n", bad > 20 ? " ..." : "");
+		ok = false;
+		if (getenv("UEXT4_UNDO_KEEP"))
+			sh("cp %s %s.kept; cp %s %s.kept", a, a, b, b);
+	}
+	if (fa)
+		fclose(fa);
+	if (fb)
+		fclose(fb);
+	free(ba);
+	free(bb);
+	return ok;
 }
 
 /* ------------------------------------------------------------ the sweep */
@@ -527,7 +625,7 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 	/* The snapshot read the directories; drop them from the cache so
 	 * that the operation reads them again (fault points). */
 	uext4_umount(fs);
-	if (mount_img(trial_img, &fs)) {
+	if ((op->exact && sh("cp %s %s", trial_img, pre_img)) || mount_img(trial_img, &fs)) {
 		fprintf(stderr, "FAIL %s: cannot mount the copy: %s\n", what, uext4_last_error());
 		return -1;
 	}
@@ -566,6 +664,23 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 			show_diff(&before, &after);
 			res = -1;
 		}
+		/* Byte by byte, after the unmount has committed the refusal's
+		 * handle; then the retry on a new mount. */
+		if (op->exact) {
+			if ((err = uext4_umount(fs))) {
+				fprintf(stderr, "FAIL %s: unmount: %s\n", what, uext4_last_error());
+				res = -1;
+			}
+			if (!same_bytes(what, pre_img, trial_img))
+				res = -1;
+			if (mount_img(trial_img, &fs)) {
+				fprintf(stderr, "FAIL %s: cannot mount again: %s\n", what,
+					uext4_last_error());
+				free(before.s);
+				free(after.s);
+				return -1;
+			}
+		}
 		if ((err = op->run(fs)) || !op->done(fs)) {
 			fprintf(stderr, "FAIL %s: after the failure (%s), the operation without "
 				"injection: %s\n", what, msg, err ? uext4_last_error() : "no effect");
@@ -580,6 +695,7 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 	 * it unlinked, at its last iput() (inode.c's free path). */
 	if (!fsck_clean(what, fired && (op_err == 0 || deferred)))
 		res = -1;
+
 	free(before.s);
 	free(after.s);
 	return res;
@@ -650,12 +766,18 @@ int main(int argc, char **argv)
 	}
 	snprintf(base_img, sizeof(base_img), "%s/base.img", dirpath);
 	snprintf(trial_img, sizeof(trial_img), "%s/trial.img", dirpath);
+	snprintf(pre_img, sizeof(pre_img), "%s/pre.img", dirpath);
 	run_flavour("1k", "-t ext4 -b 1024 -N 512", "16M");
 	run_flavour("ext3", "-t ext3 -b 1024 -N 512", "16M");
 	run_flavour("inline", "-t ext4 -O inline_data -N 512", "32M");
 	if (!getenv("UEXT4_UNDO_KEEP"))
 		sh("rm -rf %s", dirpath);
-	printf("%s: %d failure(s), %d known leak(s) in the deferred free\n",
-	       t_failures ? "FAIL" : "PASS", t_failures, known_leaks);
+	if (!only && !exact_checked) {
+		fprintf(stderr, "FAIL: no refused create was compared byte by byte\n");
+		t_failures++;
+	}
+	printf("%s: %d failure(s), %d known leak(s) in the deferred free, %u refusals the "
+	       "same byte by byte\n", t_failures ? "FAIL" : "PASS", t_failures, known_leaks,
+	       exact_checked);
 	return t_failures ? T_FAIL : T_PASS;
 }
