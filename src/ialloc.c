@@ -461,7 +461,12 @@ static void account_inode_taken(struct uext4_fs *fs, uint32_t g, uint32_t bit, b
 }
 
 /* The kernel initialises a BLOCK_UNINIT group's block bitmap when it first
- * puts an inode there; so do we (group lock held). */
+ * puts an inode there; so do we (group lock held).  The undo of a failed
+ * create does not make the group BLOCK_UNINIT again: the built bitmap is
+ * in the running transaction, where other handles may already allocate
+ * from it, and a buffer cannot be taken out of a transaction; the group
+ * is only initialised earlier than it would have been (as in the kernel,
+ * which keeps it too). */
 static int init_block_bitmap_if_needed(struct handle *h, uint32_t g)
 {
 	struct uext4_fs *fs = h->fs;
@@ -692,8 +697,11 @@ static uint32_t last_inode_in_use(const uint8_t *map, uint32_t end)
  * before it, unless an inode claimed since needs more of the table in use:
  * then the used part ends after the last inode in use.  The counts are
  * put back by the caller as for any free; bg_flags' other bits are not
- * changed by a claim (BLOCK_UNINIT: see init_block_bitmap_if_needed(),
- * whose bitmap is in the transaction already and stays initialised).
+ * changed by a claim (BLOCK_UNINIT: see init_block_bitmap_if_needed()).
+ * Not exact: the inode bitmap of a group made INODE_UNINIT again is in the
+ * transaction (all free), so it is written out although the flag tells
+ * readers to ignore it; a bitmap buffer cannot leave a running
+ * transaction that other handles may share.
  */
 static void restore_claim_locked(struct uext4_fs *fs, struct group_info *gi, const uint8_t *map,
 				 const struct ialloc_undo *u)
