@@ -835,6 +835,8 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 
 /* Structural check of the in-inode xattr area, at inode load. */
 int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
+/* The xattr block (if any) reads and passes its checks; 0 or -EUCLEAN. */
+int xattr_check_block(struct uext4_fs *fs, struct inode *inode);
 /*
  * Write side.  Caller holds inode->lock for writing and a handle.  value
  * NULL removes; flags XATTR_CREATE / XATTR_REPLACE.  POSIX ACL names take
@@ -857,6 +859,9 @@ void xattr_index_destroy(struct uext4_fs *fs);
 int ialloc_alloc(struct handle *h, struct inode *dir, uint32_t mode, uint64_t *ino);
 /* Return inode ino to its group (its fields are already cleared). */
 int ialloc_free(struct handle *h, uint64_t ino, bool was_dir);
+/* Would ialloc_free() of ino succeed (its bit is set)?  Reads only: 0 or
+ * -EUCLEAN naming the bitmap (nothing recorded). */
+int ialloc_check_allocated(struct uext4_fs *fs, uint64_t ino);
 
 /* ---------------------------------------------------------------- balloc.c */
 /*
