@@ -577,6 +577,8 @@ int inode_check_freeable(struct uext4_fs *fs, struct inode *n)
 	while (lblk < (1ull << 32)) {
 		if ((err = inode_map(fs, n, lblk, UINT32_MAX, &m)))
 			return err;
+		if (m.pblk && m.len && (err = balloc_check_allocated(fs, m.pblk, m.len)))
+			return err;
 		lblk += m.len ? m.len : 1;
 	}
 	return 0;

@@ -862,6 +862,8 @@ int ialloc_free(struct handle *h, uint64_t ino, bool was_dir);
 /* Would ialloc_free() of ino succeed (its bit is set)?  Reads only: 0 or
  * -EUCLEAN naming the bitmap (nothing recorded). */
 int ialloc_check_allocated(struct uext4_fs *fs, uint64_t ino);
+/* Would balloc_free() of these blocks succeed?  Reads only (see balloc.c). */
+int balloc_check_allocated(struct uext4_fs *fs, uint64_t first, uint64_t count);
 
 /* ---------------------------------------------------------------- balloc.c */
 /*
