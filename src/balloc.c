@@ -415,6 +415,62 @@ int balloc_bitmap_locked(struct handle *h, uint32_t g, struct buf **out)
 	return 0;
 }
 
+/* balloc_check_allocated() for one group. */
+static int check_allocated_in_group(struct uext4_fs *fs, uint32_t g, uint32_t off, uint32_t n)
+{
+	struct group_info *gi = &fs->groups[g];
+	struct buf *b;
+	int err = 0;
+
+	if (fs_has_group_csum(fs) &&
+	    (atomic_load_explicit(&gi->flags, memory_order_relaxed) & EXT4_BG_BLOCK_UNINIT))
+		return fs_corrupt("group %u: blocks %u-%u are in use, but the group's block "
+				  "bitmap was never initialised", g, off, off + n - 1);
+	if ((err = bread(fs->bc, gi->block_bitmap, UEXT4_META_BITMAP, &b)))
+		return err;
+	ulock_lock(&gi->lock);
+	if (!buf_verified(b)) {
+		if (!(err = csum_verify_block_bitmap(fs, g, b->data)))
+			buf_set_verified(b);
+	}
+	for (uint32_t i = off; !err && i < off + n; i++)
+		if (!bit_test(b->data, i))
+			err = fs_corrupt("block bitmap of group %u (block %llu): block %llu is in "
+					 "use but marked free", g,
+					 (unsigned long long)gi->block_bitmap,
+					 (unsigned long long)(group_first_block(fs, g) + i));
+	ulock_unlock(&gi->lock);
+	brelse(fs->bc, b);
+	return err;
+}
+
+/*
+ * Would balloc_free() of first..first+count-1 succeed?  Each group's bitmap
+ * reads and passes its checksum, and every block is marked in use.  Reads
+ * only: 0, or -EUCLEAN naming the bitmap (nothing recorded).  An unlink
+ * asks before it drops a last link.
+ */
+int balloc_check_allocated(struct uext4_fs *fs, uint64_t first, uint64_t count)
+{
+	uint64_t blk = first, end = first + count;
+	int err = 0;
+
+	if (first < fs->first_data_block || first >= fs->blocks_count ||
+	    count > fs->blocks_count - first)
+		return fs_corrupt("blocks %llu-%llu: outside the file system (%llu blocks)",
+				  (unsigned long long)first, (unsigned long long)(end - 1),
+				  (unsigned long long)fs->blocks_count);
+	while (blk < end && !err) {
+		uint32_t g = group_of_block(fs, blk);
+		uint32_t off = (uint32_t)(blk - group_first_block(fs, g));
+		uint32_t n = (uint32_t)MIN(end - blk, (uint64_t)group_nblocks(fs, g) - off);
+
+		err = check_allocated_in_group(fs, g, off, n);
+		blk += n;
+	}
+	return err;
+}
+
 /* ------------------------------------------------------------ allocation */
 
 struct alloc_req {

@@ -673,6 +673,32 @@ int ialloc_alloc_undo(struct handle *h, struct inode *dir, uint32_t mode, uint64
 		      fs->inodes_count, (unsigned long long)dir->ino);
 }
 
+int ialloc_check_allocated(struct uext4_fs *fs, uint64_t ino)
+{
+	struct group_info *gi;
+	struct buf *b = NULL;
+	uint32_t g, bit, bad = fs->inodes_per_group;
+	int err;
+
+	if (ino < fs->first_ino || ino > fs->inodes_count)
+		return fs_corrupt("inode %llu: reserved or past the last inode (%u)",
+				  (unsigned long long)ino, fs->inodes_count);
+	g = group_of_ino(fs, ino);
+	bit = (uint32_t)((ino - 1) % fs->inodes_per_group);
+	gi = &fs->groups[g];
+	ulock_lock(&gi->lock);
+	err = inode_bitmap_locked(fs, g, &b, &bad);
+	if (!err && !bit_test(b->data, bit))
+		err = fs_corrupt("inode bitmap of group %u (block %llu): inode %llu is in use "
+				 "but marked free", g, (unsigned long long)gi->inode_bitmap,
+				 (unsigned long long)ino);
+	ulock_unlock(&gi->lock);
+	if (b)
+		brelse(fs->bc, b);
+	report_itable_unused(fs, g, bad);
+	return err;
+}
+
 /* The highest inode index below end that the bitmap marks in use, or
  * UINT32_MAX (the undo path only: a backward scan, a byte at a time where
  * it can). */

@@ -569,11 +569,15 @@ int inode_check_freeable(struct uext4_fs *fs, struct inode *n)
 	uint64_t lblk = 0;
 	int err;
 
+	if ((err = ialloc_check_allocated(fs, n->ino)) || (err = xattr_check_block(fs, n)))
+		return err;
 	if (!(n->flags & EXT4_EXTENTS_FL) || inode_has_inline_data(n) ||
 	    !(S_ISREG(n->mode) || S_ISDIR(n->mode)))
 		return 0;
 	while (lblk < (1ull << 32)) {
 		if ((err = inode_map(fs, n, lblk, UINT32_MAX, &m)))
+			return err;
+		if (m.pblk && m.len && (err = balloc_check_allocated(fs, m.pblk, m.len)))
 			return err;
 		lblk += m.len ? m.len : 1;
 	}

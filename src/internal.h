@@ -858,6 +858,8 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 
 /* Structural check of the in-inode xattr area, at inode load. */
 int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
+/* The xattr block (if any) reads and passes its checks; 0 or -EUCLEAN. */
+int xattr_check_block(struct uext4_fs *fs, struct inode *inode);
 /*
  * Write side.  Caller holds inode->lock for writing and a handle.  value
  * NULL removes; flags XATTR_CREATE / XATTR_REPLACE.  POSIX ACL names take
@@ -883,6 +885,11 @@ int ialloc_alloc_undo(struct handle *h, struct inode *dir, uint32_t mode, uint64
 		      struct ialloc_undo *u);
 /* Return inode ino to its group (its fields are already cleared). */
 int ialloc_free(struct handle *h, uint64_t ino, bool was_dir);
+/* Would ialloc_free() of ino succeed (its bit is set)?  Reads only: 0 or
+ * -EUCLEAN naming the bitmap (nothing recorded). */
+int ialloc_check_allocated(struct uext4_fs *fs, uint64_t ino);
+/* Would balloc_free() of these blocks succeed?  Reads only (see balloc.c). */
+int balloc_check_allocated(struct uext4_fs *fs, uint64_t first, uint64_t count);
 /* ialloc_free() of an inode this handle claimed: also puts back the
  * descriptor fields the claim changed, where no other claim needs them. */
 int ialloc_free_undo(struct handle *h, uint64_t ino, bool was_dir, const struct ialloc_undo *u);

@@ -560,7 +560,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			err = err ? 0 : fs_err(ENOTEMPTY, "rmdir: directory \"%s\" is not empty", name);
 		/* The last link of a file nobody holds open: its free follows
 		 * at once, so refuse now if it would fail (image unchanged). */
-		if (!err && !want_dir && c->links == 1 &&
+		if (!err && (want_dir || c->links == 1) &&
 		    atomic_load_explicit(&c->refcount, memory_order_relaxed) == 1)
 			err = inode_check_freeable(fs, c);
 		if (!err && !(err = handle_begin(fs, 16, &h))) {

@@ -703,6 +703,22 @@ ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t s
  * ext4_iget() does: an inode whose area is damaged is refused as a whole,
  * so that inline data and ACLs are never read from a corrupt region.
  */
+/* The inode's xattr block, if any, reads and checks (an unlink checks it
+ * before it drops a last link, so that the free cannot fail half-way). */
+int xattr_check_block(struct uext4_fs *fs, struct inode *inode)
+{
+	struct xregion r;
+	struct buf *b;
+	int err;
+
+	if (!inode->file_acl)
+		return 0;
+	if ((err = xblock_open(fs, inode->ino, inode->file_acl, &b, &r)))
+		return err;
+	brelse(fs->bc, b);
+	return 0;
+}
+
 int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode)
 {
 	struct xregion r;
