@@ -682,6 +682,10 @@ int iput(struct uext4_fs *fs, struct inode *inode);
 /* Would freeing inode meet corruption in its extent tree (read-only walk,
  * for an unlink about to drop the last link)?  0 or the error. */
 int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
+/* The same walk from logical block lblk on: what a shrinking truncate to
+ * lblk will free (checked before it goes on the orphan list, so that a
+ * corrupt tree is refused before anything is written). */
+int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
 /* Another reference to an inode the caller already holds. */
 void igrab(struct inode *inode);
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
