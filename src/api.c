@@ -667,7 +667,11 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 	/* A shrinking truncate goes on an orphan list in a transaction of its
 	 * own first, as the kernel's: should the truncate not finish (it may
 	 * span transactions), the next mount completes it. */
-	if (shrink && !(err = handle_begin(fs, 4, &h))) {
+	if (shrink && (err = inode_check_map_from(fs, n, DIV_ROUND_UP(a->size, fs->block_size))))
+		/* A corrupt tree past the new size is refused before the orphan
+		 * list changes: the refusal writes nothing but the error record. */
+		err = FS_ERROR_SEEN(fs, err, n->ino, 0);
+	if (shrink && !err && !(err = handle_begin(fs, 4, &h))) {
 		err = orphan_add(h, n);
 		int e2 = handle_end(h);
 		err = err ? err : e2;

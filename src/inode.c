@@ -565,8 +565,12 @@ void igrab(struct inode *n)
  */
 int inode_check_freeable(struct uext4_fs *fs, struct inode *n)
 {
+	return inode_check_map_from(fs, n, 0);
+}
+
+int inode_check_map_from(struct uext4_fs *fs, struct inode *n, uint64_t lblk)
+{
 	struct block_map m;
-	uint64_t lblk = 0;
 	int err;
 
 	if ((err = ialloc_check_allocated(fs, n->ino)) || (err = xattr_check_block(fs, n)))

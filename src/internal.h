@@ -297,6 +297,13 @@ bool trans_retry_after_enospc(struct uext4_fs *fs, int err);
 /* Inode-table blocks: handle_dirty(h, b, CSUM_INODE_TABLE, group, index in
  * the group's table); has the commit written that block since mount? */
 bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index);
+/* A read-write mount writes nothing until its first commit with dirty
+ * blocks (or an error record): that commit first calls
+ * super_begin_writing().  trans_begin_writing() does it now (a mount
+ * whose image must change anyway: needs_recovery left set);
+ * trans_writing_started() says whether it happened. */
+int trans_begin_writing(struct uext4_fs *fs);
+bool trans_writing_started(struct uext4_fs *fs);
 /* Readers of fs->sb on a read-write mount (the commit rewrites it). */
 void trans_lock_super(struct uext4_fs *fs);
 void trans_unlock_super(struct uext4_fs *fs);
@@ -569,6 +576,10 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 int super_umount(struct uext4_fs *fs);
 /* Fill the superblock's counters and checksum into its buffer (commit). */
 int super_write(struct uext4_fs *fs);
+/* The mount's first write (trans.c, commit lock held, handles drained):
+ * the superblock as the mount set it (needs_recovery, mount count and
+ * time, orphan_present), written and flushed before anything else. */
+int super_begin_writing(struct uext4_fs *fs);
 /* Serialise fs->groups[g] into its descriptor block (commit). */
 int super_write_group_desc(struct uext4_fs *fs, uint32_t g);
 /* The superblock changed besides its counters: write it at the next commit. */
@@ -671,6 +682,10 @@ int iput(struct uext4_fs *fs, struct inode *inode);
 /* Would freeing inode meet corruption in its extent tree (read-only walk,
  * for an unlink about to drop the last link)?  0 or the error. */
 int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
+/* The same walk from logical block lblk on: what a shrinking truncate to
+ * lblk will free (checked before it goes on the orphan list, so that a
+ * corrupt tree is refused before anything is written). */
+int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
 /* Another reference to an inode the caller already holds. */
 void igrab(struct inode *inode);
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);

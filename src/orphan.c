@@ -201,10 +201,11 @@ int orphan_init(struct uext4_fs *fs)
 	fs->orphan = st;
 	if (st->nblocks) {
 		/* While mounted read-write the orphan file may hold entries:
-		 * tell the kernel and e2fsck to look at it after a crash. */
+		 * tell the kernel and e2fsck to look at it after a crash.  On
+		 * disk with the mount's first write (super_begin_writing()),
+		 * before any commit that could add an entry. */
 		__atomic_fetch_or(&fs->sb.s_feature_ro_compat,
 				  cpu_to_le32(EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT), __ATOMIC_RELAXED);
-		super_mark_dirty(fs);
 	}
 	return 0;
 }

@@ -521,15 +521,33 @@ static void set_incompat(struct uext4_fs *fs, uint32_t bit, bool on)
 }
 
 /*
- * Read-write mount: open the journal and mark it in use (needs_recovery,
- * as the kernel), the mount count and time, a first commit; then finish
- * what a crash left on the orphan lists and start the commit timer.
+ * The mount's first write (trans.c calls it before the first commit that
+ * has dirty blocks, or at mount when the image must change anyway): the
+ * superblock start_writing() prepared in memory, straight to the device
+ * and flushed, as the kernel writes it at mount.
+ */
+int super_begin_writing(struct uext4_fs *fs)
+{
+	return write_super_now(fs);
+}
+
+/*
+ * Read-write mount: open the journal and prepare the superblock for
+ * writing (needs_recovery as the kernel, or without a journal the state
+ * not clean; the mount count and time; orphan_present), in memory only:
+ * it reaches the disk with the first commit that changes something
+ * (super_begin_writing()), so a mount that only reads leaves the image
+ * byte for byte as it was.  Then finish what a crash left on the orphan
+ * lists and start the commit timer.
  */
 static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 {
 	struct timespec now = fs_now();
+	/* Left by a crash or by the replay: clearing it is a change to make. */
+	bool must_write = FS_HAS_INCOMPAT(fs, RECOVER) || FS_HAS_RO_COMPAT(fs, ORPHAN_PRESENT);
 	int err;
 
+	(void)o;
 	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &fs->journal)))
 		return err;
 	if ((err = trans_init(fs)) || (err = balloc_init(fs)))
@@ -537,16 +555,12 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->sb.s_mnt_count = cpu_to_le16((uint16_t)(le16(fs->sb.s_mnt_count) + 1));
 	fs->sb.s_mtime = cpu_to_le32((uint32_t)now.tv_sec);
 	fs->sb.s_mtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
-	if (fs->journal) {
+	if (fs->journal)
 		set_incompat(fs, EXT4_FEATURE_INCOMPAT_RECOVER, true);
-		if ((err = write_super_now(fs)))
-			return err;
-	} else {
+	else
 		/* Without a journal a crash needs e2fsck: say so until unmount. */
 		fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) & ~EXT4_VALID_FS);
-	}
-	super_mark_dirty(fs);
-	if ((err = orphan_init(fs)) || (err = trans_commit(fs)))
+	if ((err = orphan_init(fs)) || (must_write && (err = trans_begin_writing(fs))))
 		return err;
 	err = orphan_cleanup(fs, &fs->recovery);
 	if (atomic_load(&fs->aborted))
@@ -794,6 +808,8 @@ static int finish_writing(struct uext4_fs *fs)
 	icache_delete_unlinked(fs);
 	if ((err = trans_commit(fs)))
 		return err;
+	if (!trans_writing_started(fs))
+		return 0;   /* nothing was changed: nothing is written */
 	orphan_umount(fs);
 	fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) | EXT4_VALID_FS);
 	super_mark_dirty(fs);
@@ -819,6 +835,8 @@ static int finish_aborted(struct uext4_fs *fs)
 	int err = 0;
 
 	trans_stop_timer(fs);
+	if (!trans_writing_started(fs))
+		return 0;   /* only the error record was written (error.c) */
 	if (home && fs->journal && (err = journal_mark_empty(fs->journal)) == 0)
 		clear = EXT4_FEATURE_INCOMPAT_RECOVER;
 	if (home && !fs->journal)

@@ -79,6 +79,9 @@ struct trans {
 	 * fresh memory for every commit cost a page fault per 4 KiB. */
 	uint8_t *copybuf;
 	size_t copycap;
+	/* The mount's first write is done (super_begin_writing()): until
+	 * then the image is untouched.  commit_lock; read by the unmount. */
+	bool started;
 	unsigned check_mask;                   /* look at the dirty count every mask+1 ends */
 	_Atomic uint8_t *itb_written;          /* bit per inode-table block */
 	/* Read-mostly, apart from the write-hot lines above (seed 004): */
@@ -247,6 +250,8 @@ int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
 }
 
 static void kick_commit_thread(struct trans *t);
+static void commit_begin(struct trans *t);
+static void commit_end(struct trans *t);
 
 /*
  * Too much dirty for one transaction (a quarter of the cache, or what the
@@ -634,6 +639,55 @@ static int write_out(struct uext4_fs *fs, uint32_t tid, const uint8_t *copies,
 	return err;
 }
 
+/*
+ * The mount's deferred first write, before the first commit that has
+ * anything to write (commit_lock held, handles drained): needs_recovery
+ * on disk and flushed before any journal block, commit block or home
+ * write of this mount, so a mount that changes nothing writes nothing.
+ * Not in handle_begin(): a handle may change nothing (a refused
+ * operation), and the commit is where the first byte is written anyway.
+ */
+static int start_if_dirty(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	int err;
+
+	if (t->started ||
+	    (bcache_dirty_count(fs->bc) == 0 && !atomic_load(&fs->hot->sb_dirty)))
+		return 0;
+	if ((err = super_begin_writing(fs)))
+		return err;
+	t->started = true;
+	return 0;
+}
+
+int trans_begin_writing(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	int err = 0;
+
+	if (!t)
+		return 0;
+	commit_begin(t);
+	if (!t->started && (err = super_begin_writing(fs)) == 0)
+		t->started = true;
+	commit_end(t);
+	return err;
+}
+
+bool trans_writing_started(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	bool started;
+
+	if (!t)
+		return false;
+	ulock_lock(&t->commit_lock);
+	started = t->started;
+	ulock_unlock(&t->commit_lock);
+	return started;
+}
+
 /* One commit; commit_lock held, no handle open on this thread. */
 static int commit_locked(struct uext4_fs *fs)
 {
@@ -652,6 +706,13 @@ static int commit_locked(struct uext4_fs *fs)
 		 * committed, as the kernel's aborted journal. */
 		release_handles(t);
 		return fs_errors_refuse(fs);
+	}
+	if ((err = start_if_dirty(fs))) {
+		int expected = 0;
+
+		release_handles(t);
+		atomic_compare_exchange_strong(&t->err, &expected, err);
+		return err;
 	}
 	eseq = fs_errors_seq(fs);
 	tid = atomic_load(&t->running);
