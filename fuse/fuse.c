@@ -16,8 +16,9 @@
  * The few changes the server makes on its own are pushed to the kernel
  * (notify_attr_changed()): the mode an access ACL sets.  (Orphan cleanup
  * runs at mount, before the kernel sees anything; a refused write changes
- * nothing the kernel has cached.)  Read-write mounts use the kernel's
- * writeback cache (-o nowriteback turns it off): the kernel gathers small
+ * nothing the kernel has cached.)  With -o writeback (experimental, off by
+ * default: see uext4_fuse_opts_init()) read-write mounts use the kernel's
+ * writeback cache: the kernel gathers small
  * writes into up to max_write (1 MiB) requests, and owns the size, mtime
  * and ctime of regular files, which it sends with SETATTR (FATTR_MTIME and
  * FATTR_CTIME) when it writes the inode back, on close and on fsync.  It
@@ -1026,7 +1027,10 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
-	o->writeback = 1;
+	/* Off until the server holds inodes for the kernel's lookups: the
+	 * kernel writes the times of a closed file back after an unlink
+	 * (found by bench/orphan.sh's FUSE unlink loop). */
+	o->writeback = 0;
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)

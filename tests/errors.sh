@@ -4,7 +4,7 @@
 #
 # The triggers: tests/images/mk_err_extent_deep.sh, a file (/deep, inode
 # 12) whose extent root claims depth 6: appending to it (extent_map_blocks)
-# or truncating it (path_find) meets that inside a handle; and
+# or truncating it (uext4_setattr checks the tree first) meets that inside a handle; and
 # mk_err_htree_leaf.sh, an htree directory (/big, inode 12) whose leaves
 # fail their checksums: adding a name meets that in dir_add_excl.  For each errors=
 # mode, set with `uext4 mount -o errors=` (FUSE) and with tune2fs -e
@@ -137,7 +137,7 @@ rc=$?
 [ $rc -ne 0 ] && grep -q "corrupt extent tree of inode 12" "$T/err" &&
 	ok "truncate of /deep fails naming inode 12: $(cat "$T/err")" ||
 	bad "truncate of /deep: rc $rc, '$(cat "$T/err")'"
-check_recorded "CLI continue" "$T/c.img" path_find 1
+check_recorded "CLI continue" "$T/c.img" uext4_setattr 1
 "$UEXT4" mkdir "$T/c.img" /after > /dev/null 2> "$T/err" && ok "a later write works" ||
 	bad "mkdir after the error: $(cat "$T/err")"
 grep -q "warning: mounting fs with errors, running e2fsck is recommended" "$T/err" &&
@@ -156,7 +156,7 @@ rc=$?
 [ $rc -ne 0 ] && grep -q "Structure needs cleaning (corrupt extent tree of inode 12.*; the file system is now read-only (errors=remount-ro)" "$T/err" &&
 	ok "truncate fails and says writes are refused: $(cat "$T/err")" ||
 	bad "remount-ro truncate: rc $rc, '$(cat "$T/err")'"
-check_recorded "CLI remount-ro" "$T/r.img" path_find 1
+check_recorded "CLI remount-ro" "$T/r.img" uext4_setattr 1
 [ "$(field "$T/r.img" 'Filesystem features')" = "$(field "$T/base.img" 'Filesystem features')" ] &&
 	ok "unmount after the error cleared needs_recovery" ||
 	bad "features after the aborted unmount: $(field "$T/r.img" 'Filesystem features')"
@@ -169,9 +169,9 @@ tune2fs -e panic "$T/p.img" > /dev/null
 rc=$?
 [ $rc = 70 ] && grep -q "panic" "$T/err" && ok "panic: exit 70: $(cat "$T/err")" ||
 	bad "panic: rc $rc, '$(cat "$T/err")'"
-check_recorded "CLI panic" "$T/p.img" path_find 1
+check_recorded "CLI panic" "$T/p.img" uext4_setattr 1
 "$UEXT4" recover -q "$T/p.img" || bad "recover after the panic failed"
-check_recorded "CLI panic, after recover" "$T/p.img" path_find 1
+check_recorded "CLI panic, after recover" "$T/p.img" uext4_setattr 1
 no_new_problems "CLI panic" "$T/base.problems" "$T/p.img"
 
 htree_case() { # htree_case S_ERRORS: mkdir of a name in the damaged htree, then another

@@ -1,5 +1,5 @@
 #!/bin/bash
-# fuse_cache.sh - the kernel's caches on a read-write uext4 mount keep the
+# fuse_cache.sh - the kernel's caches on a read-write uext4 mount (-o writeback) keep the
 # semantics of the kernel's ext4 (writeback cache, long attribute timeouts).
 #
 #  1. O_APPEND from two processes at once: every record lands whole, none
@@ -41,7 +41,7 @@ bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 # rw_mount IMAGE DIR: read-write uext4 mount in the foreground (FUSE_PID).
 rw_mount() {
 	local i
-	"$UEXT4" mount -f "$1" "$2" > "$2.log" 2>&1 &
+	"$UEXT4" mount -f -o writeback "$1" "$2" > "$2.log" 2>&1 &
 	FUSE_PID=$!
 	MOUNTS+=("$2")
 	for ((i = 0; i < 300; i++)); do

@@ -34,6 +34,8 @@
 # superblock's error record (SB_ERROR), where recover alone leaves the
 # image as it was (no replay or orphan cleanup), unless SWEEP_STRICT=0):
 #   U   exit 0, same                     R   refused (exit != 0, a message), same
+#   r   refused, undone: the same file system after recovery (relaxed rule)
+#       but not the same bytes (the undo's restored blocks were committed)
 #   W   exit 0, written, e2fsck clean    w   exit 0, written, e2fsck finds
 #                                            only kinds it found before
 #   P   refused part way through a command of several operations (put,
@@ -502,7 +504,13 @@ cell() {
 	# Strict for a refusal on an image whose mount alone writes nothing
 	# (recover alone leaves it as it was); a mount that replays the
 	# journal or cleans up orphans makes real changes: the relaxed rule.
+	# A refusal whose file system is the same after recovery, but whose
+	# bytes are not: it undid its changes inside its transaction, and the
+	# commit of the restored blocks wrote the journal and the superblock
+	# (verdict r, not a failure; the strict rule's C! is for the rest).
+	local undone=0
 	if [ "$STRICT" = 1 ] && [ $rc != 0 ] && cmp -s "$img" "$W/img/$id.ref"; then
+		[ $same = 0 ] && [ $strict_same != 0 ] && undone=1
 		same=$strict_same
 	fi
 	new=$(comm -13 "$img.kinds" "$W/cell.kinds")
@@ -515,6 +523,7 @@ cell() {
 		if [ $judged_rc != 0 ]; then
 			if [ "$said" = 0 ]; then st="M!"
 			elif [ $same != 0 ] && is_multi "$cmd" "$c"; then st=P
+			elif [ $undone = 1 ]; then st=r
 			elif [ $same != 0 ]; then st="C!"
 			else st=R; fi
 		elif [ $same = 0 ]; then st=U
@@ -581,7 +590,8 @@ for id in "${IDS[@]}"; do
 	for cmd in $CMDS; do printf '%-4s' "${CELL[$id,$cmd]:--}"; done
 	echo
 done
-echo "U unchanged, R refused (image unchanged), W written (e2fsck clean), w written (only old kinds),"
+echo "U unchanged, R refused (image unchanged), r refused and undone (the same file system, but the"
+echo "commit of the restored blocks wrote the journal and superblock), W written (e2fsck clean), w written (only old kinds),"
 echo "P refused part way (several operations), X! new kind of e2fsck finding,"
 echo "C! refused but changed, M! refused silently, K! crash, H! hang, - not run"
 echo
@@ -593,7 +603,7 @@ for id in "${IDS[@]}"; do
 	done
 done
 summary=""
-for s in U R W w P X! C! M! K! H! -; do [ -n "${COUNT[$s]:-}" ] && summary+="$s=${COUNT[$s]} "; done
+for s in U R r W w P X! C! M! K! H! -; do [ -n "${COUNT[$s]:-}" ] && summary+="$s=${COUNT[$s]} "; done
 echo "cells: $summary(${SECS}s)"
 if [ ${#FAILED[@]} -gt 0 ]; then
 	echo
