@@ -56,6 +56,10 @@ cleanup_mounts() {
 	MOUNTS=()
 	for m in "${TMPDIRS[@]}"; do rm -rf "$m"; done
 	TMPDIRS=()
+	if [ -f "$TMPDIR_LIST" ]; then
+		while read -r m; do rm -rf "$m"; done < "$TMPDIR_LIST"
+	fi
+	rm -f "$TMPDIR_LIST"
 }
 # A test calls this first: cleanup on exit, and exit (so the EXIT trap runs)
 # on INT/TERM, e.g. when run.sh's timeout fires.
@@ -63,10 +67,15 @@ setup_traps() {
 	trap cleanup_mounts EXIT
 	trap 'echo "interrupted"; exit 1' INT TERM
 }
+# Tests call it as d=$(mktemp_dir), in a subshell, so the directory is
+# also noted in a file of this script's own (not exported: a test run by a
+# test has its own) for cleanup_mounts to remove.
+TMPDIR_LIST=$(mktemp "${TMPDIR:-/tmp}/uext4-tmpdirs.XXXXXX")
 mktemp_dir() {
 	local d
 	d=$(mktemp -d "${TMPDIR:-/tmp}/uext4-test.XXXXXX")
 	TMPDIRS+=("$d")
+	echo "$d" >> "$TMPDIR_LIST"
 	echo "$d"
 }
 
