@@ -10,6 +10,18 @@
  * attributes again after every change in it, one more round trip per
  * create.  The library only writes.
  *
+ * POSIX ACLs.  Where the kernel checks permissions, it checks ACLs too
+ * (FUSE_CAP_POSIX_ACL, which turns default_permissions on by itself): it
+ * reads system.posix_acl_access/default through GETXATTR, caches them, and
+ * forgets them after it sends SETXATTR, REMOVEXATTR or SETATTR.  The
+ * library keeps the mode and the ACLs in step (a chmod rewrites the access
+ * ACL, an access ACL sets the mode) and makes new inodes inherit their
+ * directory's default ACL.  For that the kernel must not apply the umask
+ * itself (FUSE_CAP_DONT_MASK): it sends the mode create(2), mkdir(2) or
+ * mknod(2) was given, and the caller's umask, which the library applies
+ * only where no default ACL rules, as the kernel's ext4 does.  A private
+ * mount by root leaves ACL checks off with the rest (root passes them).
+ *
  * Caching.  The mount is ours alone: every change passes through the
  * kernel, which keeps its caches right, so entries, attributes, pages and
  * directory listings are cached for a very long time, read-only or not.
@@ -60,6 +72,7 @@ struct server {
 	struct fuse_session *se;    /* for notifications */
 	int read_only;
 	int want_writeback;         /* -o writeback / nowriteback, read-write only */
+	int kernel_checks;          /* default_permissions: POSIX ACLs checked too */
 	atomic_int writeback;       /* the kernel agreed to FUSE_CAP_WRITEBACK_CACHE */
 	double timeout;
 	uint32_t block_size;
@@ -158,6 +171,11 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (!s->read_only && s->want_writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
+	/* The kernel checks ACLs; the library applies the umask (op_create). */
+	if (s->kernel_checks)
+		want |= FUSE_CAP_POSIX_ACL;
+	if (!s->read_only)
+		want |= FUSE_CAP_DONT_MASK;
 	conn->want |= want & conn->capable;
 	atomic_store_explicit(&s->writeback, (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
 			      memory_order_relaxed);
@@ -621,6 +639,16 @@ static struct server *begin_write(fuse_req_t req)
 	return srv(req);
 }
 
+/* A request that makes an inode also passes the caller's umask: the kernel
+ * leaves it to us (FUSE_CAP_DONT_MASK), and the library applies it unless
+ * the parent's default ACL rules.  Were DONT_MASK refused, the kernel has
+ * applied it already and applying it again changes nothing. */
+static struct server *begin_create(fuse_req_t req)
+{
+	uext4_set_umask(fuse_req_ctx(req)->umask);
+	return begin_write(req);
+}
+
 static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
 			       const struct uext4_stat *u)
 {
@@ -702,7 +730,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		     dev_t rdev)
 {
-	struct server *s = begin_write(req);
+	struct server *s = begin_create(req);
 	struct uext4_stat u;
 	int ret;
 
@@ -715,7 +743,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-	struct server *s = begin_write(req);
+	struct server *s = begin_create(req);
 	struct uext4_stat u;
 	int ret = uext4_mkdir(s->fs, to_ext4(parent), name, S_IFDIR | (mode & 07777), &u);
 
@@ -816,7 +844,7 @@ static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
-	struct server *s = begin_write(req);
+	struct server *s = begin_create(req);
 	struct fuse_entry_param e;
 	struct uext4_stat u;
 	uext4_file *f;
@@ -1140,16 +1168,21 @@ static void escape_opt(const char *in, char *out, size_t outlen)
 	out[j] = '\0';
 }
 
+/* Does the kernel check permissions (default_permissions, and with it
+ * POSIX ACLs)?  Wherever they can matter: see the top of this file. */
+static bool kernel_checks(const struct uext4_fuse_opts *o)
+{
+	return o->allow_other || geteuid() != 0 || strstr(o->extra, "default_permissions");
+}
+
 static int build_mount_opts(const struct uext4_fuse_opts *o, char *buf, size_t len)
 {
 	char fsname[1100];
 	int n;
 
 	escape_opt(o->fsname ? o->fsname : "uext4", fsname, sizeof(fsname));
-	bool kernel_checks = o->allow_other || geteuid() != 0;
-
 	n = snprintf(buf, len, "fsname=%s,subtype=uext4%s%s%s%s%s", fsname,
-		     kernel_checks ? ",default_permissions" : "",
+		     kernel_checks(o) ? ",default_permissions" : "",
 		     o->read_only ? ",ro" : "", o->allow_other ? ",allow_other" : "",
 		     o->extra[0] ? "," : "", o->extra);
 	return (n < 0 || (size_t)n >= len) ? -1 : 0;
@@ -1376,7 +1409,7 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
 {
 	struct server s = { .fs = fs, .read_only = o->read_only,
-			    .want_writeback = o->writeback,
+			    .want_writeback = o->writeback, .kernel_checks = kernel_checks(o),
 			    .fsname = o->fsname ? o->fsname : "the image" };
 	struct uext4_statfs sf;
 	char mopts[2300];

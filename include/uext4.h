@@ -200,6 +200,12 @@ int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st);
 
 /* Identity of the calling thread for new inodes and reserved blocks. */
 void uext4_set_caller(uint32_t uid, uint32_t gid);
+/* File mode creation mask of the calling thread (0 by default): create,
+ * mknod and mkdir clear its bits from the mode when the parent directory
+ * has no default ACL.  With one, the mode is masked by that ACL instead,
+ * and the new inode inherits it (its access ACL; a directory's default
+ * ACL too), as the kernel's ext4 does.  Symlinks get neither. */
+void uext4_set_umask(uint32_t umask);
 
 /* Create a regular file (fails with -EEXIST if name exists). */
 int uext4_create(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode,
@@ -223,7 +229,9 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 		 const char *newname, unsigned flags);
 
 /* setattr: the fields named in valid are changed; ctime is set to now
- * unless UEXT4_SET_CTIME gives it. */
+ * unless UEXT4_SET_CTIME gives it.  A mode change rewrites the access
+ * ACL's owner, mask (or owning group) and other entries to match, as
+ * chmod(2) does on the kernel's ext4. */
 #define UEXT4_SET_MODE (1u << 0)        /* permission bits (type bits ignored) */
 #define UEXT4_SET_UID (1u << 1)
 #define UEXT4_SET_GID (1u << 2)

@@ -6,6 +6,7 @@
  * here so that the subsystems only see inodes of the right kind.
  */
 #include "internal.h"
+#include "acl_int.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -624,6 +625,10 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	struct timespec now = fs_now();
 	int err;
 
+	/* First, as it may fail (ENOSPC, a corrupt ACL) before anything
+	 * else has changed. */
+	if ((a->valid & UEXT4_SET_MODE) && (err = acl_chmod(h, n, a->mode)))
+		return err;
 	if (a->valid & UEXT4_SET_SIZE) {
 		if (S_ISDIR(n->mode))
 			return fs_err(EISDIR, "truncate: inode %llu is a directory",

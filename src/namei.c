@@ -13,6 +13,7 @@
  * subtree" check sees a stable tree, as the kernel's s_vfs_rename_mutex.
  */
 #include "internal.h"
+#include "acl_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,9 +279,11 @@ static void undo_add(struct handle *h, struct inode *dir, const char *name, size
 		dir_remove(h, dir, name, len, ino);
 }
 
-/* Inside the handle, dir locked: make the inode and its entry. */
+/* Inside the handle, dir locked: make the inode, its inherited ACLs (ai)
+ * and its entry. */
 static int create_locked(struct handle *h, struct inode *dir, const char *name, size_t len,
-			 const struct new_node *nn, bool looked_up, struct inode **out)
+			 const struct new_node *nn, const struct acl_inherit *ai, bool looked_up,
+			 struct inode **out)
 {
 	struct inode *n;
 	uint32_t dir_links = dir->links;
@@ -297,6 +300,9 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 		goto undo;
 	if ((err = init_body(h, dir, n, nn)) == 1)
 		err = inode_write(h, n);
+	/* Before the entry: discard_new_inode() gives the ACLs back. */
+	if (!err && (ai->access || ai->deflt))
+		err = acl_inherit_apply(h, n, ai);
 	/* Both set the directory's times and write it.  dir_add_excl() checks
 	 * the name itself, unless make_node() just looked it up. */
 	if (!err) {
@@ -345,8 +351,10 @@ static int make_node(uext4_fs *fs, uint64_t dirino, const char *name,
 }
 
 static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
-			  const struct new_node *nn, struct uext4_stat *st)
+			  const struct new_node *given, struct uext4_stat *st)
 {
+	struct new_node nnode = *given, *nn = &nnode;
+	struct acl_inherit ai = {0};
 	struct inode *dir, *n = NULL;
 	struct handle *h;
 	uint64_t existing;
@@ -378,11 +386,16 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 	if (!err && S_ISLNK(nn->mode) && strlen(nn->target) >= fs->block_size)
 		err = fs_err(ENAMETOOLONG, "symlink target of %zu bytes (at most %u)",
 			     strlen(nn->target), fs->block_size - 1);
+	/* The mode as the umask or dir's default ACL leave it (dir locked:
+	 * the default ACL cannot change until the entry is in). */
+	if (!err)
+		err = acl_inherit_prepare(fs, dir, &nn->mode, &ai);
 	if (!err && (err = handle_begin(fs, 16, &h)) == 0) {
-		err = create_locked(h, dir, name, len, nn, looked_up, &n);
+		err = create_locked(h, dir, name, len, nn, &ai, looked_up, &n);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
+	acl_inherit_free(&ai);
 	urw_unlock(&dir->lock);
 	if (!err)
 		stat_of(fs, n, st);

@@ -45,6 +45,7 @@
  */
 #include "internal.h"
 #include "xattr_int.h"
+#include "acl_int.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -409,25 +410,7 @@ static ssize_t get_raw_locked(struct uext4_fs *fs, struct inode *inode, int inde
 
 /* ------------------------------------------------------------ POSIX ACLs */
 
-/*
- * On disk (fs/ext4/acl.h): a 4-byte header (version 1), then entries of
- * 4 bytes (tag, perm) for USER_OBJ/GROUP_OBJ/MASK/OTHER, or 8 bytes
- * (tag, perm, id) for USER/GROUP.  getxattr(2) returns the VFS format
- * (include/uapi/linux/posix_acl_xattr.h): a 4-byte header (version 2),
- * then 8-byte entries (tag, perm, id), id = -1 unless USER/GROUP.
- */
-#define ACL_DISK_VERSION 1
-#define ACL_XATTR_VERSION 2
-#define ACL_TAG_USER_OBJ 0x01
-#define ACL_TAG_USER 0x02
-#define ACL_TAG_GROUP_OBJ 0x04
-#define ACL_TAG_GROUP 0x08
-#define ACL_TAG_MASK 0x10
-#define ACL_TAG_OTHER 0x20
-#define ACL_UNDEFINED_ID 0xFFFFFFFFu
-#define ACL_SHORT_ENTRY 4
-#define ACL_LONG_ENTRY 8
-#define ACL_HDR 4
+/* The formats are described in acl_int.h. */
 
 /* Entry count from the value size, as the kernel's ext4_acl_count(). */
 static long acl_disk_count(size_t size)
