@@ -103,9 +103,11 @@ static int acl_parse(uint64_t ino, const char *what, const uint8_t *raw, size_t 
 	memcpy(&version, raw, 4);
 	if (le32(version) != ACL_DISK_VERSION)
 		goto corrupt;
+	if (len == ACL_HDR)
+		return 0;
 	cap = (len - ACL_HDR) / ACL_SHORT_ENTRY;
 	if (cap == 0)
-		return 0;
+		goto corrupt;
 	a->e = malloc(cap * sizeof(*a->e));
 	if (!a->e)
 		return fs_err(ENOMEM, "%s ACL of inode %llu: out of memory", what,

@@ -27,7 +27,10 @@
 #     truncate`, which create through the library with no umask) inherits
 #     the default ACL as mkdir(2)/open(2) with those modes and umask 0 do on
 #     the kernel; then the kernel mounts the uext4 image and shows the
-#     getfacl/stat listing the uext4 mount showed, and the reference's.
+#     getfacl/stat listing the uext4 mount showed, and the reference's;
+#   - a malformed default ACL (tests/images/mk_bad_default_acl.sh): create
+#     and mkdir below it are refused (EUCLEAN naming the directory), by the
+#     CLI and through the mount, changing nothing but the error record.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
@@ -313,5 +316,39 @@ if ! diff -u "$work/list2.k" "$work/list2.u"; then
 else
 	echo "ok: CLI mkdir/truncate inherit as the kernel; the kernel reads the uext4 image as the mount showed it"
 fi
+# A malformed default ACL (tests/images/mk_bad_default_acl.sh): a create or
+# mkdir below it is refused with EUCLEAN naming the directory, by the CLI
+# and through the mount, and changes nothing but the superblock's error
+# record (bytes past the first 2 KiB, 1 KiB blocks); /dir still takes one.
+line=$("$TOP/tests/images/mk_bad_default_acl.sh" "$work/bad.img") || fail "mk_bad_default_acl.sh"
+echo "image: $line"
+ino=${line#inode }
+ino=${ino%%:*}
+for cmd in "mkdir IMG /d/x" "truncate -s 0 IMG /d/f"; do
+	cp "$work/bad.img" "$work/bad2.img"
+	# shellcheck disable=SC2086
+	out=$("$UEXT4" ${cmd/IMG/$work/bad2.img} 2>&1) && { echo "FAIL: uext4 $cmd succeeded"; rc=1; }
+	case "$out" in
+	*"default ACL of inode $ino"*"Structure needs cleaning"* | *"Structure needs cleaning"*"default ACL of inode $ino"*) ;;
+	*) echo "FAIL: uext4 $cmd: not the ACL's corruption: $out"; rc=1 ;;
+	esac
+	n=$(cmp -l "$work/bad.img" "$work/bad2.img" | awk '$1 > 2048' | wc -l)
+	[ "$n" = 0 ] || { echo "FAIL: uext4 $cmd: the refusal changed $n bytes past the superblock"; rc=1; }
+	"$UEXT4" mkdir "$work/bad2.img" /dir/ok 2> /dev/null || { echo "FAIL: mkdir /dir/ok after the refusal"; rc=1; }
+done
+echo "ok: a malformed default ACL refuses: $out"
+"$UEXT4" mount -o allow_other "$work/bad.img" "$U" > "$work/u.log" 2>&1 || fail "uext4 mount of bad.img"
+MOUNTS+=("$U")
+for op in "mkdir $U/d/x" "touch $U/d/f" "mkfifo $U/d/p"; do
+	# shellcheck disable=SC2086
+	out=$(LC_ALL=C $op 2>&1) && { echo "FAIL: $op succeeded on the mount"; rc=1; }
+	case "$out" in *"Structure needs cleaning"*) ;; *) echo "FAIL: $op: not EUCLEAN: $out"; rc=1 ;; esac
+done
+mkdir "$U/dir/ok" || { echo "FAIL: mkdir in the healthy /dir"; rc=1; }
+"$UEXT4" umount "$U" || { echo "FAIL: uext4 umount of bad.img"; rc=1; }
+e2fsck -fn "$work/bad.img" > "$work/bad.fsck" 2>&1
+grep -v -e '^e2fsck' -e '^Pass' -e 'files (' -e 'contains a file system with errors' "$work/bad.fsck" |
+	grep -q . && { echo "FAIL: e2fsck -fn finds problems in bad.img:"; cat "$work/bad.fsck"; rc=1; }
+
 [ $rc = 0 ] && echo "ok: ACLs enforced and inherited as by the kernel's ext4"
 exit $rc
