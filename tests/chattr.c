@@ -495,6 +495,50 @@ static int run(void)
 	return 0;
 }
 
+/* Who may set flags, through the library (uext4_set_caller()): lines
+ * "WHO FLAG RESULT" for a file owned by uid 1000. */
+static int owner_checks(const char *image)
+{
+	struct uext4_opts opts = {0};
+	struct uext4_stat st;
+	struct uext4_setattr a = {.valid = UEXT4_SET_UID | UEXT4_SET_GID, .uid = 1000, .gid = 1000};
+	uint32_t fl;
+	int r;
+
+	if ((r = uext4_mount(image, &opts, &fs)) < 0) {
+		fprintf(stderr, "mount %s: %s\n", image, uext4_last_error());
+		return 2;
+	}
+	must("create", uext4_create(fs, UEXT4_ROOT_INO, "owned", 0644, &st));
+	must("chown", uext4_setattr(fs, st.ino, &a, NULL));
+	must("get", uext4_get_flags(fs, st.ino, &fl));
+	uext4_set_caller(2000, 2000);
+	report("other +d", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL));
+	uext4_set_caller(1000, 1000);
+	report("owner +d", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL));
+	report("owner +i", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL | FS_IMMUTABLE_FL));
+	report("owner +a", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL | FS_APPEND_FL));
+	report("owner whiteout", uext4_rename(fs, UEXT4_ROOT_INO, "owned", UEXT4_ROOT_INO, "o2",
+					      UEXT4_RENAME_WHITEOUT));
+	uext4_set_caller(0, 0);
+	report("root +i", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL | FS_IMMUTABLE_FL));
+	uext4_set_caller(1000, 1000);
+	report("owner -i", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL));
+	report("owner -d of +i", uext4_set_flags(fs, st.ino, fl | FS_IMMUTABLE_FL));
+	uext4_set_caller(0, 0);
+	report("root -i", uext4_set_flags(fs, st.ino, fl));
+	report("root +D on a file", uext4_set_flags(fs, st.ino, fl | FS_DIRSYNC_FL));
+	report("root +C (not ext4)", uext4_set_flags(fs, st.ino, fl | FS_NOCOW_FL));
+	report("root +j", uext4_set_flags(fs, st.ino, fl | FS_JOURNAL_DATA_FL));
+	must("get", uext4_get_flags(fs, st.ino, &fl));
+	printf("flags owned 0x%x\n", fl);
+	if ((r = uext4_umount(fs)) < 0) {
+		fprintf(stderr, "umount: %s\n", uext4_last_error());
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "sys")) {
@@ -523,6 +567,8 @@ int main(int argc, char **argv)
 		}
 		return r;
 	}
-	fprintf(stderr, "usage: chattr sys DIR | chattr lib IMAGE\n");
+	if (argc == 3 && !strcmp(argv[1], "owner"))
+		return owner_checks(argv[2]);
+	fprintf(stderr, "usage: chattr sys DIR | chattr lib IMAGE | chattr owner IMAGE\n");
 	return 2;
 }
