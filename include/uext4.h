@@ -221,7 +221,7 @@ int uext4_rmdir(uext4_fs *fs, uint64_t dir, const char *name);
 #define UEXT4_RENAME_EXCHANGE 2u   /* swap the two names atomically */
 /* Leave a whiteout at the old name (for overlayfs): a character device 0/0,
  * mode 0, owned by the caller, made in the same transaction.  Not with
- * EXCHANGE (-EINVAL); only root (-EPERM), as the kernel's CAP_MKNOD. */
+ * EXCHANGE (-EINVAL).  Any caller may (as on Linux since 5.8). */
 #define UEXT4_RENAME_WHITEOUT 4u
 int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
 		 const char *newname, unsigned flags);

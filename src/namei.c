@@ -1001,10 +1001,6 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 	    ((flags & UEXT4_RENAME_EXCHANGE) &&
 	     (flags & (UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_WHITEOUT))))
 		return fs_err(EINVAL, "rename: invalid flags 0x%x", flags);
-	/* A whiteout is a device node: the kernel asks for CAP_MKNOD. */
-	if ((flags & UEXT4_RENAME_WHITEOUT) && caller_uid() != 0)
-		return fs_err(EPERM, "rename: only root may leave a whiteout (uid %u)",
-			      caller_uid());
 	r.wh_wanted = (flags & UEXT4_RENAME_WHITEOUT) != 0;
 	if ((err = get_dir(fs, olddir, &r.od)))
 		return err;

@@ -518,8 +518,6 @@ static int owner_checks(const char *image)
 	report("owner +d", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL));
 	report("owner +i", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL | FS_IMMUTABLE_FL));
 	report("owner +a", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL | FS_APPEND_FL));
-	report("owner whiteout", uext4_rename(fs, UEXT4_ROOT_INO, "owned", UEXT4_ROOT_INO, "o2",
-					      UEXT4_RENAME_WHITEOUT));
 	uext4_set_caller(0, 0);
 	report("root +i", uext4_set_flags(fs, st.ino, fl | FS_NODUMP_FL | FS_IMMUTABLE_FL));
 	uext4_set_caller(1000, 1000);
