@@ -729,7 +729,10 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 	}
 	if (!err && st)
 		inode_to_stat(fs, n, st);
+	bool sync = (n->flags & EXT4_SYNC_FL) != 0;
+
 	urw_unlock(&n->lock);
+	err = flags_sync_commit(fs, n, sync, err);
 	iput(fs, n);
 	return err;
 }
@@ -822,7 +825,10 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
+	bool sync = (n->flags & EXT4_SYNC_FL) != 0;
+
 	urw_unlock(&n->lock);
+	err = flags_sync_commit(fs, n, sync, err);
 	iput(fs, n);
 	return err;
 }

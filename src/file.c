@@ -523,12 +523,14 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	struct handle *h;
 	size_t done = 0;
 	int err = 0;
+	bool sync;
 
 	if (size > SSIZE_MAX)
 		size = SSIZE_MAX;
 	if (size == 0)
 		return 0;
 	urw_wrlock(&inode->lock);
+	sync = (inode->flags & EXT4_SYNC_FL) != 0;      /* +S: as O_SYNC */
 	if (off == FILE_APPEND)
 		off = inode->size;
 	if ((err = write_allowed(inode, off)) || (err = check_write_range(fs, inode, &size, off)))
@@ -574,8 +576,10 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	}
 out:
 	urw_unlock(&inode->lock);
-	if (done > 0)
-		return (ssize_t)done;  /* a short write reports what was written */
+	if (done > 0) {
+		err = flags_sync_commit(fs, inode, sync, 0);
+		return err < 0 ? err : (ssize_t)done;  /* a short write reports what was written */
+	}
 	return err;
 }
 

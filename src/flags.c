@@ -77,6 +77,15 @@ int flags_refuse(const struct inode *n, const char *what)
 		      (n->flags & EXT4_IMMUTABLE_FL) ? "immutable" : "append-only");
 }
 
+int flags_sync_commit(struct uext4_fs *fs, struct inode *n, bool sync, int err)
+{
+	if (err < 0 || !sync)
+		return err;
+	int e2 = trans_commit_tid(fs, atomic_load(&n->last_tid));
+
+	return e2 < 0 ? e2 : err;
+}
+
 /* ------------------------------------------------------------- get, set */
 
 /* What FS_IOC_GETFLAGS returns: regular files never show projinherit. */
@@ -194,9 +203,7 @@ int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 		err = err ? err : e2;
 	}
 	urw_unlock(&n->lock);
-	/* A synchronous inode's changes are durable when the call returns. */
-	if (!err && ((old_flags | new_flags) & EXT4_SYNC_FL))
-		err = trans_commit_tid(fs, atomic_load(&n->last_tid));
+	err = flags_sync_commit(fs, n, (old_flags & EXT4_SYNC_FL) != 0, err);
 	iput(fs, n);
 	return err;
 }

@@ -386,7 +386,10 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
+	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
+
 	urw_unlock(&dir->lock);
+	err = flags_sync_commit(fs, dir, sync, err);
 	if (!err)
 		stat_of(fs, n, st);
 	iput(fs, n);
@@ -511,7 +514,10 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
+	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
+
 	lockset_unlock(&ls);
+	err = flags_sync_commit(fs, dir, sync, err);
 	if (!err)
 		stat_of(fs, n, st);
 	iput(fs, dir);
@@ -546,6 +552,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 	uint64_t ino, again;
 	unsigned ft;
 	int err, freed;
+	bool sync = false;
 
 	if ((err = check_writable(fs)))
 		return err;
@@ -620,9 +627,11 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			int e2 = handle_end(h);
 			err = err ? err : e2;
 		}
+		sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 		lockset_unlock(&ls);
 		break;
 	}
+	err = flags_sync_commit(fs, dir, sync, err);
 	/* The last reference of an unlinked inode frees it; if that fails
 	 * (corrupt), the name is gone but the unlink reports the error. */
 	freed = iput(fs, c);
@@ -649,6 +658,7 @@ struct rename_op {
 	size_t olen, nlen;
 	unsigned flags;
 	bool wh_wanted;                 /* flags has UEXT4_RENAME_WHITEOUT */
+	bool sync;                      /* a directory is +S or +D: commit at the end */
 	struct inode *wh;               /* RENAME_WHITEOUT: the new whiteout, or NULL */
 	struct inode_undo wh_undo;      /* how to give it back */
 };
@@ -983,6 +993,7 @@ static int rename_once_try(struct rename_op *r)
 	lockset_add(&ls, r->t);
 	lockset_lock(&ls);
 	err = rename_locked(r, sino, tino);
+	r->sync = ((r->od->flags | r->nd->flags) & FL_DIRSYNC_ANY) != 0;
 	lockset_unlock(&ls);
 	return err;
 }
@@ -1018,6 +1029,8 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 	} while (err == 1);
 	if (cross)
 		ulock_unlock(rename_lock());
+	if (r.sync) /* both directories' changes are in one transaction */
+		err = flags_sync_commit(fs, r.nd, true, err);
 	/* A replaced inode that lost its last link goes here (a failure to
 	 * free it is reported, the rename itself is done). */
 	int e2 = iput(fs, r.t);
