@@ -1379,6 +1379,26 @@ static const struct command commands[] = {
 	  "\nEXAMPLES\n"
 	  "    uext4 ln disk.img /bin/busybox /bin/sh\n"
 	  "    uext4 ln -s disk.img ../lib/libfoo.so.1 /usr/lib/libfoo.so\n" },
+	{ "lsattr", cmd_lsattr, "IMAGE PATH...", "show inode flags in an image",
+	  "DESCRIPTION\n"
+	  "    Prints the inode flags of each PATH of IMAGE as lsattr -d does: one\n"
+	  "    column per flag (s u S D i a d A c E j I t T e C x F N P V m), a\n"
+	  "    letter where it is set.  Symbolic links are followed.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 lsattr disk.img /etc/passwd /var/log\n" },
+	{ "chattr", cmd_chattr, "IMAGE [+-=]FLAGS... PATH...", "change inode flags in an image",
+	  "DESCRIPTION\n"
+	  "    Changes the inode flags of each PATH of IMAGE as chattr does: +FLAGS\n"
+	  "    sets, -FLAGS clears, =FLAGS sets exactly those (letters as lsattr\n"
+	  "    shows them).  The kernel's ext4 rules hold: only the owner or root,\n"
+	  "    only root changes i (immutable) and a (append-only); flags that do\n"
+	  "    not fit the file's type fail; flags nobody sets (e, I, N, ...) are\n"
+	  "    kept.  j (data journaling) and -e are refused: uext4 does neither.\n"
+	  "    An immutable file cannot be changed, renamed or removed, an\n"
+	  "    append-only one only grows, by any command or the mount.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 chattr disk.img +i /etc/resolv.conf\n"
+	  "    uext4 chattr disk.img -a +d /var/log/messages\n" },
 	{ "chmod", cmd_chmod, "IMAGE MODE PATH...", "change permission bits in an image",
 	  "DESCRIPTION\n"
 	  "    Sets the permission bits of each PATH of IMAGE to MODE, an octal\n"

@@ -21,6 +21,8 @@
 #    (EPERM), on both mounts and through the library.
 # 5. +S files and +D directories: a write or a new entry is durable when
 #    the call returns (kill -9 of the server, commit timer off).
+# 6. The CLI: uext4 lsattr prints what the kernel's lsattr -d does; uext4
+#    rm refuses an immutable file until uext4 chattr -i.
 # Every image ends e2fsck -fn clean.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -246,6 +248,24 @@ kmount "$T/u5.img" "$km" || fail "kernel mount after recovery"
 echo "plain directory after kill -9: $(ls "$km/plain" | tr '\n' ' ')(no +D: not forced)"
 umount "$km"
 fsck_clean "$T/u5.img" "sync image"
+
+# ------------------------------------------------------------- 6. CLI
+note "6. uext4 lsattr / chattr against the kernel's lsattr"
+paths=$(cd "$T" && sed -n 's|^[^ ]* \(/t/[^ ]*\)$|\1|p' ls3.k | sort)
+# shellcheck disable=SC2086
+"$UEXT4" lsattr "$T/u3.img" $paths > "$T/cli.ls" || bad "uext4 lsattr"
+kmount "$T/u3.img" "$km" || fail "kernel mount"
+for p in $paths; do lsattr -d "$km$p" | sed "s|$km||"; done > "$T/cli.kls"
+umount "$km"
+diff "$T/cli.kls" "$T/cli.ls" || bad "uext4 lsattr differs from the kernel's lsattr -d"
+"$UEXT4" rm "$T/u3.img" /t/f_i 2> "$T/cli.err" && bad "uext4 rm removed an immutable file"
+grep -q 'Operation not permitted' "$T/cli.err" || bad "uext4 rm of +i: $(cat "$T/cli.err")"
+"$UEXT4" chattr "$T/u3.img" -i +d /t/f_i || bad "uext4 chattr -i +d"
+"$UEXT4" lsattr "$T/u3.img" /t/f_i | grep -qx -- '------d-------e------- /t/f_i' ||
+	bad "uext4 chattr -i +d gave $("$UEXT4" lsattr "$T/u3.img" /t/f_i)"
+"$UEXT4" rm "$T/u3.img" /t/f_i || bad "uext4 rm after chattr -i"
+"$UEXT4" chattr "$T/u3.img" +D /t/f_a 2> /dev/null && bad "uext4 chattr +D on a file worked"
+fsck_clean "$T/u3.img" "CLI image"
 
 if ls "$T"/san* > /dev/null 2>&1; then cat "$T"/san*; bad "sanitizer reports"; fi
 [ "$FAILS" = 0 ] || fail "$FAILS check(s) failed"
