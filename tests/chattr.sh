@@ -15,7 +15,8 @@
 #    with chattr(1): exit status and lsattr output equal the kernel's
 #    (except +j: uext4 does not journal file data, and -e: it does not
 #    turn extents into block maps; both EOPNOTSUPP).
-# 3. lsattr -R (sorted: the kernel lists in hash order) of the uext4 image
+# 3. FS_IOC_FSGETXATTR/FSSETXATTR (xflags) equal the kernel's; lsattr -R
+#    (sorted: the kernel lists in hash order) of the uext4 image
 #    on the kernel equals lsattr on the uext4 mount, and flags the kernel set read back the same through uext4.
 # 4. Who may set flags: a non-owner nobody (EPERM), the owner but not +i/+a
 #    (EPERM), on both mounts and through the library.
@@ -182,6 +183,37 @@ diff "$T/ls4.k" "$T/ls4.u" > "$T/ls4.diff" || { cat "$T/ls4.diff"; bad "lsattr: 
 diff "$T/ls3.k" "$T/ls4.k" > /dev/null || bad "the kernel's flags differ from uext4's for the same chattr"
 cat "$T/ls3.u"
 fsck_clean "$T/k3.img" "kernel flags image"
+# FS_IOC_FSGETXATTR / FSSETXATTR (xfs_io's lsattr and chattr), which the
+# kernel's FUSE passes on as they are: the same xflags on both.
+cat > "$T/xattr.py" << 'PY'
+import fcntl, os, struct, sys
+GET, SET = 0x801c581f, 0x401c5820
+def xget(p):
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        return struct.unpack("5I8x", fcntl.ioctl(fd, GET, bytes(28)))
+    finally:
+        os.close(fd)
+top = sys.argv[1]
+for n in sorted(os.listdir(top)):
+    print(n, "xflags=0x%x extsize=%d nextents=%d projid=%d cowextsize=%d" % xget(os.path.join(top, n)))
+p = os.path.join(top, "f_d")
+x = xget(p)
+fd = os.open(p, os.O_RDONLY)
+fcntl.ioctl(fd, SET, struct.pack("5I8x", (x[0] & ~0x80) | 0x40, 0, 0, 0, 0))  # -d +A
+os.close(fd)
+print("after FSSETXATTR -d +A: f_d xflags=0x%x" % xget(p)[0])
+PY
+kmount "$T/k3.img" "$km" rw || fail "kernel mount"
+python3 "$T/xattr.py" "$km/t" > "$T/xf.k" 2>&1 || bad "FSGETXATTR on the kernel: $(cat "$T/xf.k")"
+lsattr -d "$km/t/f_d" | cut -d' ' -f1 >> "$T/xf.k"
+umount "$km"
+mount_uext4 "$T/u3.img" "$fm"
+python3 "$T/xattr.py" "$fm/t" > "$T/xf.u" 2>&1 || bad "FSGETXATTR on the mount: $(cat "$T/xf.u")"
+lsattr -d "$fm/t/f_d" | cut -d' ' -f1 >> "$T/xf.u"
+umount_uext4 "$fm"
+cat "$T/xf.u"
+diff "$T/xf.k" "$T/xf.u" || bad "FS_IOC_FSGETXATTR/FSSETXATTR differ from the kernel's"
 
 # ------------------------------------------------------- 4. who may set
 note "4. only the owner sets flags, only root +i/+a"
@@ -257,6 +289,7 @@ paths=$(cd "$T" && sed -n 's|^[^ ]* \(/t/[^ ]*\)$|\1|p' ls3.k | sort)
 kmount "$T/u3.img" "$km" || fail "kernel mount"
 for p in $paths; do lsattr -d "$km$p" | sed "s|$km||"; done > "$T/cli.kls"
 umount "$km"
+cat "$T/cli.ls"
 diff "$T/cli.kls" "$T/cli.ls" || bad "uext4 lsattr differs from the kernel's lsattr -d"
 "$UEXT4" rm "$T/u3.img" /t/f_i 2> "$T/cli.err" && bad "uext4 rm removed an immutable file"
 grep -q 'Operation not permitted' "$T/cli.err" || bad "uext4 rm of +i: $(cat "$T/cli.err")"
