@@ -62,6 +62,10 @@ int cmd_chown(const struct command *c, int argc, char **argv);
 int cmd_setfattr(const struct command *c, int argc, char **argv);
 int cmd_truncate(const struct command *c, int argc, char **argv);
 
+/* flags.c */
+int cmd_lsattr(const struct command *c, int argc, char **argv);
+int cmd_chattr(const struct command *c, int argc, char **argv);
+
 /* copy.c */
 int cmd_put(const struct command *c, int argc, char **argv);
 int cmd_get(const struct command *c, int argc, char **argv);

@@ -1219,6 +1219,15 @@ static const struct command commands[] = {
 	  "    a mounted image fails, and `flock IMAGE true` waits for the server to\n"
 	  "    finish after an unmount.  Do not change the image any other way\n"
 	  "    while it is mounted: the server assumes it is the only writer.\n"
+	  "    lsattr/chattr work (the flags ext4 lets users change; immutable and\n"
+	  "    append-only are enforced), and so does renameat2's RENAME_WHITEOUT\n"
+	  "    (an overlayfs upper layer).  fallocate(2)'s FALLOC_FL_COLLAPSE_RANGE\n"
+	  "    and FALLOC_FL_INSERT_RANGE fail with EOPNOTSUPP on the mount: the\n"
+	  "    kernel's FUSE refuses them before they reach the server (it passes\n"
+	  "    on only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE).  The library\n"
+	  "    (uext4_fallocate) does both.  With -o writeback, append-only files\n"
+	  "    cannot be opened for writing: the kernel writes their pages back at\n"
+	  "    page offsets, which append-only forbids.\n"
 	  "\nOPTIONS\n"
 	  "    -f              stay in the foreground (Ctrl-C unmounts)\n"
 	  "    -o ro           read-only (the kernel mount is read-only too)\n"
@@ -1370,6 +1379,26 @@ static const struct command commands[] = {
 	  "\nEXAMPLES\n"
 	  "    uext4 ln disk.img /bin/busybox /bin/sh\n"
 	  "    uext4 ln -s disk.img ../lib/libfoo.so.1 /usr/lib/libfoo.so\n" },
+	{ "lsattr", cmd_lsattr, "IMAGE PATH...", "show inode flags in an image",
+	  "DESCRIPTION\n"
+	  "    Prints the inode flags of each PATH of IMAGE as lsattr -d does: one\n"
+	  "    column per flag (s u S D i a d A c E j I t T e C x F N P V m), a\n"
+	  "    letter where it is set.  Symbolic links are followed.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 lsattr disk.img /etc/passwd /var/log\n" },
+	{ "chattr", cmd_chattr, "IMAGE [+-=]FLAGS... PATH...", "change inode flags in an image",
+	  "DESCRIPTION\n"
+	  "    Changes the inode flags of each PATH of IMAGE as chattr does: +FLAGS\n"
+	  "    sets, -FLAGS clears, =FLAGS sets exactly those (letters as lsattr\n"
+	  "    shows them).  The kernel's ext4 rules hold: only the owner or root,\n"
+	  "    only root changes i (immutable) and a (append-only); flags that do\n"
+	  "    not fit the file's type fail; flags nobody sets (e, I, N, ...) are\n"
+	  "    kept.  j (data journaling) and -e are refused: uext4 does neither.\n"
+	  "    An immutable file cannot be changed, renamed or removed, an\n"
+	  "    append-only one only grows, by any command or the mount.\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 chattr disk.img +i /etc/resolv.conf\n"
+	  "    uext4 chattr disk.img -a +d /var/log/messages\n" },
 	{ "chmod", cmd_chmod, "IMAGE MODE PATH...", "change permission bits in an image",
 	  "DESCRIPTION\n"
 	  "    Sets the permission bits of each PATH of IMAGE to MODE, an octal\n"

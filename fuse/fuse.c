@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>     /* FS_IOC_GETFLAGS, struct fsxattr */
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -167,6 +168,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* A symlink's target never changes; O_TRUNC comes with the open
 	 * instead of a separate SETATTR. */
 	want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* lsattr/chattr on directories too. */
+	want |= FUSE_CAP_IOCTL_DIR;
 	if (!s->read_only)
 		want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (!s->read_only && s->want_writeback)
@@ -788,6 +791,9 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
+#endif
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname, unsigned flags)
@@ -796,14 +802,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	unsigned uflags = 0;
 	int ret;
 
-	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-		fuse_reply_err(req, EINVAL);    /* RENAME_WHITEOUT: overlayfs only */
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
+		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	if (flags & RENAME_NOREPLACE)
 		uflags |= UEXT4_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		uflags |= UEXT4_RENAME_EXCHANGE;
+	if (flags & RENAME_WHITEOUT)           /* overlayfs's upper layer */
+		uflags |= UEXT4_RENAME_WHITEOUT;
 	ret = uext4_rename(s->fs, to_ext4(parent), name, to_ext4(newparent), newname, uflags);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
@@ -963,6 +971,117 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 }
 
 /*
+ * lsattr/chattr.  The kernel's FUSE (fs/fuse/ioctl.c fuse_fileattr_get/set)
+ * turns FS_IOC_GETFLAGS/SETFLAGS on a file or directory into an OPEN, an
+ * IOCTL with an int (4 bytes, whatever the command's size says) and a
+ * RELEASE; before a SETFLAGS (vfs_fileattr_set) it reads the old ones with
+ * FS_IOC_FSGETXATTR, and FS_IOC_FSSETXATTR comes as it is.  The VFS checks
+ * owner and CAP_LINUX_IMMUTABLE first; the library checks again (for every
+ * caller) and applies ext4's rules.
+ */
+#define XFLAGS_COMMON (FS_XFLAG_IMMUTABLE | FS_XFLAG_APPEND | FS_XFLAG_SYNC | \
+		       FS_XFLAG_NOATIME | FS_XFLAG_NODUMP | FS_XFLAG_DAX | FS_XFLAG_PROJINHERIT)
+
+/* The flags fileattr_fill_flags() maps to xflags, both ways. */
+static const struct { uint32_t fl, xfl; } flag_xflag[] = {
+	{FS_IMMUTABLE_FL, FS_XFLAG_IMMUTABLE}, {FS_APPEND_FL, FS_XFLAG_APPEND},
+	{FS_SYNC_FL, FS_XFLAG_SYNC}, {FS_NOATIME_FL, FS_XFLAG_NOATIME},
+	{FS_NODUMP_FL, FS_XFLAG_NODUMP}, {FS_DAX_FL, FS_XFLAG_DAX},
+	{FS_PROJINHERIT_FL, FS_XFLAG_PROJINHERIT},
+};
+
+static uint32_t flags_to_xflags(uint32_t fl)
+{
+	uint32_t x = 0;
+
+	for (size_t i = 0; i < sizeof(flag_xflag) / sizeof(flag_xflag[0]); i++)
+		if (fl & flag_xflag[i].fl)
+			x |= flag_xflag[i].xfl;
+	return x;
+}
+
+/* FSSETXATTR: the common flags from xflags, the others as they are. */
+static uint32_t xflags_to_flags(uint32_t x, uint32_t old)
+{
+	for (size_t i = 0; i < sizeof(flag_xflag) / sizeof(flag_xflag[0]); i++)
+		old = (x & flag_xflag[i].xfl) ? old | flag_xflag[i].fl : old & ~flag_xflag[i].fl;
+	return old;
+}
+
+static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags)
+{
+	struct server *s = begin_write(req);
+	int ret = uext4_set_flags(s->fs, to_ext4(ino), flags);
+
+	if (ret >= 0)
+		notify_attr_changed(s, ino);    /* ctime */
+	return ret;
+}
+
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+		     size_t in_bufsz, size_t out_bufsz)
+{
+	struct server *s = srv(req);
+	uint32_t fl;
+	struct fsxattr fx;
+	int ret;
+
+	if (flags & FUSE_IOCTL_COMPAT) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	switch (cmd) {
+	case FS_IOC_GETFLAGS:
+	case FS_IOC32_GETFLAGS:
+	case FS_IOC_FSGETXATTR:
+		if (out_bufsz < (cmd == FS_IOC_FSGETXATTR ? sizeof(fx) : sizeof(int)))
+			break;
+		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) < 0) {
+			reply_err(req, ret);
+			return;
+		}
+		if (cmd != FS_IOC_FSGETXATTR) {
+			int v = (int)fl;
+
+			fuse_reply_ioctl(req, 0, &v, sizeof(v));
+			return;
+		}
+		memset(&fx, 0, sizeof(fx));   /* no project quota: projid 0 */
+		fx.fsx_xflags = flags_to_xflags(fl);
+		fuse_reply_ioctl(req, 0, &fx, sizeof(fx));
+		return;
+	case FS_IOC_SETFLAGS:
+	case FS_IOC32_SETFLAGS:
+		if (in_bufsz < sizeof(int))
+			break;
+		memcpy(&fl, in_buf, sizeof(fl));
+		ret = ioctl_setflags(req, ino, fl);
+		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
+		if (ret < 0 && -ret == EUCLEAN)
+			log_corruption(s);
+		return;
+	case FS_IOC_FSSETXATTR:
+		if (in_bufsz < sizeof(fx))
+			break;
+		memcpy(&fx, in_buf, sizeof(fx));
+		/* ext4 without the project feature takes only project 0. */
+		if (fx.fsx_projid != 0) {
+			fuse_reply_err(req, EOPNOTSUPP);
+			return;
+		}
+		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) >= 0)
+			ret = ioctl_setflags(req, ino, xflags_to_flags(fx.fsx_xflags, fl));
+		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
+		return;
+	default:
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	fuse_reply_err(req, EINVAL);    /* a too small argument */
+}
+
+/*
  * The session ends (unmount, or a signal): write everything back now, while
  * the image is still ours, and say so if it fails.  The caller of
  * uext4_fuse_run then unmounts the library fs, which checks again.
@@ -1016,6 +1135,7 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 	.setxattr = op_setxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
+	.ioctl = op_ioctl,
 	/* No .flush: nothing is buffered per open file, and the ENOSYS of the
 	 * first FLUSH spares a round trip per close(2) from then on (with the
 	 * writeback cache the kernel sends one even with noflush). */

@@ -225,6 +225,10 @@ int uext4_rmdir(uext4_fs *fs, uint64_t dir, const char *name);
 
 #define UEXT4_RENAME_NOREPLACE 1u  /* fail with -EEXIST if the target exists */
 #define UEXT4_RENAME_EXCHANGE 2u   /* swap the two names atomically */
+/* Leave a whiteout at the old name (for overlayfs): a character device 0/0,
+ * mode 0, owned by the caller, made in the same transaction.  Not with
+ * EXCHANGE (-EINVAL).  Any caller may (as on Linux since 5.8). */
+#define UEXT4_RENAME_WHITEOUT 4u
 int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t newdir,
 		 const char *newname, unsigned flags);
 
@@ -267,6 +271,30 @@ int uext4_sync(uext4_fs *fs);
 int uext4_setxattr(uext4_fs *fs, uint64_t ino, const char *name, const void *value,
 		   size_t size, int flags);
 int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name);
+
+/*
+ * Inode flags, as lsattr/chattr see them: FS_IOC_GETFLAGS's encoding
+ * (FS_IMMUTABLE_FL, FS_APPEND_FL, ... of <linux/fs.h>), which is ext4's
+ * i_flags restricted to the bits users see.  uext4_set_flags() follows the
+ * kernel's ext4: only the owner or root (the caller, uext4_set_caller())
+ * may set them, only root may change immutable or append-only (-EPERM),
+ * bits ext4 does not know or that do not fit the inode's type are
+ * -EOPNOTSUPP, visible bits nobody may change (index, inline data, ...)
+ * are ignored; ctime is set.  Changing data journaling (+j) or extents
+ * (+e) is -EOPNOTSUPP: uext4 does neither.
+ *
+ * Every write call above enforces the two that restrict: an immutable
+ * inode cannot be written, truncated, have its attributes or xattrs
+ * changed, be linked, unlinked or renamed, and nothing can be created in,
+ * removed from or renamed into or out of an immutable directory (-EPERM).
+ * An append-only file opens for writing only with O_APPEND and never with
+ * O_TRUNC, is written only at its end, cannot be truncated or have its
+ * mode, owner or times set (times "now" are allowed), nor xattrs changed,
+ * nor be linked, unlinked or renamed; fallocate only allocates.  An
+ * append-only directory gains entries but loses none.
+ */
+int uext4_get_flags(uext4_fs *fs, uint64_t ino, uint32_t *flags);
+int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags);
 
 /* Feature bits to names, for frontends. */
 const char *uext4_version(void);

@@ -192,6 +192,24 @@ int uext4_readdir(uext4_fs *fs, uint64_t dir, uint64_t cookie, uext4_filldir_t f
 	return err;
 }
 
+/* Opening for writing: never an immutable inode; an append-only one only
+ * with O_APPEND and without O_TRUNC (the kernel's may_open()). */
+static int open_allowed(struct inode *n, int flags)
+{
+	int err = 0;
+
+	if ((flags & O_ACCMODE) == O_RDONLY && !(flags & O_TRUNC))
+		return 0;
+	urw_rdlock(&n->lock);
+	if (n->flags & EXT4_IMMUTABLE_FL)
+		err = flags_refuse(n, "open for writing");
+	else if ((n->flags & EXT4_APPEND_FL) && (!(flags & O_APPEND) || (flags & O_TRUNC)))
+		err = flags_refuse(n, (flags & O_TRUNC) ? "open with O_TRUNC"
+							: "open for writing without O_APPEND");
+	urw_unlock(&n->lock);
+	return err;
+}
+
 int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out)
 {
 	struct uext4_file *f;
@@ -205,6 +223,10 @@ int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out)
 	if (S_ISDIR(n->mode)) {
 		iput(fs, n);
 		return fs_err(EISDIR, "inode %llu is a directory", (unsigned long long)ino);
+	}
+	if ((err = open_allowed(n, flags))) {
+		iput(fs, n);
+		return err;
 	}
 	f = malloc(sizeof(*f));
 	if (!f) {
@@ -656,6 +678,20 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	return inode_write(h, n);
 }
 
+/* An immutable inode changes no attribute (ext4_setattr()); an append-only
+ * one keeps its size, mode, owner and given times, but may be touched
+ * (times "now", the kernel's ATTR_TOUCH). */
+static int setattr_allowed(const struct inode *n, const struct uext4_setattr *a)
+{
+	if (n->flags & EXT4_IMMUTABLE_FL)
+		return flags_refuse(n, "setattr");
+	if ((n->flags & EXT4_APPEND_FL) &&
+	    (a->valid & (UEXT4_SET_MODE | UEXT4_SET_UID | UEXT4_SET_GID | UEXT4_SET_SIZE |
+			 UEXT4_SET_ATIME | UEXT4_SET_MTIME)))
+		return flags_refuse(n, (a->valid & UEXT4_SET_SIZE) ? "truncate" : "setattr");
+	return 0;
+}
+
 int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 		  struct uext4_stat *st)
 {
@@ -666,6 +702,11 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 	if (err)
 		return err;
 	urw_wrlock(&n->lock);
+	if ((err = setattr_allowed(n, a))) {
+		urw_unlock(&n->lock);
+		iput(fs, n);
+		return err;
+	}
 	if ((a->valid & UEXT4_SET_SIZE) && n->pa)
 		balloc_release_prealloc(fs, n);
 	bool shrink = (a->valid & UEXT4_SET_SIZE) && S_ISREG(n->mode) && a->size < n->size;
@@ -693,7 +734,10 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 	}
 	if (!err && st)
 		inode_to_stat(fs, n, st);
+	bool sync = (n->flags & EXT4_SYNC_FL) != 0;
+
 	urw_unlock(&n->lock);
+	err = flags_sync_commit(fs, n, sync, err);
 	iput(fs, n);
 	return err;
 }
@@ -718,13 +762,10 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 
 	if (err)
 		return err;
-	if (f->flags & O_APPEND) {
-		urw_rdlock(&f->inode->lock);
-		off = f->inode->size;
-		urw_unlock(&f->inode->lock);
-	}
 	if (size == 0)
 		return 0;
+	if (f->flags & O_APPEND)
+		off = FILE_APPEND;      /* placed at the end under the inode lock */
 	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
 
 	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
@@ -778,7 +819,9 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 	if (err)
 		return err;
 	urw_wrlock(&n->lock);
-	if (!(err = handle_begin(fs, 8, &h))) {
+	/* As the kernel's xattr_permission(): before anything else. */
+	err = inode_refuse_if(n, FL_NOCHANGE, value ? "setxattr" : "removexattr");
+	if (!err && !(err = handle_begin(fs, 8, &h))) {
 		err = xattr_set(h, n, name, value, size, flags);
 		if (!err) {
 			n->ctime = fs_now();
@@ -787,7 +830,10 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
+	bool sync = (n->flags & EXT4_SYNC_FL) != 0;
+
 	urw_unlock(&n->lock);
+	err = flags_sync_commit(fs, n, sync, err);
 	iput(fs, n);
 	return err;
 }

@@ -503,6 +503,19 @@ static int zero_eof_tail(struct uext4_fs *fs, struct inode *inode, uint64_t new_
 	return zero_mapped(fs, inode, from, MIN(new_size, (from | bmask) + 1));
 }
 
+/* Immutable files take no write, append-only ones only at their end
+ * (inode->lock held). */
+static int write_allowed(const struct inode *inode, uint64_t off)
+{
+	if (inode->flags & EXT4_IMMUTABLE_FL)
+		return flags_refuse(inode, "write");
+	if ((inode->flags & EXT4_APPEND_FL) && off < inode->size)
+		return fs_err(EPERM, "write at %llu: inode %lu is append-only (size %llu)",
+			      (unsigned long long)off, (unsigned long)inode->ino,
+			      (unsigned long long)inode->size);
+	return 0;
+}
+
 ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
 		    uint64_t off)
 {
@@ -510,13 +523,17 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	struct handle *h;
 	size_t done = 0;
 	int err = 0;
+	bool sync;
 
 	if (size > SSIZE_MAX)
 		size = SSIZE_MAX;
 	if (size == 0)
 		return 0;
 	urw_wrlock(&inode->lock);
-	if ((err = check_write_range(fs, inode, &size, off)))
+	sync = (inode->flags & EXT4_SYNC_FL) != 0;      /* +S: as O_SYNC */
+	if (off == FILE_APPEND)
+		off = inode->size;
+	if ((err = write_allowed(inode, off)) || (err = check_write_range(fs, inode, &size, off)))
 		goto out;
 	if (inode->flags & EXT4_INLINE_DATA_FL) {
 		bool written = false;
@@ -559,8 +576,10 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	}
 out:
 	urw_unlock(&inode->lock);
-	if (done > 0)
-		return (ssize_t)done;  /* a short write reports what was written */
+	if (done > 0) {
+		err = flags_sync_commit(fs, inode, sync, 0);
+		return err < 0 ? err : (ssize_t)done;  /* a short write reports what was written */
+	}
 	return err;
 }
 
@@ -822,6 +841,21 @@ out:
 	return err;
 }
 
+/* vfs_fallocate(): an append-only file may only allocate (mode 0 or
+ * KEEP_SIZE), an immutable one nothing. */
+static int falloc_allowed(struct inode *inode, int mode)
+{
+	int err = 0;
+
+	urw_rdlock(&inode->lock);
+	if ((mode & ~FALLOC_FL_KEEP_SIZE) && (inode->flags & EXT4_APPEND_FL))
+		err = flags_refuse(inode, "fallocate");
+	else
+		err = inode_refuse_if(inode, EXT4_IMMUTABLE_FL, "fallocate");
+	urw_unlock(&inode->lock);
+	return err;
+}
+
 int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t off,
 		   uint64_t len)
 {
@@ -832,6 +866,8 @@ int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t 
 	if (len == 0 || off > UINT64_MAX - len)
 		return fs_err(EINVAL, "fallocate inode %lu: bad range", (unsigned long)inode->ino);
 	end = off + len;
+	if ((err = falloc_allowed(inode, mode)))
+		return err;
 	if (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE))
 		return falloc_shift(fs, inode, mode, off, len);
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))

@@ -1018,12 +1018,6 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
 	return err;
 }
 
-/* Flags a new inode inherits from its directory, as the kernel's
- * EXT4_FL_INHERITED (sync, immutable-free subset). */
-#define INHERITED_FLAGS (EXT4_SECRM_FL | EXT4_SYNC_FL | EXT4_NOATIME_FL | 0x00000040u /*NODUMP*/ | \
-			 0x00000004u /*COMPR*/ | 0x00004000u /*JOURNAL_DATA*/ | 0x00008000u /*NOTAIL*/ | \
-			 0x00010000u /*DIRSYNC*/ | EXT4_PROJINHERIT_FL)
-
 static uint32_t new_generation(void)
 {
 	static _Thread_local uint64_t x;
@@ -1056,9 +1050,7 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 		if (S_ISDIR(mode))
 			n->mode |= S_ISGID;
 	}
-	n->flags = dir->flags & INHERITED_FLAGS;
-	if (!S_ISDIR(mode))
-		n->flags &= ~(0x00010000u | EXT4_INDEX_FL);
+	n->flags = flags_inherited(dir->flags, mode);    /* flags.c, as the kernel */
 	n->generation = new_generation();
 	n->atime = n->mtime = n->ctime = n->crtime = now;
 	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)

@@ -691,6 +691,25 @@ void igrab(struct inode *inode);
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
 void inode_to_stat(struct uext4_fs *fs, const struct inode *inode, struct uext4_stat *st);
 
+/* flags.c: immutable and append-only inodes refuse changes (EPERM, as the
+ * kernel's IS_IMMUTABLE / IS_APPEND checks).  The caller holds n->lock. */
+int flags_refuse(const struct inode *n, const char *what);
+static inline int inode_refuse_if(const struct inode *n, uint32_t fl, const char *what)
+{
+	return (n->flags & fl) ? flags_refuse(n, what) : 0;
+}
+#define FL_NOCHANGE (EXT4_IMMUTABLE_FL | EXT4_APPEND_FL)
+/* Synchronous inodes (+S) and directories (+S, +D): their changes are
+ * durable when the call returns, as the kernel's IS_SYNC / IS_DIRSYNC. */
+#define FL_DIRSYNC_ANY (EXT4_SYNC_FL | 0x00010000u /* DIRSYNC */)
+/* If sync (read under n->lock by the caller), commit what last changed n;
+ * else return err.  Called with no lock held. */
+int flags_sync_commit(struct uext4_fs *fs, struct inode *n, bool sync, int err);
+/* ext4_mask_flags(): the flags an inode of this type may carry. */
+uint32_t flags_mask_for_mode(uint32_t mode, uint32_t flags);
+/* The flags a new inode of this mode takes from its directory. */
+uint32_t flags_inherited(uint32_t dir_flags, uint32_t mode);
+
 enum inode_state_bits {
 	INODE_NEW = 1u << 0,        /* created since mount */
 	INODE_DELETED = 1u << 1,    /* freed: links 0 and last reference gone */
@@ -799,7 +818,9 @@ int inode_map_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint6
 int inode_truncate_blocks(struct handle *h, struct inode *inode, uint64_t first);
 /* Free the blocks of [lblk, lblk + len) leaving a hole (punch hole). */
 int inode_punch_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint64_t len);
-/* Data write path.  file_pwrite() takes inode->lock and its own handles. */
+/* Data write path.  file_pwrite() takes inode->lock and its own handles;
+ * off FILE_APPEND writes at the end of the file (O_APPEND). */
+#define FILE_APPEND UINT64_MAX
 ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
 		    uint64_t off);
 /* Change i_size: shrink frees blocks and zeroes the tail of the last block,

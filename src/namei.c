@@ -382,6 +382,9 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 		else if (err == -ENOENT)
 			err = 0;
 	}
+	/* As the kernel's may_create(): an existing name first, then EPERM. */
+	if (!err)
+		err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "create in directory");
 	/* As symlink(2): an existing name wins over a too long target. */
 	if (!err && S_ISLNK(nn->mode) && strlen(nn->target) >= fs->block_size)
 		err = fs_err(ENAMETOOLONG, "symlink target of %zu bytes (at most %u)",
@@ -396,7 +399,10 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 		err = err ? err : e2;
 	}
 	acl_inherit_free(&ai);
+	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
+
 	urw_unlock(&dir->lock);
+	err = flags_sync_commit(fs, dir, sync, err);
 	if (!err)
 		stat_of(fs, n, st);
 	iput(fs, n);
@@ -477,18 +483,20 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 	lockset_add(&ls, dir);
 	lockset_add(&ls, n);
 	lockset_lock(&ls);
+	/* In vfs_link()'s order: the new name, the directory, the inode. */
 	if (!(err = check_dir_alive(dir))) {
+		err = dir_lookup_locked(fs, dir, newname, len, &existing, &ft);
+		err = err == 0 ? fs_err(EEXIST, "\"%s\" exists", newname)
+			       : err == -ENOENT ? 0 : err;
+	}
+	if (!err && !(err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "link into directory")) &&
+	    !(err = inode_refuse_if(n, FL_NOCHANGE, "link"))) {
 		if (n->links == 0)
 			err = fs_err(ENOENT, "link: inode %llu has been removed",
 				     (unsigned long long)ino);
 		else if (n->links >= EXT4_LINK_MAX)
 			err = fs_err(EMLINK, "link: inode %llu already has %u links",
 				     (unsigned long long)ino, n->links);
-	}
-	if (!err) {
-		err = dir_lookup_locked(fs, dir, newname, len, &existing, &ft);
-		err = err == 0 ? fs_err(EEXIST, "\"%s\" exists", newname)
-			       : err == -ENOENT ? 0 : err;
 	}
 	if (!err && !(err = handle_begin(fs, 8, &h))) {
 		struct timespec nct = n->ctime, dmt = dir->mtime, dct = dir->ctime;
@@ -519,7 +527,10 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
+	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
+
 	lockset_unlock(&ls);
+	err = flags_sync_commit(fs, dir, sync, err);
 	if (!err)
 		stat_of(fs, n, st);
 	iput(fs, dir);
@@ -528,6 +539,22 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 }
 
 /* ------------------------------------------------------------- unlink, rmdir */
+
+/* The kernel's may_delete() (both locked): neither the directory nor the
+ * inode immutable or append-only (EPERM), then the kind of inode. */
+static int remove_allowed(struct inode *dir, struct inode *c, bool want_dir, const char *name)
+{
+	int err;
+
+	if ((err = inode_refuse_if(dir, FL_NOCHANGE, "remove from directory")) ||
+	    (err = inode_refuse_if(c, FL_NOCHANGE, "remove")))
+		return err;
+	if (want_dir && !S_ISDIR(c->mode))
+		return fs_err(ENOTDIR, "rmdir: \"%s\" is not a directory", name);
+	if (!want_dir && S_ISDIR(c->mode))
+		return fs_err(EISDIR, "unlink: \"%s\" is a directory", name);
+	return 0;
+}
 
 /* Remove name (which must be of the kind `want_dir` asks) from dir. */
 static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool want_dir)
@@ -538,6 +565,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 	uint64_t ino, again;
 	unsigned ft;
 	int err, freed;
+	bool sync = false;
 
 	if ((err = check_writable(fs)))
 		return err;
@@ -551,12 +579,6 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 
 		if ((err = lookup_unlocked(fs, dir, name, len, &ino)) || (err = iget(fs, ino, &c)))
 			break;
-		if (want_dir && !S_ISDIR(c->mode))
-			err = fs_err(ENOTDIR, "rmdir: \"%s\" is not a directory", name);
-		else if (!want_dir && S_ISDIR(c->mode))
-			err = fs_err(EISDIR, "unlink: \"%s\" is a directory", name);
-		if (err)
-			break;
 		lockset_add(&ls, dir);
 		lockset_add(&ls, c);
 		lockset_lock(&ls);
@@ -569,7 +591,8 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			c = NULL;
 			continue; /* renamed meanwhile: start over */
 		}
-		if (want_dir && (err = dir_is_empty(fs, c)) >= 0)
+		err = remove_allowed(dir, c, want_dir, name);
+		if (!err && want_dir && (err = dir_is_empty(fs, c)) >= 0)
 			err = err ? 0 : fs_err(ENOTEMPTY, "rmdir: directory \"%s\" is not empty", name);
 		/* The last link of a file nobody holds open: its free follows
 		 * at once, so refuse now if it would fail (image unchanged). */
@@ -617,9 +640,11 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			int e2 = handle_end(h);
 			err = err ? err : e2;
 		}
+		sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 		lockset_unlock(&ls);
 		break;
 	}
+	err = flags_sync_commit(fs, dir, sync, err);
 	/* The last reference of an unlinked inode frees it; if that fails
 	 * (corrupt), the name is gone but the unlink reports the error. */
 	freed = iput(fs, c);
@@ -645,6 +670,10 @@ struct rename_op {
 	const char *oname, *nname;
 	size_t olen, nlen;
 	unsigned flags;
+	bool wh_wanted;                 /* flags has UEXT4_RENAME_WHITEOUT */
+	bool sync;                      /* a directory is +S or +D: commit at the end */
+	struct inode *wh;               /* RENAME_WHITEOUT: the new whiteout, or NULL */
+	struct inode_undo wh_undo;      /* how to give it back */
 };
 
 /* Is dir `d` the directory `s` or below it?  (rename lock held) */
@@ -682,13 +711,20 @@ static int rename_check(struct rename_op *r)
 
 	if ((err = check_dir_alive(r->nd)))
 		return err;
-	if (r->flags & UEXT4_RENAME_EXCHANGE)
-		return t ? 0 : fs_err(ENOENT, "rename: \"%s\" does not exist to exchange with",
-				      r->nname);
-	if (!t)
-		return 0;
-	if (r->flags & UEXT4_RENAME_NOREPLACE)
+	if ((r->flags & UEXT4_RENAME_EXCHANGE) && !t)
+		return fs_err(ENOENT, "rename: \"%s\" does not exist to exchange with", r->nname);
+	if (t && (r->flags & UEXT4_RENAME_NOREPLACE))
 		return fs_err(EEXIST, "rename: \"%s\" exists", r->nname);
+	/* may_delete() of each name that goes or changes, may_create() of a
+	 * new one (all four locked). */
+	if ((err = inode_refuse_if(r->od, FL_NOCHANGE, "rename out of directory")) ||
+	    (err = inode_refuse_if(s, FL_NOCHANGE, "rename")) ||
+	    (err = inode_refuse_if(r->nd, t ? FL_NOCHANGE : EXT4_IMMUTABLE_FL,
+				   "rename into directory")) ||
+	    (t && (err = inode_refuse_if(t, FL_NOCHANGE, "rename over"))))
+		return err;
+	if ((r->flags & UEXT4_RENAME_EXCHANGE) || !t)
+		return 0;
 	if (S_ISDIR(s->mode) && !S_ISDIR(t->mode))
 		return fs_err(ENOTDIR, "rename: \"%s\" is not a directory", r->nname);
 	if (!S_ISDIR(s->mode) && S_ISDIR(t->mode))
@@ -748,7 +784,13 @@ static int rename_move(struct handle *h, struct rename_op *r)
 		err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
 	else
 		err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
-	if (err || (err = dir_remove(h, r->od, r->oname, r->olen, r->s->ino)))
+	if (err)
+		return err;
+	if (r->wh)
+		err = dir_retarget(h, r->od, r->oname, r->olen, r->wh->ino, EXT4_FT_CHRDEV);
+	else
+		err = dir_remove(h, r->od, r->oname, r->olen, r->s->ino);
+	if (err)
 		return err;
 	if (r->t) {
 		if (S_ISDIR(r->t->mode)) {
@@ -817,6 +859,8 @@ static void rename_undo(struct handle *h, struct rename_op *r, const struct rena
 	}
 	if (xchg && names(fs, r->od, r->oname, r->olen, t->ino))
 		dir_retarget(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
+	else if (r->wh && names(fs, r->od, r->oname, r->olen, r->wh->ino))
+		dir_retarget(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
 	else if (!xchg && dir_lookup_locked(fs, r->od, r->oname, r->olen, &found, &ft) == -ENOENT)
 		dir_add(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
 	if (r->od != r->nd) {
@@ -855,6 +899,39 @@ static int rename_write_all(struct handle *h, struct rename_op *r)
 	return err;
 }
 
+/*
+ * RENAME_WHITEOUT: the inode the old name will point to, made in the
+ * rename's handle as the kernel's ext4_whiteout_for_rename(): a character
+ * device 0/0 with mode 0 (no umask: none applies), the caller's owner and
+ * the old directory's inheritance, one link.
+ */
+static int make_whiteout(struct handle *h, struct rename_op *r)
+{
+	int err = inode_new_undoable(h, r->od, S_IFCHR, &r->wh, &r->wh_undo);
+
+	if (err) {
+		r->wh = NULL;
+		return err;
+	}
+	encode_rdev(r->wh, 0);
+	return inode_write(h, r->wh);
+}
+
+/* A failed rename gives the whiteout back (nobody can reach it any more). */
+static void drop_whiteout(struct handle *h, struct rename_op *r)
+{
+	if (!r->wh)
+		return;
+	if (discard_new_inode(h, r->wh, &r->wh_undo)) {
+		/* Could not free it now: its last iput() does, or the next mount. */
+		r->wh->links = 0;
+		atomic_fetch_and(&r->wh->istate, ~(uint32_t)INODE_DELETED);
+		atomic_fetch_or(&r->wh->istate, INODE_UNLINKED);
+		orphan_add(h, r->wh);
+		inode_write(h, r->wh);
+	}
+}
+
 /* One attempt with everything locked; 1 means "names moved: retry". */
 static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 {
@@ -875,10 +952,13 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 		return fs_err(EEXIST, "rename: \"%s\" exists", r->nname);
 	if (r->t == r->s)
 		return 0; /* two names of one inode: rename(2) does nothing */
-	if ((err = rename_check(r)) || (err = handle_begin(r->fs, 32, &h)))
+	if ((err = rename_check(r)) || (err = handle_begin(r->fs, r->wh_wanted ? 48 : 32, &h)))
 		return err;
 	rename_save(r, &sv);
-	err = (r->flags & UEXT4_RENAME_EXCHANGE) ? rename_exchange(h, r) : rename_move(h, r);
+	if (r->wh_wanted)
+		err = make_whiteout(h, r);
+	if (!err)
+		err = (r->flags & UEXT4_RENAME_EXCHANGE) ? rename_exchange(h, r) : rename_move(h, r);
 	if (!err)
 		err = rename_write_all(h, r);
 	if (err) {
@@ -886,6 +966,7 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 
 		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
 		rename_undo(h, r, &sv);
+		drop_whiteout(h, r);
 		fs_err(-err, "%s", msg);
 	}
 	int e2 = handle_end(h);
@@ -925,6 +1006,7 @@ static int rename_once_try(struct rename_op *r)
 	lockset_add(&ls, r->t);
 	lockset_lock(&ls);
 	err = rename_locked(r, sino, tino);
+	r->sync = ((r->od->flags | r->nd->flags) & FL_DIRSYNC_ANY) != 0;
 	lockset_unlock(&ls);
 	return err;
 }
@@ -939,9 +1021,11 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 	if ((err = check_writable(fs)) || (err = check_name(oldname, &r.olen)) ||
 	    (err = check_name(newname, &r.nlen)))
 		return err;
-	if (flags & ~(UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_EXCHANGE) ||
-	    flags == (UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_EXCHANGE))
+	if (flags & ~(UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_EXCHANGE | UEXT4_RENAME_WHITEOUT) ||
+	    ((flags & UEXT4_RENAME_EXCHANGE) &&
+	     (flags & (UEXT4_RENAME_NOREPLACE | UEXT4_RENAME_WHITEOUT))))
 		return fs_err(EINVAL, "rename: invalid flags 0x%x", flags);
+	r.wh_wanted = (flags & UEXT4_RENAME_WHITEOUT) != 0;
 	if ((err = get_dir(fs, olddir, &r.od)))
 		return err;
 	if ((err = get_dir(fs, newdir, &r.nd))) {
@@ -958,10 +1042,13 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 	} while (err == 1);
 	if (cross)
 		ulock_unlock(rename_lock());
+	if (r.sync) /* both directories' changes are in one transaction */
+		err = flags_sync_commit(fs, r.nd, true, err);
 	/* A replaced inode that lost its last link goes here (a failure to
 	 * free it is reported, the rename itself is done). */
 	int e2 = iput(fs, r.t);
 	err = err ? err : e2;
+	iput(fs, r.wh);
 	iput(fs, r.s);
 	iput(fs, r.nd);
 	iput(fs, r.od);

@@ -5,7 +5,8 @@
  * The library's failure injection (src/fault.c) makes the N-th metadata
  * read from the device, or the N-th block or inode allocation, fail once.
  * For every operation below (create, mkdir, mknod, fast and slow
- * symlinks, link, unlink, rmdir, rename in its forms, setxattr that needs
+ * symlinks, link, unlink, rmdir, rename in its forms (RENAME_WHITEOUT too),
+ * setxattr that needs
  * an xattr block; in a directory with room, in a full one-block directory
  * that becomes an htree, in an htree whose leaf must split, in an inline
  * directory with room and in one that must move to a block) and every
@@ -299,6 +300,28 @@ static int op_exchange(uext4_fs *fs)
 	return uext4_rename(fs, ino_of(fs, "/d"), "sub2", ino_of(fs, "/e"), "g", UEXT4_RENAME_EXCHANGE);
 }
 static bool ok_exchange(uext4_fs *fs) { return exists(fs, "/e/g", S_IFDIR) && exists(fs, "/d/sub2", S_IFREG); }
+/* RENAME_WHITEOUT: the old name becomes a new character device. */
+static int op_wh_cross(uext4_fs *fs)
+{
+	return uext4_rename(fs, ino_of(fs, "/d"), "f2", ino_of(fs, "/e"), "f2", UEXT4_RENAME_WHITEOUT);
+}
+static bool ok_wh_cross(uext4_fs *fs) { return exists(fs, "/d/f2", S_IFCHR) && exists(fs, "/e/f2", S_IFREG); }
+static int op_wh_over(uext4_fs *fs)
+{
+	uint64_t d = ino_of(fs, "/d");
+
+	return uext4_rename(fs, d, "f1", d, "f2", UEXT4_RENAME_WHITEOUT);
+}
+static bool ok_wh_over(uext4_fs *fs) { return exists(fs, "/d/f1", S_IFCHR) && exists(fs, "/d/f2", S_IFREG); }
+static int op_wh_full(uext4_fs *fs)
+{
+	return uext4_rename(fs, ino_of(fs, "/d"), "sub2", ino_of(fs, "/full"), full_name,
+			    UEXT4_RENAME_WHITEOUT);
+}
+static bool ok_wh_full(uext4_fs *fs)
+{
+	return exists(fs, "/d/sub2", S_IFCHR) && exists(fs, in("/full", full_name), S_IFDIR);
+}
 static char big_value[600];
 static int op_setxattr(uext4_fs *fs)
 {
@@ -343,6 +366,9 @@ static const struct op ops[] = {
 	{"rename-dir", op_mv_dir, ok_mv_dir, NULL, false},
 	{"rename-full", op_mv_full, ok_mv_full, NULL, false},
 	{"exchange", op_exchange, ok_exchange, NULL, false},
+	{"whiteout-cross", op_wh_cross, ok_wh_cross, NULL, false},
+	{"whiteout-over", op_wh_over, ok_wh_over, NULL, false},
+	{"whiteout-dir-full", op_wh_full, ok_wh_full, NULL, false},
 	{"setxattr-block", op_setxattr, ok_setxattr, NULL, false},
 };
 
