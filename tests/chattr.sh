@@ -125,6 +125,14 @@ letters() {
 			done
 		done
 	done
+	# An htree directory (I, which nobody sets): once +i, even +i again is
+	# refused (ext4_ioctl_check_immutable compares all other bits).
+	mkdir "$d/h" && for ((k = 0; k < 300; k++)); do : > "$d/h/a_long_file_name_$k"; done
+	for op in +i +i +d -i; do
+		chattr "$op" "$d/h" 2> /dev/null
+		rc=$?
+		echo "h $op rc=$rc $(lsattr -d "$d/h" | cut -d' ' -f1)"
+	done
 }
 newimg "$T/k2.img"
 newimg "$T/u2.img"
