@@ -267,6 +267,20 @@ static int discard_new_inode(struct handle *h, struct inode *n, const struct ino
 	return ialloc_free_undo(h, n->ino, S_ISDIR(n->mode), &u->ia);
 }
 
+/* Undo an inode this operation made and nobody can reach: free it now, or
+ * if that fails, let its last iput() free it, or the orphan list at the
+ * next mount. */
+static void give_back_new_inode(struct handle *h, struct inode *n, const struct inode_undo *u)
+{
+	if (discard_new_inode(h, n, u) == 0)
+		return;
+	n->links = 0;
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
+	atomic_fetch_or(&n->istate, INODE_UNLINKED);
+	orphan_add(h, n);
+	inode_write(h, n);
+}
+
 /* Take a name out again that this operation put in: when the insert
  * failed after placing the entry (or we cannot tell), remove it. */
 static void undo_add(struct handle *h, struct inode *dir, const char *name, size_t len,
@@ -322,15 +336,7 @@ undo:
 	dir->mtime = mtime;
 	dir->ctime = ctime;
 	inode_write(h, dir);
-	if (discard_new_inode(h, n, &u)) {
-		/* Could not free it now: nobody can reach it, so its last
-		 * iput() frees it, or the orphan list at the next mount. */
-		n->links = 0;
-		atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
-		atomic_fetch_or(&n->istate, INODE_UNLINKED);
-		orphan_add(h, n);
-		inode_write(h, n);
-	}
+	give_back_new_inode(h, n, &u);
 	fs_err(-err, "%s", msg); /* the cause, not what the undo met */
 	*out = n;
 	return err;
@@ -920,16 +926,8 @@ static int make_whiteout(struct handle *h, struct rename_op *r)
 /* A failed rename gives the whiteout back (nobody can reach it any more). */
 static void drop_whiteout(struct handle *h, struct rename_op *r)
 {
-	if (!r->wh)
-		return;
-	if (discard_new_inode(h, r->wh, &r->wh_undo)) {
-		/* Could not free it now: its last iput() does, or the next mount. */
-		r->wh->links = 0;
-		atomic_fetch_and(&r->wh->istate, ~(uint32_t)INODE_DELETED);
-		atomic_fetch_or(&r->wh->istate, INODE_UNLINKED);
-		orphan_add(h, r->wh);
-		inode_write(h, r->wh);
-	}
+	if (r->wh)
+		give_back_new_inode(h, r->wh, &r->wh_undo);
 }
 
 /* One attempt with everything locked; 1 means "names moved: retry". */

@@ -14,7 +14,7 @@
 # 2. Each chattr flag letter, set and cleared on a file and a directory
 #    with chattr(1): exit status and lsattr output equal the kernel's
 #    (except +j: uext4 does not journal file data, and -e: it does not
-#    turn extents into block maps; both EOPNOTSUPP).
+#    turn extents into block maps; both EOPNOTSUPP).  chattr sets ctime.
 # 3. FS_IOC_FSGETXATTR/FSSETXATTR (xflags) equal the kernel's; lsattr -R
 #    (sorted: the kernel lists in hash order) of the uext4 image
 #    on the kernel equals lsattr on the uext4 mount, and flags the kernel set read back the same through uext4.
@@ -125,6 +125,14 @@ letters() {
 			done
 		done
 	done
+	# An htree directory (I, which nobody sets): once +i, even +i again is
+	# refused (ext4_ioctl_check_immutable compares all other bits).
+	mkdir "$d/h" && for ((k = 0; k < 300; k++)); do : > "$d/h/a_long_file_name_$k"; done
+	for op in +i +i +d -i; do
+		chattr "$op" "$d/h" 2> /dev/null
+		rc=$?
+		echo "h $op rc=$rc $(lsattr -d "$d/h" | cut -d' ' -f1)"
+	done
 }
 newimg "$T/k2.img"
 newimg "$T/u2.img"
@@ -147,6 +155,14 @@ while read -r o s k && read -r o2 s2 u <&3; do
 	printf '%-12s %-32s %-32s %s\n' "$o $s" "$k" "$u" "$mark"
 done < "$T/let.k" 3< "$T/let.u"
 fsck_clean "$T/k2.img" "letters kernel image"
+# chattr changes ctime, and the mount shows the new one at once.
+mount_uext4 "$T/u2.img" "$fm"
+c1=$(stat -c %z "$fm/fd")
+chattr +d "$fm/fd" || bad "chattr +d"
+c2=$(stat -c %z "$fm/fd")
+[ "$c1" != "$c2" ] || bad "chattr +d left ctime at $c1"
+echo "ctime before and after chattr +d: $c1 / $c2"
+umount_uext4 "$fm"
 fsck_clean "$T/u2.img" "letters uext4 image"
 
 # ------------------------------------------- 3. lsattr across the two
