@@ -176,6 +176,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->time_gran = 1;
 }
 
+static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
+			       const struct uext4_stat *u);
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct server *s = srv(req);
@@ -191,12 +194,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	if (ret < 0) {
-		reply_err(req, ret);
-		return;
-	}
-	fill_entry(s, &u, &e);
-	fuse_reply_entry(req, &e);
+	reply_entry_or_err(req, s, ret, &u);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -440,6 +438,8 @@ struct dirfill {
 	char *buf;
 	size_t size, used;
 	int err;                /* a getattr failure (plus only) */
+	uint64_t *counted;      /* plus: inodes whose lookup count an entry took */
+	size_t ncounted, max_counted;
 };
 
 static int is_dot_or_dotdot(const char *name, size_t len)
@@ -449,7 +449,8 @@ static int is_dot_or_dotdot(const char *name, size_t len)
 }
 
 /* Add an entry with attributes; every entry but . and .. counts as a
- * lookup for the kernel, exactly like a LOOKUP reply. */
+ * lookup for the kernel, exactly like a LOOKUP reply (reply_entry_or_err),
+ * noted in d->counted to give back if the reply does not reach it. */
 static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t ino,
 		     unsigned dtype, off_t next)
 {
@@ -465,11 +466,14 @@ static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t i
 		e.attr.st_ino = ino;
 		e.attr.st_mode = dtype << 12;
 	} else {
-		ret = uext4_getattr(d->s->fs, ino, &u);
+		if (d->ncounted == d->max_counted)
+			return 1;       /* cannot happen: sized for the smallest entry */
+		ret = uext4_lookup_ref(d->s->fs, ino, &u);
 		if (ret < 0) {
 			d->err = ret;
 			return 1;
 		}
+		d->counted[d->ncounted++] = ino;
 		fill_entry(d->s, &u, &e);
 	}
 	d->used += fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used,
@@ -508,7 +512,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	int ret;
 
 	d.buf = malloc(size ? size : 1);
-	if (!d.buf) {
+	if (plus) {
+		/* At most one entry per smallest entry's size. */
+		d.max_counted = size / fuse_add_direntry_plus(req, NULL, 0, "x", NULL, 0) + 1;
+		d.counted = malloc(d.max_counted * sizeof(*d.counted));
+	}
+	if (!d.buf || (plus && !d.counted)) {
+		free(d.buf);
+		free(d.counted);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -517,9 +528,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		reply_err(req, ret);
 	else if (d.err && d.used == 0)
 		reply_err(req, d.err);
-	else
-		fuse_reply_buf(req, d.buf, d.used);   /* partial is fine: resumes later */
+	else if (fuse_reply_buf(req, d.buf, d.used) != 0)   /* partial is fine: resumes later */
+		for (size_t i = 0; i < d.ncounted; i++)
+			uext4_forget(d.s->fs, d.counted[i], 1);
 	free(d.buf);
+	free(d.counted);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -621,17 +634,29 @@ static struct server *begin_write(fuse_req_t req)
 	return srv(req);
 }
 
+/*
+ * Every entry the kernel gets counts one lookup of its inode, which the
+ * library holds (uext4_lookup_ref()) until the FORGETs take it back: so
+ * an unlinked file stays allocated while the kernel may still send
+ * requests for it (with the writeback cache, the SETATTR of its times
+ * after the last close).  The count is taken before the reply (a FORGET
+ * may follow at once) and given back if the kernel did not get it.
+ */
 static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
 			       const struct uext4_stat *u)
 {
 	struct fuse_entry_param e;
+	struct uext4_stat now;
 
+	if (ret >= 0)
+		ret = uext4_lookup_ref(s->fs, u->ino, &now);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
 	}
-	fill_entry(s, u, &e);
-	fuse_reply_entry(req, &e);
+	fill_entry(s, &now, &e);
+	if (fuse_reply_entry(req, &e) != 0)
+		uext4_forget(s->fs, now.ino, 1);
 }
 
 static void reply_attr_or_err(fuse_req_t req, const struct server *s, int ret,
@@ -791,15 +816,19 @@ static int truncate_on_open(struct server *s, fuse_ino_t ino)
 }
 
 /* Hand the open file to the kernel; if the opener was interrupted meanwhile
- * nobody will release it, so we do. */
+ * nobody will release it, so we do.  With e (create), the entry's lookup
+ * count, taken by the caller, goes back if the kernel did not get it. */
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct open_file *of = malloc(sizeof(*of));
+	int ret;
 
 	if (!of) {
 		uext4_release(f);
+		if (e)
+			uext4_forget(s->fs, to_ext4(e->ino), 1);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -807,10 +836,13 @@ static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fi->keep_cache = 1;     /* the kernel saw every write: its pages are right */
 	fi->noflush = 1;
-	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT) {
+	ret = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+	if (ret == -ENOENT) {
 		uext4_release(f);
 		free(of);
 	}
+	if (ret != 0 && e)
+		uext4_forget(s->fs, to_ext4(e->ino), 1);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -827,6 +859,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
 	if (ret >= 0)
 		ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
+	if (ret >= 0 && (ret = uext4_lookup_ref(s->fs, u.ino, NULL)) < 0)
+		uext4_release(f);       /* the entry counts a lookup (reply_entry_or_err) */
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
