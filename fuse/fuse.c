@@ -16,15 +16,18 @@
  * The few changes the server makes on its own are pushed to the kernel
  * (notify_attr_changed()): the mode an access ACL sets.  (Orphan cleanup
  * runs at mount, before the kernel sees anything; a refused write changes
- * nothing the kernel has cached.)  With -o writeback (experimental, off by
- * default: see uext4_fuse_opts_init()) read-write mounts use the kernel's
- * writeback cache: the kernel gathers small
+ * nothing the kernel has cached.)  Read-write mounts use the kernel's
+ * writeback cache (-o nowriteback turns it off): the kernel gathers small
  * writes into up to max_write (1 MiB) requests, and owns the size, mtime
  * and ctime of regular files, which it sends with SETATTR (FATTR_MTIME and
  * FATTR_CTIME) when it writes the inode back, on close and on fsync.  It
  * also handles O_APPEND itself, so files are opened without it here: the
  * pages it writes back carry their own offsets.  fsync(2) writes back the
- * dirty pages, then the times, then sends FSYNC, which commits.
+ * dirty pages, then the times, then sends FSYNC, which commits.  It may
+ * send that SETATTR after the file's unlink, when it evicts the inode:
+ * the library keeps every inode the kernel holds a lookup of (the lookup
+ * counts, reply_entry_or_err()), so an unlinked file stays allocated
+ * until its FORGET.
  */
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
@@ -1061,10 +1064,10 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
-	/* Off until the server holds inodes for the kernel's lookups: the
-	 * kernel writes the times of a closed file back after an unlink
-	 * (found by bench/orphan.sh's FUSE unlink loop). */
-	o->writeback = 0;
+	/* On (read-write mounts): the kernel writes the times of a closed
+	 * file back after its unlink, which works since the library holds
+	 * every inode the kernel has looked up (reply_entry_or_err()). */
+	o->writeback = 1;
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -1103,9 +1106,9 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->debug = 1;
 	else if (!strcmp(opt, "clone_fd"))
 		o->clone_fd = 1;
-	else if (!strcmp(opt, "writeback"))
+	else if (!strcmp(opt, "writeback") || !strcmp(opt, "writeback=1"))
 		o->writeback = 1;
-	else if (!strcmp(opt, "nowriteback"))
+	else if (!strcmp(opt, "nowriteback") || !strcmp(opt, "writeback=0"))
 		o->writeback = 0;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
