@@ -23,11 +23,12 @@
  * FATTR_CTIME) when it writes the inode back, on close and on fsync.  It
  * also handles O_APPEND itself, so files are opened without it here: the
  * pages it writes back carry their own offsets.  fsync(2) writes back the
- * dirty pages, then the times, then sends FSYNC, which commits.  It may
- * send that SETATTR after the file's unlink, when it evicts the inode:
- * the library keeps every inode the kernel holds a lookup of (the lookup
- * counts, reply_entry_or_err()), so an unlinked file stays allocated
- * until its FORGET.
+ * dirty pages, then the times, then sends FSYNC, which commits.  Right
+ * after an UNLINK or RENAME of a regular file it also sends a SETATTR of
+ * the new ctime (fuse_update_ctime()), by inode number, when the file may
+ * be gone: the library keeps every inode the kernel holds a lookup of
+ * (the lookup counts, reply_entry_or_err()), so an unlinked file stays
+ * allocated until its FORGET.
  */
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
@@ -641,8 +642,9 @@ static struct server *begin_write(fuse_req_t req)
  * Every entry the kernel gets counts one lookup of its inode, which the
  * library holds (uext4_lookup_ref()) until the FORGETs take it back: so
  * an unlinked file stays allocated while the kernel may still send
- * requests for it (with the writeback cache, the SETATTR of its times
- * after the last close).  The count is taken before the reply (a FORGET
+ * requests for it (with the writeback cache, the SETATTR of its ctime
+ * right after the UNLINK; a GETATTR of a removed directory that is still
+ * a process's cwd).  The count is taken before the reply (a FORGET
  * may follow at once) and given back if the kernel did not get it.
  */
 static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
@@ -1064,9 +1066,9 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
-	/* On (read-write mounts): the kernel writes the times of a closed
-	 * file back after its unlink, which works since the library holds
-	 * every inode the kernel has looked up (reply_entry_or_err()). */
+	/* On (read-write mounts): the kernel writes a file's ctime back right
+	 * after its unlink, which works since the library holds every inode
+	 * the kernel has looked up (reply_entry_or_err()). */
 	o->writeback = 1;
 }
 

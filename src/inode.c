@@ -752,7 +752,7 @@ void icache_delete_unlinked(struct uext4_fs *fs)
  * LOOKUP, CREATE, MKNOD, MKDIR, SYMLINK, LINK and READDIRPLUS counts one;
  * FORGET takes back nlookup).  While the kernel counts an inode it may
  * still send requests for it by number (with the writeback cache, the
- * SETATTR of a closed file's times after its unlink), so the inode holds
+ * SETATTR of its ctime right after its UNLINK), so the inode holds
  * one reference then, exactly like an open file: unlinked, it stays on
  * its orphan list, allocated, its number not reused, until the count
  * reaches 0 (or unmount, icache_drop_lookups()) and the last iput()
