@@ -28,15 +28,19 @@
  * The few changes the server makes on its own are pushed to the kernel
  * (notify_attr_changed()): the mode an access ACL sets.  (Orphan cleanup
  * runs at mount, before the kernel sees anything; a refused write changes
- * nothing the kernel has cached.)  With -o writeback (experimental, off by
- * default: see uext4_fuse_opts_init()) read-write mounts use the kernel's
- * writeback cache: the kernel gathers small
+ * nothing the kernel has cached.)  Read-write mounts use the kernel's
+ * writeback cache (-o nowriteback turns it off): the kernel gathers small
  * writes into up to max_write (1 MiB) requests, and owns the size, mtime
  * and ctime of regular files, which it sends with SETATTR (FATTR_MTIME and
  * FATTR_CTIME) when it writes the inode back, on close and on fsync.  It
  * also handles O_APPEND itself, so files are opened without it here: the
  * pages it writes back carry their own offsets.  fsync(2) writes back the
- * dirty pages, then the times, then sends FSYNC, which commits.
+ * dirty pages, then the times, then sends FSYNC, which commits.  Right
+ * after an UNLINK or RENAME of a regular file it also sends a SETATTR of
+ * the new ctime (fuse_update_ctime()), by inode number, when the file may
+ * be gone: the library keeps every inode the kernel holds a lookup of
+ * (the lookup counts, reply_entry_or_err()), so an unlinked file stays
+ * allocated until its FORGET.
  */
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
@@ -197,6 +201,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->time_gran = 1;
 }
 
+static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
+			       const struct uext4_stat *u);
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct server *s = srv(req);
@@ -212,12 +219,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	if (ret < 0) {
-		reply_err(req, ret);
-		return;
-	}
-	fill_entry(s, &u, &e);
-	fuse_reply_entry(req, &e);
+	reply_entry_or_err(req, s, ret, &u);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -461,6 +463,8 @@ struct dirfill {
 	char *buf;
 	size_t size, used;
 	int err;                /* a getattr failure (plus only) */
+	uint64_t *counted;      /* plus: inodes whose lookup count an entry took */
+	size_t ncounted, max_counted;
 };
 
 static int is_dot_or_dotdot(const char *name, size_t len)
@@ -470,7 +474,8 @@ static int is_dot_or_dotdot(const char *name, size_t len)
 }
 
 /* Add an entry with attributes; every entry but . and .. counts as a
- * lookup for the kernel, exactly like a LOOKUP reply. */
+ * lookup for the kernel, exactly like a LOOKUP reply (reply_entry_or_err),
+ * noted in d->counted to give back if the reply does not reach it. */
 static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t ino,
 		     unsigned dtype, off_t next)
 {
@@ -486,11 +491,14 @@ static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t i
 		e.attr.st_ino = ino;
 		e.attr.st_mode = dtype << 12;
 	} else {
-		ret = uext4_getattr(d->s->fs, ino, &u);
+		if (d->ncounted == d->max_counted)
+			return 1;       /* cannot happen: sized for the smallest entry */
+		ret = uext4_lookup_ref(d->s->fs, ino, &u);
 		if (ret < 0) {
 			d->err = ret;
 			return 1;
 		}
+		d->counted[d->ncounted++] = ino;
 		fill_entry(d->s, &u, &e);
 	}
 	d->used += fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used,
@@ -529,7 +537,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 	int ret;
 
 	d.buf = malloc(size ? size : 1);
-	if (!d.buf) {
+	if (plus) {
+		/* At most one entry per smallest entry's size. */
+		d.max_counted = size / fuse_add_direntry_plus(req, NULL, 0, "x", NULL, 0) + 1;
+		d.counted = malloc(d.max_counted * sizeof(*d.counted));
+	}
+	if (!d.buf || (plus && !d.counted)) {
+		free(d.buf);
+		free(d.counted);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -538,9 +553,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, i
 		reply_err(req, ret);
 	else if (d.err && d.used == 0)
 		reply_err(req, d.err);
-	else
-		fuse_reply_buf(req, d.buf, d.used);   /* partial is fine: resumes later */
+	else if (fuse_reply_buf(req, d.buf, d.used) != 0)   /* partial is fine: resumes later */
+		for (size_t i = 0; i < d.ncounted; i++)
+			uext4_forget(d.s->fs, d.counted[i], 1);
 	free(d.buf);
+	free(d.counted);
 }
 
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -652,17 +669,30 @@ static struct server *begin_create(fuse_req_t req)
 	return begin_write(req);
 }
 
+/*
+ * Every entry the kernel gets counts one lookup of its inode, which the
+ * library holds (uext4_lookup_ref()) until the FORGETs take it back: so
+ * an unlinked file stays allocated while the kernel may still send
+ * requests for it (with the writeback cache, the SETATTR of its ctime
+ * right after the UNLINK; a GETATTR of a removed directory that is still
+ * a process's cwd).  The count is taken before the reply (a FORGET
+ * may follow at once) and given back if the kernel did not get it.
+ */
 static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
 			       const struct uext4_stat *u)
 {
 	struct fuse_entry_param e;
+	struct uext4_stat now;
 
+	if (ret >= 0)
+		ret = uext4_lookup_ref(s->fs, u->ino, &now);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
 	}
-	fill_entry(s, u, &e);
-	fuse_reply_entry(req, &e);
+	fill_entry(s, &now, &e);
+	if (fuse_reply_entry(req, &e) != 0)
+		uext4_forget(s->fs, now.ino, 1);
 }
 
 static void reply_attr_or_err(fuse_req_t req, const struct server *s, int ret,
@@ -827,15 +857,19 @@ static int truncate_on_open(struct server *s, fuse_ino_t ino)
 }
 
 /* Hand the open file to the kernel; if the opener was interrupted meanwhile
- * nobody will release it, so we do. */
+ * nobody will release it, so we do.  With e (create), the entry's lookup
+ * count, taken by the caller, goes back if the kernel did not get it. */
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct open_file *of = malloc(sizeof(*of));
+	int ret;
 
 	if (!of) {
 		uext4_release(f);
+		if (e)
+			uext4_forget(s->fs, to_ext4(e->ino), 1);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -843,10 +877,13 @@ static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fi->keep_cache = 1;     /* the kernel saw every write: its pages are right */
 	fi->noflush = 1;
-	if ((e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi)) == -ENOENT) {
+	ret = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+	if (ret == -ENOENT) {
 		uext4_release(f);
 		free(of);
 	}
+	if (ret != 0 && e)
+		uext4_forget(s->fs, to_ext4(e->ino), 1);
 }
 
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -863,6 +900,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
 	if (ret >= 0)
 		ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
+	if (ret >= 0 && (ret = uext4_lookup_ref(s->fs, u.ino, NULL)) < 0)
+		uext4_release(f);       /* the entry counts a lookup (reply_entry_or_err) */
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
@@ -1175,10 +1214,10 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
-	/* Off until the server holds inodes for the kernel's lookups: the
-	 * kernel writes the times of a closed file back after an unlink
-	 * (found by bench/orphan.sh's FUSE unlink loop). */
-	o->writeback = 0;
+	/* On (read-write mounts): the kernel writes a file's ctime back right
+	 * after its unlink, which works since the library holds every inode
+	 * the kernel has looked up (reply_entry_or_err()). */
+	o->writeback = 1;
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -1217,9 +1256,9 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->debug = 1;
 	else if (!strcmp(opt, "clone_fd"))
 		o->clone_fd = 1;
-	else if (!strcmp(opt, "writeback"))
+	else if (!strcmp(opt, "writeback") || !strcmp(opt, "writeback=1"))
 		o->writeback = 1;
-	else if (!strcmp(opt, "nowriteback"))
+	else if (!strcmp(opt, "nowriteback") || !strcmp(opt, "writeback=0"))
 		o->writeback = 0;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {

@@ -47,7 +47,7 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
  * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring",
  * "errors=continue|remount-ro|panic", "threads=N", "max_idle=N", "clone_fd",
- * "timeout=SECS", "writeback", "nowriteback"; anything else is
+ * "timeout=SECS", "writeback[=1]", "nowriteback" or "writeback=0"; anything else is
  * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in
  * errbuf for a malformed value.
  */

@@ -181,7 +181,24 @@ ssize_t uext4_getxattr(uext4_fs *fs, uint64_t ino, const char *name, void *buf, 
 /* NUL-separated list of names, like listxattr(2). */
 ssize_t uext4_listxattr(uext4_fs *fs, uint64_t ino, char *buf, size_t size);
 
-/* Lookup reference counting for FUSE: keeps the inode cached. */
+/*
+ * Lookup counts, for a frontend that hands inode numbers to a kernel which
+ * keeps using them (FUSE: each successful reply to LOOKUP, CREATE, MKNOD,
+ * MKDIR, SYMLINK and LINK, and each READDIRPLUS entry but "." and "..",
+ * counts one; FORGET and BATCH_FORGET take back nlookup).  While an
+ * inode's count is above 0 the library holds it as an open file is held:
+ * unlinked, it stays allocated (on the orphan list, its number not
+ * reused, requests by number still work) until the count reaches 0, when
+ * it is freed; uext4_umount() ends every count still held.  One count per
+ * inode and fs (one frontend); the root is not counted.
+ *
+ * uext4_lookup_ref() adds one for ino, before the frontend hands it out
+ * (if that fails, uext4_forget(fs, ino, 1) takes it back); st (may be
+ * NULL) is filled from the same inode.  0, or -errno with nothing counted
+ * (the inode is gone: -ENOENT).  uext4_forget() of more than was counted
+ * stops at 0; of an inode not counted does nothing.
+ */
+int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup);
 
 /* Path helpers: resolve an absolute path ("/a/b"), following symlinks in

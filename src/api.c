@@ -301,6 +301,11 @@ ssize_t uext4_listxattr(uext4_fs *fs, uint64_t ino, char *buf, size_t size)
 	return ret;
 }
 
+int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
+{
+	return inode_lookup_ref(fs, ino, st);
+}
+
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	inode_forget(fs, ino, nlookup);

@@ -714,13 +714,17 @@ int iput(struct uext4_fs *fs, struct inode *n)
 	return err;
 }
 
+static void icache_drop_lookups(struct uext4_fs *fs);
+
 /*
  * Unmount: inodes whose last link went while they were still open (a
- * frontend that never released them) are freed now, so nothing leaks; the
- * journal issue's orphan list covers a crash instead.
+ * frontend that never released them) or looked up (the lookup counts end
+ * first) are freed now, so nothing leaks; the orphan list covers a crash
+ * instead.
  */
 void icache_delete_unlinked(struct uext4_fs *fs)
 {
+	icache_drop_lookups(fs);
 	for (int i = 0; i < ICACHE_SHARDS; i++) {
 		struct icache_shard *s = &fs->icache->shards[i];
 		struct inode *found;
@@ -743,14 +747,121 @@ void icache_delete_unlinked(struct uext4_fs *fs)
 	}
 }
 
+/*
+ * The frontend's lookup counts (FUSE: every entry the kernel is given by
+ * LOOKUP, CREATE, MKNOD, MKDIR, SYMLINK, LINK and READDIRPLUS counts one;
+ * FORGET takes back nlookup).  While the kernel counts an inode it may
+ * still send requests for it by number (with the writeback cache, the
+ * SETATTR of its ctime right after its UNLINK), so the inode holds
+ * one reference then, exactly like an open file: unlinked, it stays on
+ * its orphan list, allocated, its number not reused, until the count
+ * reaches 0 (or unmount, icache_drop_lookups()) and the last iput()
+ * frees it.  The count is an atomic per inode; the reference is taken at
+ * 0 -> 1 by a caller that already holds one (igrab) and dropped at -> 0.
+ * A count may only go down after the frontend handed it out, i.e. after
+ * the increment returned, so the two steps never cross.  The root is not
+ * counted: it is never freed, and the kernel counts it without a lookup.
+ */
+static void lookup_count_add(struct inode *n)
+{
+	if (atomic_fetch_add_explicit(&n->nlookup, 1, memory_order_relaxed) == 0)
+		igrab(n);
+}
+
+int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
+{
+	struct inode *n;
+	int err = iget(fs, ino, &n);
+
+	if (err)
+		return err;
+	if (ino != EXT4_ROOT_INO)
+		lookup_count_add(n);
+	if (st) {
+		urw_rdlock(&n->lock);
+		inode_to_stat(fs, n, st);
+		urw_unlock(&n->lock);
+	}
+	iput(fs, n);
+	return 0;
+}
+
+/* A cached inode, referenced, or NULL: never loads (a count implies it
+ * is cached). */
+static struct inode *icache_find(struct uext4_fs *fs, uint64_t ino)
+{
+	struct icache_shard *s = shard_of(fs->icache, ino);
+	struct inode *n;
+
+	ulock_lock(&s->lock);
+	n = lookup_locked(s, ino);
+	ulock_unlock(&s->lock);
+	return n;
+}
+
+/* Take k off the count (never below 0: a frontend that forgets more than
+ * it was given is wrong, not a reason to drop a reference twice); true if
+ * this took it to 0, which hands the count's reference to the caller. */
+static bool lookup_count_sub(struct inode *n, uint64_t k)
+{
+	uint64_t old = atomic_load_explicit(&n->nlookup, memory_order_relaxed), new;
+
+	do {
+		if (old == 0)
+			return false;
+		new = old > k ? old - k : 0;
+	} while (!atomic_compare_exchange_weak_explicit(&n->nlookup, &old, new,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	return new == 0;
+}
+
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup)
 {
-	/* Read-only: cached inodes are clean, so a forget needs no work; the
-	 * LRU bounds memory.  The write path will release open-unlinked inodes
-	 * here. */
-	(void)fs;
-	(void)ino;
-	(void)nlookup;
+	struct inode *n;
+
+	if (ino == EXT4_ROOT_INO || nlookup == 0 || !(n = icache_find(fs, ino)))
+		return;
+	if (lookup_count_sub(n, nlookup))
+		iput(fs, n);
+	/* The last reference of an unlinked inode frees it (its error, if
+	 * any, is recorded on the file system by iput()). */
+	iput(fs, n);
+}
+
+uint32_t inode_users(struct inode *n)
+{
+	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
+
+	return r - (atomic_load_explicit(&n->nlookup, memory_order_relaxed) > 0 && r > 0);
+}
+
+/*
+ * Unmount: the kernel sends no FORGET for what it still holds (the
+ * connection is gone), so every count ends here; an unlinked inode that
+ * only a count kept is freed by its last iput(), as at a FORGET.  One
+ * pass per shard: a count set to 0 is not met again.
+ */
+static void icache_drop_lookups(struct uext4_fs *fs)
+{
+	for (int i = 0; i < ICACHE_SHARDS; i++) {
+		struct icache_shard *s = &fs->icache->shards[i];
+
+		for (uint32_t b = 0; b < s->nbuckets; b++) {
+			struct inode *found;
+
+			do {
+				found = NULL;
+				ulock_lock(&s->lock);
+				for (struct inode *n = s->table[b]; n && !found; n = n->hnext)
+					if (atomic_exchange(&n->nlookup, 0) > 0)
+						found = n;  /* the count's reference is ours */
+				ulock_unlock(&s->lock);
+				if (found)
+					iput(fs, found);
+			} while (found);
+		}
+	}
 }
 
 /* Device numbers: old 16-bit encoding in i_block[0], new one in i_block[1]. */

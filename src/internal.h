@@ -661,7 +661,10 @@ struct inode {
 	atomic_flag raw_lock;       /* serialises writing raw into the itable buffer */
 	/* Cache bookkeeping, protected by the icache shard lock: */
 	_Atomic uint32_t refcount;
-	uint64_t nlookup;           /* FUSE lookup count */
+	/* The frontend's lookup count (the FUSE kernel's nlookup), atomic, no
+	 * lock: while it is > 0 it holds one reference (taken at 0 -> 1,
+	 * dropped at -> 0; inode_lookup_ref(), inode_forget()). */
+	_Atomic uint64_t nlookup;
 	struct inode *hnext;
 	struct inode *lru_prev, *lru_next;
 	uint8_t raw[];              /* fs->inode_size bytes */
@@ -688,7 +691,14 @@ int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
 int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
 /* Another reference to an inode the caller already holds. */
 void igrab(struct inode *inode);
+/* One more lookup of ino handed to the frontend (uext4_lookup_ref());
+ * st (may be NULL) is filled from the same inode.  0 or -errno, no count. */
+int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
+/* The frontend dropped nlookup of them (uext4_forget()); at 0 the held
+ * reference goes, which frees an unlinked inode. */
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
+/* References other than the lookup count's: "does anybody hold it open?" */
+uint32_t inode_users(struct inode *inode);
 void inode_to_stat(struct uext4_fs *fs, const struct inode *inode, struct uext4_stat *st);
 
 /* flags.c: immutable and append-only inodes refuse changes (EPERM, as the

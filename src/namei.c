@@ -600,10 +600,10 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		err = remove_allowed(dir, c, want_dir, name);
 		if (!err && want_dir && (err = dir_is_empty(fs, c)) >= 0)
 			err = err ? 0 : fs_err(ENOTEMPTY, "rmdir: directory \"%s\" is not empty", name);
-		/* The last link of a file nobody holds open: its free follows
-		 * at once, so refuse now if it would fail (image unchanged). */
-		if (!err && (want_dir || c->links == 1) &&
-		    atomic_load_explicit(&c->refcount, memory_order_relaxed) == 1)
+		/* The last link of a file nobody holds open (a lookup count
+		 * aside: its FORGET follows soon): its free follows at once,
+		 * so refuse now if it would fail (image unchanged). */
+		if (!err && (want_dir || c->links == 1) && inode_users(c) == 1)
 			err = inode_check_freeable(fs, c);
 		if (!err && !(err = handle_begin(fs, 16, &h))) {
 			struct timespec cct = c->ctime, dmt = dir->mtime, dct = dir->ctime;
