@@ -788,6 +788,21 @@ static int falloc_uninline(struct uext4_fs *fs, struct inode *inode)
  * the kernel): remove a range and close the gap, or open a hole, by
  * shifting the logical starts of the later extents; i_size follows.
  */
+/* vfs_fallocate(): an append-only file may only allocate (mode 0 or
+ * KEEP_SIZE), an immutable one nothing. */
+static int falloc_allowed(struct inode *inode, int mode)
+{
+	int err = 0;
+
+	urw_rdlock(&inode->lock);
+	if ((mode & ~FALLOC_FL_KEEP_SIZE) && (inode->flags & EXT4_APPEND_FL))
+		err = flags_refuse(inode, "fallocate");
+	else
+		err = inode_refuse_if(inode, EXT4_IMMUTABLE_FL, "fallocate");
+	urw_unlock(&inode->lock);
+	return err;
+}
+
 static int falloc_shift(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t off,
 			uint64_t len)
 {
@@ -800,6 +815,8 @@ static int falloc_shift(struct uext4_fs *fs, struct inode *inode, int mode, uint
 	if (mode != FALLOC_FL_COLLAPSE_RANGE && mode != FALLOC_FL_INSERT_RANGE)
 		return fs_err(EINVAL, "fallocate inode %lu: collapse/insert range take no other "
 			      "flag", (unsigned long)inode->ino);
+	if ((err = falloc_allowed(inode, mode)))
+		return err;
 	if ((off | len) & bmask)
 		return fs_err(EINVAL, "fallocate inode %lu: collapse/insert range must be "
 			      "block-aligned", (unsigned long)inode->ino);
@@ -841,21 +858,6 @@ out:
 	return err;
 }
 
-/* vfs_fallocate(): an append-only file may only allocate (mode 0 or
- * KEEP_SIZE), an immutable one nothing. */
-static int falloc_allowed(struct inode *inode, int mode)
-{
-	int err = 0;
-
-	urw_rdlock(&inode->lock);
-	if ((mode & ~FALLOC_FL_KEEP_SIZE) && (inode->flags & EXT4_APPEND_FL))
-		err = flags_refuse(inode, "fallocate");
-	else
-		err = inode_refuse_if(inode, EXT4_IMMUTABLE_FL, "fallocate");
-	urw_unlock(&inode->lock);
-	return err;
-}
-
 int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t off,
 		   uint64_t len)
 {
@@ -866,8 +868,6 @@ int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t 
 	if (len == 0 || off > UINT64_MAX - len)
 		return fs_err(EINVAL, "fallocate inode %lu: bad range", (unsigned long)inode->ino);
 	end = off + len;
-	if ((err = falloc_allowed(inode, mode)))
-		return err;
 	if (mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE))
 		return falloc_shift(fs, inode, mode, off, len);
 	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE))
@@ -877,6 +877,8 @@ int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t 
 	    (!(mode & FALLOC_FL_KEEP_SIZE) || (mode & FALLOC_FL_ZERO_RANGE)))
 		return fs_err(EOPNOTSUPP, "fallocate inode %lu: punch hole needs KEEP_SIZE "
 			      "alone", (unsigned long)inode->ino);
+	if ((err = falloc_allowed(inode, mode)))  /* after the mode checks, as vfs_fallocate() */
+		return err;
 	urw_wrlock(&inode->lock);
 	if (end > file_max_bytes(fs, inode)) {
 		err = fs_err(EFBIG, "fallocate inode %lu: range past the largest file size",
