@@ -299,7 +299,8 @@ static bool writeback_on(const struct server *s)
  * Open flags for the library.  O_TRUNC is done apart (truncate_on_open) and
  * O_CREAT/O_EXCL by create.  With the writeback cache the kernel places
  * O_APPEND writes itself and writes pages back at their own offsets, which
- * the library must not move to its own end of file.  (Reads may come on a
+ * the library must not move to its own end of file (UEXT4_O_CACHED_OFFSETS;
+ * O_APPEND still goes down, for an append-only file's check at open).  (Reads may come on a
  * file opened O_WRONLY, to fill a partly written page: the library allows
  * them.  Writes come only on files opened for writing.)
  */
@@ -307,7 +308,7 @@ static int library_open_flags(const struct server *s, int flags)
 {
 	flags &= ~(O_TRUNC | O_CREAT | O_EXCL);
 	if (writeback_on(s))
-		flags &= ~O_APPEND;
+		flags |= UEXT4_O_CACHED_OFFSETS;
 	return flags;
 }
 

@@ -171,7 +171,12 @@ typedef int (*uext4_filldir_t)(void *ctx, const char *name, size_t namelen,
 int uext4_readdir(uext4_fs *fs, uint64_t dir, uint64_t cookie,
 		  uext4_filldir_t fill, void *ctx);
 
-/* Files. */
+/* Files.  flags: open(2)'s, plus UEXT4_O_CACHED_OFFSETS for a caller with
+ * a page cache of its own above the library (FUSE's writeback cache): it
+ * places O_APPEND writes itself and writes back whole pages, so the file's
+ * writes stay at the offsets given, and an append-only file is checked at
+ * open only (O_APPEND, no O_TRUNC), as the kernel checks it. */
+#define UEXT4_O_CACHED_OFFSETS 0x40000000
 int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out);
 ssize_t uext4_pread(uext4_file *f, void *buf, size_t size, uint64_t off);
 int uext4_release(uext4_file *f);

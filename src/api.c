@@ -769,12 +769,14 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 		return err;
 	if (size == 0)
 		return 0;
-	if (f->flags & O_APPEND)
+	bool cached = (f->flags & UEXT4_O_CACHED_OFFSETS) != 0;
+
+	if ((f->flags & O_APPEND) && !cached)
 		off = FILE_APPEND;      /* placed at the end under the inode lock */
-	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
+	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off, cached);
 
 	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
-		n = file_pwrite(f->fs, f->inode, buf, size, off);
+		n = file_pwrite(f->fs, f->inode, buf, size, off, cached);
 	return n;
 }
 

@@ -504,12 +504,14 @@ static int zero_eof_tail(struct uext4_fs *fs, struct inode *inode, uint64_t new_
 }
 
 /* Immutable files take no write, append-only ones only at their end
- * (inode->lock held). */
-static int write_allowed(const struct inode *inode, uint64_t off)
+ * (inode->lock held).  A page cache above the library writes back whole
+ * pages, the tail page again with bytes before the end: there the open
+ * was the check. */
+static int write_allowed(const struct inode *inode, uint64_t off, bool cached)
 {
 	if (inode->flags & EXT4_IMMUTABLE_FL)
 		return flags_refuse(inode, "write");
-	if ((inode->flags & EXT4_APPEND_FL) && off < inode->size)
+	if ((inode->flags & EXT4_APPEND_FL) && !cached && off < inode->size)
 		return fs_err(EPERM, "write at %llu: inode %lu is append-only (size %llu)",
 			      (unsigned long long)off, (unsigned long)inode->ino,
 			      (unsigned long long)inode->size);
@@ -517,7 +519,7 @@ static int write_allowed(const struct inode *inode, uint64_t off)
 }
 
 ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
-		    uint64_t off)
+		    uint64_t off, bool cached)
 {
 	const uint8_t *p = buf;
 	struct handle *h;
@@ -533,7 +535,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	sync = (inode->flags & EXT4_SYNC_FL) != 0;      /* +S: as O_SYNC */
 	if (off == FILE_APPEND)
 		off = inode->size;
-	if ((err = write_allowed(inode, off)) || (err = check_write_range(fs, inode, &size, off)))
+	if ((err = write_allowed(inode, off, cached)) || (err = check_write_range(fs, inode, &size, off)))
 		goto out;
 	if (inode->flags & EXT4_INLINE_DATA_FL) {
 		bool written = false;
