@@ -747,6 +747,22 @@ static void to_setattr(const struct stat *attr, int to_set, struct uext4_setattr
 	}
 }
 
+/*
+ * With the writeback cache the kernel keeps a regular file's mtime and
+ * never sends MTIME_NOW for it: a write's time comes back as MTIME (+CTIME)
+ * alone, and touch(1)'s "now" as MTIME with ATIME_NOW.  Only an explicit
+ * atime marks times the caller chose.  So those count as "now" for an
+ * append-only file (UEXT4_SET_MTIME_LOCAL), as they do on the kernel's ext4.
+ */
+static void mark_cached_mtime(const struct server *s, int to_set, struct uext4_setattr *a)
+{
+	bool own_mtime = (to_set & FUSE_SET_ATTR_MTIME) && !(to_set & FUSE_SET_ATTR_MTIME_NOW);
+	bool chosen_atime = (to_set & FUSE_SET_ATTR_ATIME) && !(to_set & FUSE_SET_ATTR_ATIME_NOW);
+
+	if (writeback_on(s) && own_mtime && !chosen_atime)
+		a->valid |= UEXT4_SET_MTIME_LOCAL;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -756,6 +772,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	int ret;
 
 	to_setattr(attr, to_set, &a);
+	mark_cached_mtime(s, to_set, &a);
 	/* ftruncate(fi) changes the same inode: the library works on inodes. */
 	ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
 	reply_attr_or_err(req, s, ret, &u);

@@ -173,9 +173,8 @@ int uext4_readdir(uext4_fs *fs, uint64_t dir, uint64_t cookie,
 
 /* Files.  flags: open(2)'s, plus UEXT4_O_CACHED_OFFSETS for a caller with
  * a page cache of its own above the library (FUSE's writeback cache): it
- * places O_APPEND writes itself and writes back whole pages, so the file's
- * writes stay at the offsets given, and an append-only file is checked at
- * open only (O_APPEND, no O_TRUNC), as the kernel checks it. */
+ * places O_APPEND writes itself, so the file's writes stay at the offsets
+ * given (O_APPEND still counts for an append-only file's check at open). */
 #define UEXT4_O_CACHED_OFFSETS 0x40000000
 int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out);
 ssize_t uext4_pread(uext4_file *f, void *buf, size_t size, uint64_t off);
@@ -267,6 +266,10 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 #define UEXT4_SET_ATIME_NOW (1u << 6)
 #define UEXT4_SET_MTIME_NOW (1u << 7)
 #define UEXT4_SET_CTIME (1u << 8)
+/* With UEXT4_SET_MTIME: the mtime is the caller's own clock's "now" when
+ * it wrote (a page cache above the library that keeps the times, as FUSE's
+ * writeback cache), allowed where "now" is: on an append-only file. */
+#define UEXT4_SET_MTIME_LOCAL (1u << 9)
 struct uext4_setattr {
 	uint32_t valid;
 	uint32_t mode, uid, gid;
@@ -310,8 +313,10 @@ int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name);
  * changed, be linked, unlinked or renamed, and nothing can be created in,
  * removed from or renamed into or out of an immutable directory (-EPERM).
  * An append-only file opens for writing only with O_APPEND and never with
- * O_TRUNC, is written only at its end, cannot be truncated or have its
- * mode, owner or times set (times "now" are allowed), nor xattrs changed,
+ * O_TRUNC (checked at open, as the kernel does: a descriptor opened
+ * before +a keeps its offsets), cannot be truncated or have its
+ * mode, owner or times set (times "now" are allowed, and
+ * UEXT4_SET_MTIME_LOCAL's), nor xattrs changed,
  * nor be linked, unlinked or renamed; fallocate only allocates.  An
  * append-only directory gains entries but loses none.
  */

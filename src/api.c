@@ -685,14 +685,16 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 
 /* An immutable inode changes no attribute (ext4_setattr()); an append-only
  * one keeps its size, mode, owner and given times, but may be touched
- * (times "now", the kernel's ATTR_TOUCH). */
+ * (times "now", the kernel's ATTR_TOUCH, or a cache's own, MTIME_LOCAL). */
 static int setattr_allowed(const struct inode *n, const struct uext4_setattr *a)
 {
+	uint32_t given = UEXT4_SET_ATIME |
+			 ((a->valid & UEXT4_SET_MTIME_LOCAL) ? 0 : UEXT4_SET_MTIME);
+
 	if (n->flags & EXT4_IMMUTABLE_FL)
 		return flags_refuse(n, "setattr");
 	if ((n->flags & EXT4_APPEND_FL) &&
-	    (a->valid & (UEXT4_SET_MODE | UEXT4_SET_UID | UEXT4_SET_GID | UEXT4_SET_SIZE |
-			 UEXT4_SET_ATIME | UEXT4_SET_MTIME)))
+	    (a->valid & (UEXT4_SET_MODE | UEXT4_SET_UID | UEXT4_SET_GID | UEXT4_SET_SIZE | given)))
 		return flags_refuse(n, (a->valid & UEXT4_SET_SIZE) ? "truncate" : "setattr");
 	return 0;
 }
@@ -769,14 +771,12 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 		return err;
 	if (size == 0)
 		return 0;
-	bool cached = (f->flags & UEXT4_O_CACHED_OFFSETS) != 0;
-
-	if ((f->flags & O_APPEND) && !cached)
+	if ((f->flags & (O_APPEND | UEXT4_O_CACHED_OFFSETS)) == O_APPEND)
 		off = FILE_APPEND;      /* placed at the end under the inode lock */
-	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off, cached);
+	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
 
 	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
-		n = file_pwrite(f->fs, f->inode, buf, size, off, cached);
+		n = file_pwrite(f->fs, f->inode, buf, size, off);
 	return n;
 }
 

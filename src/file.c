@@ -503,23 +503,20 @@ static int zero_eof_tail(struct uext4_fs *fs, struct inode *inode, uint64_t new_
 	return zero_mapped(fs, inode, from, MIN(new_size, (from | bmask) + 1));
 }
 
-/* Immutable files take no write, append-only ones only at their end
- * (inode->lock held).  A page cache above the library writes back whole
- * pages, the tail page again with bytes before the end: there the open
- * was the check. */
-static int write_allowed(const struct inode *inode, uint64_t off, bool cached)
+/* Immutable files take no write (inode->lock held).  Append-only is
+ * checked at open, as the kernel checks it (may_open: O_APPEND, no
+ * O_TRUNC): a descriptor opened before chattr +a keeps writing where it
+ * writes, and a page cache above the library (FUSE's writeback cache)
+ * writes whole pages back, the tail page with bytes before the end. */
+static int write_allowed(const struct inode *inode)
 {
 	if (inode->flags & EXT4_IMMUTABLE_FL)
 		return flags_refuse(inode, "write");
-	if ((inode->flags & EXT4_APPEND_FL) && !cached && off < inode->size)
-		return fs_err(EPERM, "write at %llu: inode %lu is append-only (size %llu)",
-			      (unsigned long long)off, (unsigned long)inode->ino,
-			      (unsigned long long)inode->size);
 	return 0;
 }
 
 ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
-		    uint64_t off, bool cached)
+		    uint64_t off)
 {
 	const uint8_t *p = buf;
 	struct handle *h;
@@ -535,7 +532,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	sync = (inode->flags & EXT4_SYNC_FL) != 0;      /* +S: as O_SYNC */
 	if (off == FILE_APPEND)
 		off = inode->size;
-	if ((err = write_allowed(inode, off, cached)) || (err = check_write_range(fs, inode, &size, off)))
+	if ((err = write_allowed(inode)) || (err = check_write_range(fs, inode, &size, off)))
 		goto out;
 	if (inode->flags & EXT4_INLINE_DATA_FL) {
 		bool written = false;

@@ -829,12 +829,10 @@ int inode_truncate_blocks(struct handle *h, struct inode *inode, uint64_t first)
 /* Free the blocks of [lblk, lblk + len) leaving a hole (punch hole). */
 int inode_punch_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint64_t len);
 /* Data write path.  file_pwrite() takes inode->lock and its own handles;
- * off FILE_APPEND writes at the end of the file (O_APPEND).  cached: a page
- * cache above places the writes (UEXT4_O_CACHED_OFFSETS), so an
- * append-only file's rule was checked at open, as the kernel checks it. */
+ * off FILE_APPEND writes at the end of the file (O_APPEND). */
 #define FILE_APPEND UINT64_MAX
 ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, size_t size,
-		    uint64_t off, bool cached);
+		    uint64_t off);
 /* Change i_size: shrink frees blocks and zeroes the tail of the last block,
  * grow leaves a hole.  Caller holds inode->lock (write) and a handle. */
 int file_set_size(struct handle *h, struct inode *inode, uint64_t size);

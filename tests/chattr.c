@@ -58,6 +58,7 @@ struct ops {
 	int (*touch)(const char *p, int now);
 	int (*setxattr)(const char *p, const char *name, const char *v);
 	int (*removexattr)(const char *p, const char *name);
+	int (*fsync)(int slot);
 };
 
 /* System calls, relative to DIR (the cwd). */
@@ -126,11 +127,12 @@ static int s_setxattr(const char *p, const char *n, const char *v)
 	return SYS(setxattr(p, n, v, strlen(v), 0));
 }
 static int s_removexattr(const char *p, const char *n) { return SYS(removexattr(p, n)); }
+static int s_fsync(int s) { return SYS(fsync(fds[s])); }
 
 static const struct ops sys_ops = {
 	s_mkfile, s_mkdir, s_setflags, s_getflags, s_open, s_pwrite, s_ftruncate, s_fallocate,
 	s_close, s_truncate, s_unlink, s_rmdir, s_rename, s_link, s_symlink, s_chmod, s_chown,
-	s_touch, s_setxattr, s_removexattr,
+	s_touch, s_setxattr, s_removexattr, s_fsync,
 };
 
 /* The library, on an image mounted read-write; paths relative to the root. */
@@ -218,6 +220,7 @@ static int l_open(const char *p, int flags)
 	file_path[nfiles] = strdup(p);
 	return nfiles++;
 }
+static int l_fsync(int s) { return uext4_fsync(files[s], 0); }
 static int l_pwrite(int s, const char *b, size_t n, off_t off)
 {
 	ssize_t r = uext4_pwrite(files[s], b, n, (uint64_t)off);
@@ -332,7 +335,7 @@ static int l_removexattr(const char *p, const char *n)
 static const struct ops lib_ops = {
 	l_mkfile, l_mkdir, l_setflags, l_getflags, l_open, l_pwrite, l_ftruncate, l_fallocate,
 	l_close, l_truncate, l_unlink, l_rmdir, l_rename, l_link, l_symlink, l_chmod, l_chown,
-	l_touch, l_setxattr, l_removexattr,
+	l_touch, l_setxattr, l_removexattr, l_fsync,
 };
 
 /* ------------------------------------------------------------ the script */
@@ -401,6 +404,7 @@ static void file_ops(const char *F, int fd)
 	}
 	T("old_fd_write_end", o->pwrite(fd, "end\n", 4, 1 << 20));
 	T("old_fd_write_mid", o->pwrite(fd, "M", 1, 0));
+	T("old_fd_fsync", o->fsync(fd));
 	T("old_fd_falloc", o->fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096));
 	T("old_fd_ftruncate", o->ftruncate(fd, 1));
 	T("truncate", o->truncate(F, 0));
