@@ -51,16 +51,17 @@
 #define CACHE_TIMEOUT 1e6       /* seconds: nobody else changes the image */
 #define MAX_IO (1u << 20)       /* readahead / write size we ask for */
 
-/* Per-mount state; immutable once the session runs, except writeback (set
- * by init, before any other request; atomic for TSan's sake, which cannot
- * see the kernel order them) and write_back_err (written by destroy, after
- * every request). */
+/* Per-mount state; immutable once the session runs, except writeback and
+ * no_opendir (set by init, before any other request; atomic for TSan's
+ * sake, which cannot see the kernel order them) and write_back_err (written
+ * by destroy, after every request). */
 struct server {
 	uext4_fs *fs;
 	struct fuse_session *se;    /* for notifications */
 	int read_only;
 	int want_writeback;         /* -o writeback / nowriteback, read-write only */
 	atomic_int writeback;       /* the kernel agreed to FUSE_CAP_WRITEBACK_CACHE */
+	atomic_int no_opendir;      /* ... and FUSE_CAP_NO_OPENDIR_SUPPORT (set by init) */
 	double timeout;
 	uint32_t block_size;
 	const char *fsname;     /* for messages */
@@ -154,12 +155,17 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* A symlink's target never changes; O_TRUNC comes with the open
 	 * instead of a separate SETATTR. */
 	want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* No OPENDIR/RELEASEDIR round trips: op_opendir answers ENOSYS (see
+	 * there). */
+	want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
 	if (!s->read_only)
 		want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (!s->read_only && s->want_writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
 	atomic_store_explicit(&s->writeback, (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->no_opendir, (conn->want & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0,
 			      memory_order_relaxed);
 	/* Page-cache invalidation on mtime change is pointless when every
 	 * write passes through the kernel, and costs a GETATTR per open. */
@@ -410,11 +416,24 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 /* ---------------------------------------------------------- directories */
 
+/*
+ * Directories need no open state here (READDIR works on the inode), and a
+ * kernel that offers FUSE_NO_OPENDIR_SUPPORT takes the first ENOSYS as "no
+ * OPENDIR or RELEASEDIR from now on", opening directories itself with
+ * keep_cache and cache_readdir, which is what we would answer.  Those two
+ * were 36% of dbench's requests.
+ */
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct server *s = srv(req);
 	struct uext4_stat u;
-	int ret = uext4_getattr(s->fs, to_ext4(ino), &u);
+	int ret;
+
+	if (atomic_load_explicit(&s->no_opendir, memory_order_relaxed)) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	ret = uext4_getattr(s->fs, to_ext4(ino), &u);
 
 	if (ret < 0) {
 		reply_err(req, ret);
