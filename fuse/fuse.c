@@ -1017,7 +1017,7 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 
 /* -------------------------------------------------------------- options */
 
-/* UEXT4_FUSE_LOOP=st|mt|pool|uring changes the default loop (-o loop=
+/* UEXT4_FUSE_LOOP=st|mt|pool|uring|auto changes the default loop (-o loop=
  * still wins), so the FUSE tests can run over another transport as they
  * are (tests/fuse_uring.sh). */
 static void loop_from_env(struct uext4_fuse_opts *o)
@@ -1028,7 +1028,7 @@ static void loop_from_env(struct uext4_fuse_opts *o)
 	if (!env || !*env)
 		return;
 	if (uext4_loop_parse(env, &k))
-		fprintf(stderr, "uext4 mount: ignoring UEXT4_FUSE_LOOP=%s (st, mt, pool or uring)\n", env);
+		fprintf(stderr, "uext4 mount: ignoring UEXT4_FUSE_LOOP=%s (st, mt, pool, uring or auto)\n", env);
 	else
 		o->loop = (enum uext4_fuse_loop)k;
 }
@@ -1037,12 +1037,9 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->timeout = -1;
-	/* Measured on the project's 2-core machine (bench/read_bench.sh,
-	 * /usr/include image, cold): the single-threaded loop beat the pool
-	 * for stat (1/2/8 clients: 25k/26k/32k vs 22k/22k/24k ops/s) and for
-	 * reads (8 clients: 18.5k vs 11.5k files/s).  -o loop=pool stays for
-	 * devices where requests wait on I/O. */
-	o->loop = UEXT4_FUSE_LOOP_ST;
+	/* io_uring where the kernel has it on, else the classic loop that
+	 * measured best (fuse/loop.c: uext4_loop_classic()). */
+	o->loop = UEXT4_FUSE_LOOP_AUTO;
 	loop_from_env(o);
 	o->max_idle = -1;
 	o->ready_fd = -1;
@@ -1094,7 +1091,7 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->writeback = 0;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
-			snprintf(err, errlen, "bad loop '%s' (st, mt, pool or uring)", opt + 5);
+			snprintf(err, errlen, "bad loop '%s' (st, mt, pool, uring or auto)", opt + 5);
 			return -EINVAL;
 		}
 		o->loop = (enum uext4_fuse_loop)k;
