@@ -258,19 +258,19 @@ best_uext4() { # best_uext4 WORKLOAD higher|lower
 		if (best == "" || (dir == "higher" ? $3 > best : $3 < best)) { best = $3; who = $2 } }
 		END { print best, who }' "$RES"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "(no value)"; else printf "%.2fx", a / b }'; }
 echo
 echo "Targets (best uext4 loop):"
 for n in 2 8; do
 	read -r u who < <(best_uext4 "dbench-$n" higher)
 	[ -n "${u:-}" ] || continue
-	echo "  dbench-$n: $who $u MB/s = $(ratio "$u" "$(val "dbench-$n" kernel)")x kernel (target at 8: >= 0.5)," \
-		"$(ratio "$u" "$(val "dbench-$n" fuse2fs)")x fuse2fs (target: >= $([ $n = 8 ] && echo 10 || echo 5))"
+	echo "  dbench-$n: $who $u MB/s = $(ratio "$u" "$(val "dbench-$n" kernel)") kernel (target at 8: >= 0.5)," \
+		"$(ratio "$u" "$(val "dbench-$n" fuse2fs)") fuse2fs (target: >= $([ $n = 8 ] && echo 10 || echo 5))"
 done
 for wl in rsync tar-x tar-c rm-rf git sqlite; do
 	read -r u who < <(best_uext4 "$wl" lower)
 	[ -n "${u:-}" ] || continue
-	echo "  $wl: $who $u s = $(ratio "$u" "$(val "$wl" kernel)")x the kernel's time$(case $wl in git | sqlite) ;; *) echo " (target: <= 2)" ;; esac)"
+	echo "  $wl: $who $u s = $(ratio "$u" "$(val "$wl" kernel)") the kernel's time$(case $wl in git | sqlite) ;; *) echo " (target: <= 2)" ;; esac)"
 done
 }
 echo
