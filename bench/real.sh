@@ -12,8 +12,12 @@
 #   sqlite    100k single-row inserts in one transaction into a new db, s
 # Targets, in one run:
 #   uext4-LOOP  our FUSE mount with -o loop=LOOP for each of LOOPS
-#               (default "st pool uring"; uring falls back if the kernel
-#               has it off, and the mount says so)
+#               (default "st pool mt uring"), plus MOUNT_OPTS (e.g.
+#               MOUNT_OPTS=writeback).  For uring, as root, real.sh turns
+#               /sys/module/fuse/parameters/enable_uring on for that mount
+#               and restores it after; a mount that fell back to the
+#               classic loop anyway (someone switched it off meanwhile) is
+#               reported and its value marked with a trailing "!".
 #   fuse2fs     Debian's fuse2fs (-o fakeroot when not root)
 #   kernel      the kernel's ext4 on a loop device (root only)
 # Median of RUNS runs (default 3).  Then a table and the ratios the issue
@@ -21,14 +25,19 @@
 # 5x at 2; rsync, tar x, tar c and rm -rf within 2x of the kernel.  The
 # image of the last uext4 run of each workload is checked with e2fsck -fn.
 #
-# Environment: RUNS, LOOPS, TARGETS (default "uext4 fuse2fs kernel"),
-# WORKLOADS (default all), DBENCH_SECS (default 20), SRC, UEXT4, OUT
-# (default bench/results).
+# Environment: RUNS, LOOPS, MOUNT_OPTS, TARGETS (default "uext4 fuse2fs
+# kernel"), WORKLOADS (default all), DBENCH_SECS (default 20), SRC, UEXT4,
+# OUT (default bench/results).  With RUNS=3 DBENCH_SECS=10 a full run took
+# 19 minutes on the shared 2-core machine (load 3-4) before the unmount
+# wait used the image's flock, about 2 minutes less since; dbench is 60% of
+# it (DBENCH_SECS), and TARGETS without fuse2fs, fewer LOOPS or WORKLOADS,
+# or RUNS=1 make it shorter.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
 RUNS=${RUNS:-3}
-LOOPS=${LOOPS:-st pool uring}
+LOOPS=${LOOPS:-st pool mt uring}
+MOUNT_OPTS=${MOUNT_OPTS:-}
 TARGETS=${TARGETS:-uext4 fuse2fs kernel}
 WORKLOADS=${WORKLOADS:-dbench-1 dbench-2 dbench-8 rsync tar-x tar-c rm-rf git sqlite}
 DBENCH_SECS=${DBENCH_SECS:-20}
@@ -44,9 +53,20 @@ IMG=$W/real.img
 mkdir -p "$MNT" "$OUT"
 ROOT=0
 [ "$(id -u)" = 0 ] && ROOT=1
-SERVER_PID=
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_OLD=
+[ -r "$URING_PARAM" ] && URING_OLD=$(cat "$URING_PARAM")
+# uring_switch on|restore: enable_uring for the uring loop (root only).
+uring_switch() {
+	[ $ROOT = 1 ] && [ -w "$URING_PARAM" ] && [ -n "$URING_OLD" ] || return 0
+	case $1 in
+	on) echo 1 >"$URING_PARAM" ;;
+	restore) case $URING_OLD in Y | 1) echo 1 >"$URING_PARAM" ;; *) echo 0 >"$URING_PARAM" ;; esac ;;
+	esac
+}
 cleanup() {
 	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }
+	uring_switch restore
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -85,8 +105,14 @@ target_list() {
 mount_target() {
 	case $1 in
 	uext4-*)
-		"$UEXT4" mount -o "loop=${1#uext4-}" "$IMG" "$MNT" 2>"$W/mount.err" || { cat "$W/mount.err"; return 1; }
-		SERVER_PID=$(pgrep -n -f "$UEXT4 mount .*$IMG $MNT") ;;
+		[ "$1" = uext4-uring ] && uring_switch on
+		"$UEXT4" mount -o "loop=${1#uext4-}${MOUNT_OPTS:+,$MOUNT_OPTS}" "$IMG" "$MNT" 2>"$W/mount.err" ||
+			{ cat "$W/mount.err"; return 1; }
+		if grep -q "using the classic loop" "$W/mount.err"; then
+			echo "real.sh: $1: $(cat "$W/mount.err")" >&2
+			FELL_BACK=1
+		fi
+		;;
 	fuse2fs)
 		local o=fakeroot
 		[ $ROOT = 1 ] && o=
@@ -100,15 +126,16 @@ umount_target() {
 	local i
 	case $1 in
 	kernel) umount "$MNT" ;;
+	uext4-*) fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"
+		[ "$1" = uext4-uring ] && uring_switch restore ;;
 	*) fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" ;;
 	esac
-	if [ -n "$SERVER_PID" ]; then
-		for ((i = 0; i < 24000; i++)); do
-			kill -0 "$SERVER_PID" 2>/dev/null || break
-			sleep 0.005 # polling for the server to exit, 120 s deadline
-		done
-		SERVER_PID=
-	fi
+	# The server holds an exclusive flock on the image until it has written
+	# everything back (kill -0 on its pid would also wait for the reaping of
+	# the daemon's zombie, up to a second more here).
+	case $1 in
+	uext4-*) flock -w 120 "$IMG" true || echo "real.sh: the $1 server still holds the image 120 s after unmount" ;;
+	esac
 	if [ "$1" = fuse2fs ]; then
 		for ((i = 0; i < 1200; i++)); do
 			pgrep -f "fuse2fs.* $IMG $MNT" >/dev/null || break
@@ -119,6 +146,11 @@ umount_target() {
 
 now() { date +%s.%N; }
 elapsed() { echo "$(now) $1" | awk '{printf "%.3f", $1 - $2}'; }
+
+# settle DIR: sync -f DIR; a failure (the server refused to write something
+# back) is noted in SYNC_FAILED: the run's time still counts, but its value
+# is marked "E" in the table.
+settle() { sync -f "$1" 2>>"$W/sync.err" || SYNC_FAILED=1; }
 
 # run_workload NAME: prints the result (MB/s for dbench, seconds otherwise)
 # of one run on the mounted target, or "-" when it failed.
@@ -133,22 +165,22 @@ run_workload() {
 			awk '/^Throughput/ {print $2; found=1} END {if (!found) print "-"}' ;;
 	rsync)
 		have rsync || { echo -; return; }
-		t0=$(now); rsync -a "$SRC/" "$MNT/inc/" || { echo -; return; }; sync -f "$MNT/inc"; elapsed "$t0" ;;
+		t0=$(now); rsync -a "$SRC/" "$MNT/inc/" || { echo -; return; }; settle "$MNT/inc"; elapsed "$t0" ;;
 	tar-x)
-		t0=$(now); tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; sync -f "$MNT"; elapsed "$t0" ;;
+		t0=$(now); tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"; elapsed "$t0" ;;
 	tar-c)
-		tar -C "$MNT" -xf "$TARBALL" && sync -f "$MNT" || { echo -; return; }
+		tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"
 		remount_cold || { echo -; return; }
 		t0=$(now); tar -C "$MNT" -cf - . | cat >/dev/null; elapsed "$t0" ;;
 	rm-rf)
-		tar -C "$MNT" -xf "$TARBALL" && sync -f "$MNT" || { echo -; return; }
-		t0=$(now); rm -rf "${MNT:?}/$(basename "$SRC")" || { echo -; return; }; sync -f "$MNT"; elapsed "$t0" ;;
+		tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"
+		t0=$(now); rm -rf "${MNT:?}/$(basename "$SRC")" || { echo -; return; }; settle "$MNT"; elapsed "$t0" ;;
 	git)
 		[ -n "$GITSRC" ] || { echo -; return; }
 		t0=$(now)
 		git clone -q "$GITSRC" "$MNT/repo" && git -C "$MNT/repo" status --porcelain >/dev/null ||
 			{ echo -; return; }
-		sync -f "$MNT"; elapsed "$t0" ;;
+		settle "$MNT"; elapsed "$t0" ;;
 	sqlite)
 		have sqlite3 || { echo -; return; }
 		t0=$(now)
@@ -169,42 +201,55 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else print v[i
 
 RES=$W/results
 : >"$RES"
-echo "real.sh: $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null), $(nproc) CPUs, $(uname -r), images in tmpfs, median of $RUNS"
+echo "real.sh: $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null), $(nproc) CPUs, $(uname -r), images in tmpfs, median of $RUNS${MOUNT_OPTS:+, uext4 with -o $MOUNT_OPTS}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+T_START=$(now)
 for wl in $WORKLOADS; do
 	for t in $(target_list); do
 		vals=()
+		flag=
+		t_wl=$(now)
 		for ((r = 0; r < RUNS; r++)); do
+			FELL_BACK=0
+			SYNC_FAILED=0
 			fresh_image
 			drop_caches
 			CUR_TARGET=$t
 			mount_target "$t" || { echo "real.sh: mount $t failed"; vals+=(-); break; }
-			# Not in $(...): a remount inside must update SERVER_PID here.
+			# Not in $(...): a remount inside must update FELL_BACK here.
 			run_workload "$wl" >"$W/val"
 			v=$(cat "$W/val")
 			umount_target "$t"
+			[ "$FELL_BACK" = 1 ] && [ "$v" != - ] && v="$v!"
+			[ "$SYNC_FAILED" = 1 ] && [ "$v" != - ] && { v="${v}E"; flag=E; }
 			vals+=("$v")
 			if [ "${t%%-*}" = uext4 ] && [ $r = $((RUNS - 1)) ]; then
 				e2fsck -fn "$IMG" >"$W/fsck.log" 2>&1 ||
 					{ echo "real.sh: e2fsck found problems after $wl on $t:"; tail -5 "$W/fsck.log"; }
 			fi
 		done
-		m=$(printf '%s\n' "${vals[@]}" | grep -v '^-$' | median)
-		echo "$wl $t $m" >>"$RES"
-		printf '%-9s %-12s %10s   (runs: %s)\n' "$wl" "$t" "$m" "${vals[*]}"
+		# A run that fell back to st does not count for uring.
+		m=$(printf '%s\n' "${vals[@]}" | grep -v -e '^-$' -e '!$' | sed 's/E$//' | median)
+		echo "$wl $t $m $flag" >>"$RES"
+		printf '%-9s %-12s %10s   (runs: %s; %s s)\n' "$wl" "$t" "$m" "${vals[*]}" "$(elapsed "$t_wl")"
 	done
 done
 
 # The table: one row per workload, one column per target.
-echo
+report() {
 targets=$(target_list | tr '\n' ' ')
 printf '| workload | unit |'; for t in $targets; do printf ' %s |' "$t"; done; echo
 printf '|---|---|'; for t in $targets; do printf -- '---|'; done; echo
 for wl in $WORKLOADS; do
 	unit=s; case $wl in dbench-*) unit=MB/s ;; esac
 	printf '| %s | %s |' "$wl" "$unit"
-	for t in $targets; do printf ' %s |' "$(awk -v w="$wl" -v t="$t" '$1==w && $2==t {print $3}' "$RES")"; done
+	for t in $targets; do printf ' %s |' "$(awk -v w="$wl" -v t="$t" '$1==w && $2==t {print $3 $4}' "$RES")"; done
 	echo
 done
+if grep -q 'E$' "$RES"; then
+	echo
+	echo "E: the final sync -f of at least one run failed: the server refused to write something back"
+	echo "   (its first message: $(grep -m1 -v '^$' "$W/sync.err" 2>/dev/null))."
+fi
 
 # Ratios against the issue's targets, for the best uext4 loop.
 val() { awk -v w="$1" -v t="$2" '$1==w && $2==t {print $3}' "$RES"; }
@@ -213,18 +258,28 @@ best_uext4() { # best_uext4 WORKLOAD higher|lower
 		if (best == "" || (dir == "higher" ? $3 > best : $3 < best)) { best = $3; who = $2 } }
 		END { print best, who }' "$RES"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "(no value)"; else printf "%.2fx", a / b }'; }
 echo
 echo "Targets (best uext4 loop):"
 for n in 2 8; do
 	read -r u who < <(best_uext4 "dbench-$n" higher)
 	[ -n "${u:-}" ] || continue
-	echo "  dbench-$n: $who $u MB/s = $(ratio "$u" "$(val "dbench-$n" kernel)")x kernel (target at 8: >= 0.5)," \
-		"$(ratio "$u" "$(val "dbench-$n" fuse2fs)")x fuse2fs (target: >= $([ $n = 8 ] && echo 10 || echo 5))"
+	echo "  dbench-$n: $who $u MB/s = $(ratio "$u" "$(val "dbench-$n" kernel)") kernel (target at 8: >= 0.5)," \
+		"$(ratio "$u" "$(val "dbench-$n" fuse2fs)") fuse2fs (target: >= $([ $n = 8 ] && echo 10 || echo 5))"
 done
 for wl in rsync tar-x tar-c rm-rf git sqlite; do
 	read -r u who < <(best_uext4 "$wl" lower)
 	[ -n "${u:-}" ] || continue
-	echo "  $wl: $who $u s = $(ratio "$u" "$(val "$wl" kernel)")x the kernel's time$(case $wl in git | sqlite) ;; *) echo " (target: <= 2)" ;; esac)"
+	echo "  $wl: $who $u s = $(ratio "$u" "$(val "$wl" kernel)") the kernel's time$(case $wl in git | sqlite) ;; *) echo " (target: <= 2)" ;; esac)"
 done
-cp "$RES" "$OUT/real-$(date +%Y%m%d-%H%M%S).txt"
+}
+echo
+report | tee "$W/report"
+echo
+echo "real.sh: $(elapsed "$T_START") s in all, load now $(cut -d' ' -f1-3 /proc/loadavg)"
+stamp=$(date +%Y%m%d-%H%M%S)
+cp "$RES" "$OUT/real-$stamp.txt"
+{ echo "real.sh $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null), $(uname -r), $(nproc) CPUs," \
+	"RUNS=$RUNS DBENCH_SECS=$DBENCH_SECS MOUNT_OPTS=$MOUNT_OPTS LOOPS=$LOOPS"; echo; cat "$W/report"; } \
+	>"$OUT/real-$stamp.md"
+echo "real.sh: results in $OUT/real-$stamp.txt and .md"

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LOOP_POOL,
-		       UEXT4_FUSE_LOOP_URING };
+		       UEXT4_FUSE_LOOP_URING, UEXT4_FUSE_LOOP_AUTO };
 
 struct uext4_fuse_opts {
 	int read_only;          /* mount read-only (-o ro); default read-write */
@@ -42,10 +42,11 @@ struct uext4_fuse_opts {
 	int ready_fd;           /* -1, or written once the mount is live (daemon mode) */
 };
 
-/* Defaults: read-write, single-threaded loop (fastest measured here), ready_fd -1. */
+/* Defaults: read-write, loop auto (io_uring where the kernel has it on, else
+ * the classic loop measured best, see fuse/loop.h), ready_fd -1. */
 void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
- * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring",
+ * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring|auto",
  * "errors=continue|remount-ro|panic", "threads=N", "max_idle=N", "clone_fd",
  * "timeout=SECS", "writeback[=1]", "nowriteback" or "writeback=0"; anything else is
  * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in

@@ -19,6 +19,8 @@ int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind)
 		*kind = UEXT4_LOOP_POOL;
 	else if (!strcmp(s, "uring"))
 		*kind = UEXT4_LOOP_URING;
+	else if (!strcmp(s, "auto"))
+		*kind = UEXT4_LOOP_AUTO;
 	else
 		return -1;
 	return 0;
@@ -31,6 +33,7 @@ const char *uext4_loop_name(enum uext4_loop_kind kind)
 	case UEXT4_LOOP_MT: return "mt";
 	case UEXT4_LOOP_POOL: return "pool";
 	case UEXT4_LOOP_URING: return "uring";
+	case UEXT4_LOOP_AUTO: return "auto";
 	}
 	return "?";
 }
@@ -145,8 +148,26 @@ static int run_pool(struct fuse_session *se, const struct uext4_loop_opts *o)
 	return ret;
 }
 
+/*
+ * Without io_uring: measured on the project's 2-core machine (bench/real.sh
+ * and bench/create.sh, ARCHITECTURE.md), no classic loop beat st clearly
+ * and often: pool and mt won some points at 8 clients and lost others, by
+ * less than the noise of the shared machine.  st is also the cheapest.
+ */
+enum uext4_loop_kind uext4_loop_classic(void)
+{
+	return UEXT4_LOOP_ST;
+}
+
 int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 {
+	struct uext4_loop_opts chosen;
+
+	if (o->kind == UEXT4_LOOP_AUTO) {
+		chosen = *o;
+		chosen.kind = uext4_uring_refused() ? uext4_loop_classic() : UEXT4_LOOP_URING;
+		return uext4_loop_run(se, &chosen);
+	}
 	if (o->kind == UEXT4_LOOP_URING)
 		return uext4_uring_run(se, o);  /* calls o->ready itself */
 	if (o->ready)
@@ -159,6 +180,7 @@ int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 	case UEXT4_LOOP_POOL:
 		return run_pool(se, o);
 	case UEXT4_LOOP_URING:
+	case UEXT4_LOOP_AUTO:
 		break;
 	}
 	return -EINVAL;

@@ -14,6 +14,11 @@
  *         the calling thread keeps a classic loop for what the kernel
  *         still sends through /dev/fuse.  Falls back to ST, printing why,
  *         where the kernel cannot.
+ *   AUTO  the default: URING where the kernel has it switched on
+ *         (/sys/module/fuse/parameters/enable_uring), else the classic
+ *         loop measured best here (uext4_loop_classic(); ARCHITECTURE.md
+ *         has the numbers).  No message when it picks the classic loop;
+ *         a failure of URING after that says why, as for loop=uring.
  */
 #ifndef UEXT4_FUSE_LOOP_H
 #define UEXT4_FUSE_LOOP_H
@@ -23,7 +28,8 @@
 #endif
 #include <fuse_lowlevel.h>
 
-enum uext4_loop_kind { UEXT4_LOOP_ST = 0, UEXT4_LOOP_MT, UEXT4_LOOP_POOL, UEXT4_LOOP_URING };
+enum uext4_loop_kind { UEXT4_LOOP_ST = 0, UEXT4_LOOP_MT, UEXT4_LOOP_POOL, UEXT4_LOOP_URING,
+		       UEXT4_LOOP_AUTO };
 
 struct uext4_loop_opts {
 	enum uext4_loop_kind kind;
@@ -37,7 +43,7 @@ struct uext4_loop_opts {
 	void *ready_arg;
 };
 
-/* Parse "st", "mt", "pool" or "uring"; returns -1 if unknown. */
+/* Parse "st", "mt", "pool", "uring" or "auto"; returns -1 if unknown. */
 int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind);
 const char *uext4_loop_name(enum uext4_loop_kind kind);
 
@@ -45,7 +51,13 @@ const char *uext4_loop_name(enum uext4_loop_kind kind);
  * what fuse_session_loop() returns: 0, -errno, or a signal number. */
 int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o);
 
-/* The URING loop (fuse/uring.c); uext4_loop_run calls it. */
+/* The classic (/dev/fuse) loop AUTO uses without io_uring. */
+enum uext4_loop_kind uext4_loop_classic(void);
+
+/* The URING loop (fuse/uring.c); uext4_loop_run calls it.  Without the
+ * kernel's support it serves with the loop `fallback` (AUTO: quietly). */
 int uext4_uring_run(struct fuse_session *se, const struct uext4_loop_opts *o);
+/* NULL if the kernel offers FUSE over io_uring, else why not. */
+const char *uext4_uring_refused(void);
 
 #endif

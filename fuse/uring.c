@@ -488,7 +488,7 @@ static unsigned possible_cpus(void)
 }
 
 /* The kernel's switch; NULL if on, else why not. */
-static const char *kernel_refuses(void)
+const char *uext4_uring_refused(void)
 {
 	FILE *f = fopen("/sys/module/fuse/parameters/enable_uring", "r");
 	int c;
@@ -504,11 +504,14 @@ static const char *kernel_refuses(void)
 
 static void fallback(const char *why, int err)
 {
+	const char *classic = uext4_loop_name(uext4_loop_classic());
+
 	if (err)
-		fprintf(stderr, "uext4 mount: loop=uring: %s: %s; using the classic loop (st)\n", why,
-			strerror(-err));
+		fprintf(stderr, "uext4 mount: loop=uring: %s: %s; using the classic loop (%s)\n", why,
+			strerror(-err), classic);
 	else
-		fprintf(stderr, "uext4 mount: loop=uring: %s; using the classic loop (st)\n", why);
+		fprintf(stderr, "uext4 mount: loop=uring: %s; using the classic loop (%s)\n", why,
+			classic);
 }
 
 /* Serve /dev/fuse until our INIT reply is in (normally one request). */
@@ -631,10 +634,10 @@ int uext4_uring_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 				     .lock = PTHREAD_MUTEX_INITIALIZER,
 				     .cond = PTHREAD_COND_INITIALIZER };
 	struct uext4_loop_opts classic = *o;
-	const char *why = kernel_refuses();
+	const char *why = uext4_uring_refused();
 	int ret, up;
 
-	classic.kind = UEXT4_LOOP_ST;
+	classic.kind = uext4_loop_classic();
 	if (why) {
 		fallback(why, 0);
 		return uext4_loop_run(se, &classic);
@@ -650,6 +653,8 @@ int uext4_uring_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 	up = ret == 0 && try_uring(&t) == 0;
 	call_ready(o);
 	classic.ready = NULL;
+	if (up)
+		classic.kind = UEXT4_LOOP_ST;   /* beside the queues: one thread */
 	if (ret == 0)
 		ret = uext4_loop_run(se, &classic);     /* FORGET, INTERRUPT, early requests */
 	if (up)

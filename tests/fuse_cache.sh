@@ -19,6 +19,11 @@
 #     in 4 KiB pieces, gathered by the kernel's writeback cache).
 #  6. SIGTERM to the server while a written file is still open (its pages
 #     only in the kernel's cache): they reach the image before it stops.
+#  7. Directories without OPENDIR: the server answers the first OPENDIR
+#     ENOSYS (FUSE_NO_OPENDIR_SUPPORT) and the kernel sends none after it,
+#     nor any RELEASEDIR (counted in libfuse's -d trace); listings stay
+#     right: names created, renamed and removed after the first listing
+#     show in the next one, on the mount and after a remount.
 # Random contents; FUSE_CACHE_SEED=N replays them.
 # test-timeout: 300
 set -uo pipefail
@@ -286,6 +291,35 @@ fusermount3 -uz "$mnt" 2> /dev/null
 fsck_clean "$img" || bad "e2fsck after SIGTERM"
 got=$("$UEXT4" cat "$img" /open-at-term | wc -c)
 [ "$got" = 300000 ] || bad "SIGTERM lost the dirty pages of an open file ($got of 300000 bytes in the image)"
+
+note "7. directories are opened without OPENDIR"
+rm -f "$img"
+mke2fs -q -F -t ext4 "$img" 64M || fail "mke2fs"
+"$UEXT4" mount -f -o writeback,debug "$img" "$mnt" > "$T/dbg.log" 2>&1 &
+FUSE_PID=$!
+MOUNTS+=("$mnt")
+for ((i = 0; i < 300; i++)); do
+	[ "$(findmnt -n -o TARGET "$mnt" 2> /dev/null)" = "$mnt" ] && break
+	sleep 0.1 # polling for the mount to appear, with a 30 s deadline
+done
+mkdir -p "$mnt/d/e" && touch "$mnt/d/a" "$mnt/d/b" || bad "populate d"
+l1=$(ls -a "$mnt/d" | tr '\n' ' ')
+touch "$mnt/d/c" && mv "$mnt/d/a" "$mnt/d/z" && rm "$mnt/d/b" || bad "change d"
+l2=$(ls -a "$mnt/d" | tr '\n' ' ')
+for ((i = 0; i < 20; i++)); do ls -R "$mnt" > /dev/null; done
+[ "$l1" = ". .. a b e " ] || bad "first listing: '$l1'"
+[ "$l2" = ". .. c e z " ] || bad "listing after create, rename, unlink: '$l2'"
+fuse_umount "$mnt"
+n_open=$(grep -c "opcode: OPENDIR" "$T/dbg.log")
+n_rel=$(grep -c "opcode: RELEASEDIR" "$T/dbg.log")
+n_rd=$(grep -c "opcode: READDIR" "$T/dbg.log")
+echo "OPENDIR $n_open, RELEASEDIR $n_rel, READDIR(PLUS) $n_rd"
+[ "$n_open" = 1 ] || bad "$n_open OPENDIR requests (want 1: the one answered ENOSYS)"
+[ "$n_rel" = 0 ] || bad "$n_rel RELEASEDIR requests (want 0)"
+[ "$n_rd" -ge 2 ] || bad "only $n_rd READDIR requests: the listings were not served?"
+fsck_clean "$img" || bad "e2fsck after the directory round"
+got=$("$UEXT4" ls "$img" /d | sort | tr '\n' ' ')
+[ "$got" = "c e z " ] || bad "the image's /d after unmount: '$got'"
 
 if ls "$T"/san* > /dev/null 2>&1; then
 	cat "$T"/san*
