@@ -207,15 +207,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->time_gran = 1;
 }
 
-static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
-			       const struct uext4_stat *u);
+static void reply_counted_entry(fuse_req_t req, const struct server *s,
+				const struct uext4_stat *u);
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct server *s = srv(req);
 	struct uext4_stat u;
 	struct fuse_entry_param e;
-	int ret = uext4_lookup(s->fs, to_ext4(parent), name, &u);
+	int ret = uext4_lookup_counted(s->fs, to_ext4(parent), name, &u);
 
 	if (ret == -ENOENT) {
 		/* Negative entry: cache the absence as long as a presence (a
@@ -225,7 +225,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_entry(req, &e);
 		return;
 	}
-	reply_entry_or_err(req, s, ret, &u);
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		reply_counted_entry(req, s, &u);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -698,21 +701,28 @@ static struct server *begin_create(fuse_req_t req)
  * a process's cwd).  The count is taken before the reply (a FORGET
  * may follow at once) and given back if the kernel did not get it.
  */
+/* Reply with an entry whose lookup is counted already. */
+static void reply_counted_entry(fuse_req_t req, const struct server *s,
+				const struct uext4_stat *u)
+{
+	struct fuse_entry_param e;
+
+	fill_entry(s, u, &e);
+	if (fuse_reply_entry(req, &e) != 0)
+		uext4_forget(s->fs, u->ino, 1);
+}
+
+/* The entry a successful MKNOD, MKDIR, SYMLINK or LINK made: counted here
+ * (u, the operation's own stat, is what the reply carries). */
 static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
 			       const struct uext4_stat *u)
 {
-	struct fuse_entry_param e;
-	struct uext4_stat now;
-
 	if (ret >= 0)
-		ret = uext4_lookup_ref(s->fs, u->ino, &now);
-	if (ret < 0) {
+		ret = uext4_lookup_ref(s->fs, u->ino, NULL);
+	if (ret < 0)
 		reply_err(req, ret);
-		return;
-	}
-	fill_entry(s, &now, &e);
-	if (fuse_reply_entry(req, &e) != 0)
-		uext4_forget(s->fs, now.ino, 1);
+	else
+		reply_counted_entry(req, s, u);
 }
 
 static void reply_attr_or_err(fuse_req_t req, const struct server *s, int ret,

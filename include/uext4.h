@@ -203,6 +203,9 @@ ssize_t uext4_listxattr(uext4_fs *fs, uint64_t ino, char *buf, size_t size);
  * stops at 0; of an inode not counted does nothing.
  */
 int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
+/* uext4_lookup() and uext4_lookup_ref() of what it found, in one step
+ * (one inode-cache lookup): the frontend's LOOKUP. */
+int uext4_lookup_counted(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st);
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup);
 
 /* Path helpers: resolve an absolute path ("/a/b"), following symlinks in

@@ -306,6 +306,14 @@ int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 	return inode_lookup_ref(fs, ino, st);
 }
 
+int uext4_lookup_counted(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
+{
+	uint64_t ino;
+	int err = lookup_ino(fs, dir, name, strlen(name), &ino);
+
+	return err ? err : inode_lookup_ref(fs, ino, st);
+}
+
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup)
 {
 	inode_forget(fs, ino, nlookup);
