@@ -35,9 +35,7 @@ command -v python3 > /dev/null || skip "python3 missing"
 command -v setfacl > /dev/null || skip "setfacl (acl package) missing"
 [ -x "$UEXT4" ] || fail "$UEXT4 not built"
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 SEED=${FUSE_CACHE_SEED:-$RANDOM}
 echo "fuse_cache: seed $SEED (FUSE_CACHE_SEED=$SEED replays)"
 FAILS=0

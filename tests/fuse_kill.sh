@@ -24,9 +24,7 @@ command -v fusermount3 > /dev/null || skip "fusermount3 missing"
 command -v python3 > /dev/null || skip "python3 missing"
 [ -x "$UEXT4" ] || fail "$UEXT4 not built"
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 SEED=${FUSE_KILL_SEED:-$RANDOM}
 echo "fuse_kill: seed $SEED (FUSE_KILL_SEED=$SEED replays the kill points and contents)"
 

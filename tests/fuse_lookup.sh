@@ -34,9 +34,7 @@ command -v fusermount3 > /dev/null || skip "fusermount3 missing"
 command -v python3 > /dev/null || skip "python3 missing"
 [ -x "$UEXT4" ] || fail "$UEXT4 not built"
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 SEED=${FUSE_LOOKUP_SEED:-$RANDOM}
 echo "fuse_lookup: seed $SEED (FUSE_LOOKUP_SEED=$SEED replays)"
 RANDOM=$SEED

@@ -16,9 +16,7 @@ export TZ=UTC LC_ALL=C
 
 T=$(mktemp_dir)
 # The daemon's stderr is gone once it detaches: sanitizer reports go to files.
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 SRC=$T/tree
 IMG=$T/fuse.img
 MNT=$T/mnt

@@ -55,9 +55,7 @@ if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] 
 fi
 T=$(mktemp_dir)
 # The daemon's stderr is gone once it detaches: sanitizer reports go to files.
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) KINDS=${FUSE_RW_KINDS:-default} ;;
 *) KINDS=${FUSE_RW_KINDS:-default 1k} ;;

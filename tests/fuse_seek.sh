@@ -26,9 +26,7 @@ can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)
 SEEK=$UEXT4_BUILD/tests/fuse_seek
 [ -x "$SEEK" ] || fail "$SEEK not built"
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 
 # probe.py DIR: "NAME OFFSET DATA HOLE" lines for every file of DIR.
 cat > "$T/probe.py" << 'PY'

@@ -34,9 +34,7 @@ restore() {
 trap restore EXIT
 
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 IMG=$T/u.img
 MNT=$T/mnt
 mkdir "$MNT"

@@ -40,9 +40,7 @@ if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] 
 	export TMPDIR=/dev/shm
 fi
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) KINDS=${KERNEL_RW_KINDS:-default} ;;
 *) KINDS=${KERNEL_RW_KINDS:-default 1k} ;;

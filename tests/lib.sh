@@ -32,6 +32,15 @@ export UEXT4_CACHE
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 note() { echo "== $*"; }
+# san_logs_in DIR: the sanitizers of the servers a test starts write their
+# reports to DIR/san.PID, where the test looks for them, not to stderr that a
+# daemon has closed.
+san_logs_in() {
+	local v
+	for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
+		export "$v=${!v:+${!v}:}log_path=$1/san"
+	done
+}
 
 # can_loop: root and a free loop device (kernel oracle available).
 can_loop() {

@@ -29,9 +29,7 @@ setup_traps
 command -v fusermount3 > /dev/null || skip "fusermount3 missing"
 [ -x "$UEXT4" ] || fail "$UEXT4 not built"
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 SEED=${UMOUNT_SEED:-$RANDOM}
 echo "seed $SEED (UMOUNT_SEED=$SEED replays)"
 RANDOM=$SEED

@@ -31,9 +31,7 @@ can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)
 HELPER=$UEXT4_BUILD/tests/whiteout
 [ -x "$HELPER" ] || fail "$HELPER not built"
 T=$(mktemp_dir)
-for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
-	export "$v=${!v:+${!v}:}log_path=$T/san"
-done
+san_logs_in "$T"
 FAILS=0
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 km=$T/k fm=$T/f
