@@ -70,6 +70,27 @@ int cmd_chattr(const struct command *c, int argc, char **argv);
 int cmd_put(const struct command *c, int argc, char **argv);
 int cmd_get(const struct command *c, int argc, char **argv);
 
+/* fill.c: uext4 mkfs -d SOURCE, after mkfs made the file system (mkfs.c
+ * parses the options).  Mounts the image, copies SOURCE (a directory, a
+ * tarball, or "-" for a tar stream on stdin) into its root, shows progress
+ * on a terminal unless quiet, unmounts.  Returns the exit status; on failure
+ * the message says what happened to the image (removed when mkfs created
+ * it, else marked with an error). */
+struct fill_args {
+	const char *image;
+	uint64_t offset;            /* -E offset= */
+	const char *source;
+	unsigned threads;           /* -j N; 0 = the number of CPUs */
+	int quiet;                  /* -q */
+	int no_copy_xattrs;         /* --no-copy-xattrs */
+	int root_owner_set;         /* --root-owner=UID:GID or -E root_owner= */
+	uint32_t root_uid, root_gid;
+	int have_epoch;             /* SOURCE_DATE_EPOCH is set */
+	int64_t epoch;
+	int created;                /* mkfs created IMAGE (it did not exist) */
+};
+int cli_fill_image(const struct command *c, const struct fill_args *a);
+
 /* umount.c: the command, and the status file the mount server keeps for it
  * (begin: before the mount is live; end: after the image is closed). */
 int cmd_umount(const struct command *c, int argc, char **argv);

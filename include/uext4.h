@@ -33,6 +33,17 @@ struct uext4_opts {
 	int memory_backend;     /* nonzero: load the image into memory, write nothing back */
 	unsigned commit_secs;   /* journal commit interval in seconds; 0 = default (5) */
 	int errors;             /* on corruption: UEXT4_ERRORS_*; 0 = the superblock's s_errors */
+	/* Where the file system starts in the file, in bytes (a partition of a
+	 * disk image, as mke2fs -E offset=); 0 = at the start. */
+	uint64_t offset;
+	/* Reproducible images (uext4 mkfs -d with SOURCE_DATE_EPOCH): nonzero
+	 * use_fixed_time makes every time the library stamps by itself (inode
+	 * times of new and changed inodes, superblock and journal times) equal
+	 * fixed_time seconds, and takes new inodes' i_generation from a counter
+	 * rather than a random source, so that the same operations in the same
+	 * order write the same bytes. */
+	int use_fixed_time;
+	int64_t fixed_time;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {
@@ -335,6 +346,47 @@ const char *uext4_version(void);
  * Holes and unwritten extents are holes; the end of the file is a hole.
  */
 int64_t uext4_lseek(uext4_file *f, int64_t off, int whence);
+
+/*
+ * Filling an image from a host directory or a tar stream (uext4 mkfs -d).
+ * Everything below the source is copied into directory dir of fs: regular
+ * files (sparse where the source is), directories, symlinks, hard links
+ * (once per inode), device nodes, fifos and sockets, with modes, owners,
+ * nanosecond times, xattrs, POSIX ACLs and inode flags where the source has
+ * them.  Entries of dir itself (its mode, owner and times) come from the
+ * source's top directory.
+ *
+ * The result does not depend on thread timing: the same source, options and
+ * image give the same bytes with any thread count (given use_fixed_time, a
+ * fixed UUID and hash seed for the whole image).
+ *
+ * On failure the message names the source path and what went wrong or ran
+ * out (blocks, inodes); what was copied so far stays in the image.
+ */
+struct uext4_populate_progress {
+	uint64_t files_done, files_total;   /* files_total 0: not known (a stream) */
+	uint64_t bytes_done, bytes_total;   /* file data; bytes_total 0: not known */
+};
+typedef void (*uext4_progress_fn)(void *ctx, const struct uext4_populate_progress *p);
+
+struct uext4_populate_opts {
+	unsigned threads;           /* worker threads; 0 = the number of online CPUs */
+	int no_copy_xattrs;         /* nonzero: copy no xattrs (and so no ACLs) */
+	int root_owner_set;         /* nonzero: dir gets root_uid:root_gid, not the source's */
+	uint32_t root_uid, root_gid;
+	int clamp_times;            /* nonzero: times after clamp_time become clamp_time */
+	int64_t clamp_time;         /* (SOURCE_DATE_EPOCH, as mke2fs clamps) */
+	uext4_progress_fn progress; /* may be NULL; called from one thread at a time */
+	void *progress_ctx;
+};
+int uext4_populate(uext4_fs *fs, uint64_t dir, const char *source,
+		   const struct uext4_populate_opts *o);
+/* The same from a tar stream read from fd: any format and compression that
+ * libarchive reads (tar, pax, gnutar; gzip, xz, zstd, bzip2).  Entries that
+ * would escape dir (absolute paths, "..") are refused with a message naming
+ * them; see uext4 mkfs --help for the rules on duplicates and hard links. */
+int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
+			   const struct uext4_populate_opts *o);
 
 #ifdef __cplusplus
 }
