@@ -182,11 +182,16 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 			if (parse_fs_size(val, 1, &o->offset))
 				return bad_arg(c, "-E offset=", val, "not a byte offset");
 		} else if (!strcmp(e, "orphan_file_size") && val) {
+			/* as mke2fs: a bare number is blocks, a suffix makes it bytes */
 			uint64_t v;
 
-			if (parse_fs_size(val, 1, &v) || v > UINT32_MAX)
-				return bad_arg(c, "-E orphan_file_size=", val, "not a size in bytes");
-			o->orphan_file_size = (uint32_t)v;
+			if (parse_u64(val, &v) == 0 && v && v <= UINT32_MAX)
+				o->orphan_file_blocks = (uint32_t)v;
+			else if (parse_fs_size(val, 1, &v) == 0 && v)
+				o->orphan_file_size = v;
+			else
+				return bad_arg(c, "-E orphan_file_size=", val,
+					       "not a number of blocks or a size (N[K|M])");
 		} else {
 			fprintf(stderr, "uext4 %s: -E %s%s%s: unknown extended option (uext4 knows "
 				"hash_seed=, root_owner=, lazy_itable_init=, offset=, "
