@@ -269,6 +269,18 @@ static void print_geometry(const struct uext4_mkfs_geometry *g, int dry_run)
 	       g->reserved_gdt_blocks, g->flex_bg_size, g->journal_blocks, g->orphan_file_blocks);
 }
 
+/* The library's message; EINVAL is an option or size that cannot work
+ * (exit 2, with the usage line), anything else exit 1. */
+static int mkfs_failed(const struct command *c, const char *image, int ret)
+{
+	const char *msg = uext4_last_error();
+
+	if (!*msg)
+		return fail(c, image, ret);
+	fprintf(stderr, "uext4 %s: %s\n", c->name, msg);
+	return ret == -EINVAL ? usage_error(c, NULL) : 1;
+}
+
 enum { OPT_ROOT_OWNER = 1000, OPT_NO_XATTRS };
 
 static const struct option long_opts[] = {
@@ -412,7 +424,7 @@ static int cmd_mkfs_run(const struct command *c, int argc, char **argv)
 	ret = uext4_mkfs(a.fa.image, &a.o, &g);
 	free(a.ext);
 	if (ret < 0)
-		return fail(c, a.fa.image, ret);
+		return mkfs_failed(c, a.fa.image, ret);
 	if (!a.quiet || a.o.dry_run)
 		print_geometry(&g, a.o.dry_run);
 	if (!a.fa.source)
@@ -449,7 +461,7 @@ int cli_mkfs_create(const struct command *c, const char *image, const char *size
 		return ret;
 	ret = uext4_mkfs(image, &o, &g);
 	if (ret < 0)
-		return fail(c, image, ret);
+		return mkfs_failed(c, image, ret);
 	*created = 1;
 	return 0;
 }
