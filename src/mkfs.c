@@ -901,10 +901,6 @@ static uint64_t journal_goal(const struct mk *m)
 
 /* ------------------------------------------------------------ inodes */
 
-struct inode_buf {
-	uint8_t raw[1024];
-};
-
 static void inode_init(const struct mk *m, struct ext4_inode *in, uint16_t mode, uint16_t links)
 {
 	uint32_t t = (uint32_t)m->now;
@@ -1415,9 +1411,9 @@ out:
 	return err;
 }
 
-/* Inodes 1, 3-6, 9, 10 (and 12 without the orphan file): reserved, empty,
- * with a valid checksum. */
-static int make_reserved_inodes(struct mk *m, uint32_t used)
+/* Inodes 1, 3-6, 9, 10: reserved, empty, with a valid checksum (inode 1,
+ * the bad blocks inode, with the times as mke2fs gives it). */
+static int make_reserved_inodes(struct mk *m)
 {
 	static const uint32_t ino[] = { 1, 3, 4, 5, 6, 9, 10 };
 	uint8_t raw[1024];
@@ -1436,7 +1432,6 @@ static int make_reserved_inodes(struct mk *m, uint32_t used)
 		if ((err = write_inode(m, ino[i], raw)))
 			return err;
 	}
-	(void)used;
 	return 0;
 }
 
@@ -1574,8 +1569,6 @@ static int write_groups(struct mk *m, uint32_t used_inodes, uint32_t *dirs_in,
 			}
 			err = wr(m, m->ib[g], map, m->bs);
 		}
-		if (!err && !m->zeroed && (m->o->itable_zero || !uninit))
-			err = wr_zero(m, m->it[g], m->itb);
 		gd_set_csum(m, g);
 	}
 	free(map);
@@ -1952,6 +1945,22 @@ uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t 
 	return n;
 }
 
+/* On a target that was not punched (a block device): zero the boot area
+ * (as mke2fs zaps it, so no old signature survives there) and, without
+ * lazy init (no uninit_bg or metadata_csum, or -E lazy_itable_init=0),
+ * every inode table, before any inode is written into them. */
+static int zero_stale(struct mk *m)
+{
+	static const uint8_t zero[EXT4_SUPERBLOCK_OFFSET];
+	int err = wr_bytes(m, 0, zero, sizeof(zero));
+
+	if (!(m->o->itable_zero || !(m->csum || m->gdt_csum)))
+		return err;
+	for (uint32_t g = 0; g < m->ngroups && !err; g++)
+		err = wr_zero(m, m->it[g], m->itb);
+	return err;
+}
+
 /* Everything after the geometry: tables, files, descriptors, superblocks. */
 static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 {
@@ -1971,6 +1980,8 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 		return fs_err(ENOMEM, "mkfs: out of memory for %u groups", m->ngroups);
 	}
 	err = place_tables(m);
+	if (!err && !m->zeroed)
+		err = zero_stale(m);
 	for (uint32_t g = 0; g < m->ngroups; g++)
 		backups += backup_len(m, g);
 	for (size_t i = 0; i < m->nruns; i++)
@@ -1985,7 +1996,7 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 	if (!err)
 		err = make_orphan_file(m);
 	if (!err)
-		err = make_reserved_inodes(m, used_inodes);
+		err = make_reserved_inodes(m);
 	if (!err) {
 		dirs[(EXT4_ROOT_INO - 1) / m->ipg]++;
 		dirs[(MK_LPF_INO - 1) / m->ipg]++;

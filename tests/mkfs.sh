@@ -16,6 +16,8 @@
 #   3. The kernel mounts images read-write (default, 1k blocks, ext3, ext2,
 #      no metadata_csum), a tree is written and removed in part, unmount,
 #      e2fsck -fn clean.
+#      A loop device full of random bytes (no zeros to rely on), made with
+#      the defaults, -t ext2 and -E lazy_itable_init=0: the same.
 #   4. resize2fs grows one offline; the kernel grows one online (resize2fs
 #      on the mounted loop device after growing the file and losetup -c);
 #      e2fsck -fn clean after each.
@@ -174,6 +176,23 @@ if can_loop; then
 		fsck_clean "$img" || fail "mkfs $k: e2fsck after the kernel wrote"
 		echo "mkfs ${k:-(defaults)}: kernel wrote a tree, e2fsck clean"
 	done
+
+	note "3b. a block device holding random bytes"
+	head -c 128M /dev/urandom > "$D/bd.img"
+	dev=$(losetup -f --show "$D/bd.img") || fail "losetup"
+	for k in "" "-t ext2" "-E lazy_itable_init=0"; do
+		# shellcheck disable=SC2086
+		"$UEXT4" mkfs -q -F $k "$dev" || { losetup -d "$dev"; fail "mkfs $k on $dev"; }
+		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck"; }
+		mkdir -p "$D/m"
+		mount -t ext4 "$dev" "$D/m" && write_tree "$D/m" && umount "$D/m" ||
+			{ losetup -d "$dev"; fail "kernel write on the device made by mkfs $k"; }
+		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck after the kernel"; }
+		echo "block device, mkfs ${k:-(defaults)}: e2fsck clean, kernel wrote, clean"
+	done
+	out=$("$UEXT4" mkfs -q "$dev" 2>&1) && { losetup -d "$dev"; fail "mkfs over the device's file system without -F worked"; }
+	losetup -d "$dev"
+	rm -f "$D/bd.img"
 
 	note "4. resize2fs offline and online"
 	if command -v resize2fs > /dev/null; then
