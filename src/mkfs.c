@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -1840,7 +1841,9 @@ static int open_target(struct mk *m, uint64_t *bytes, int *created)
 	uint64_t have;
 
 	*created = 0;
-	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	/* O_EXCL on a block device: EBUSY while it is mounted or in use */
+	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+		     (stat(m->path, &st) == 0 && S_ISBLK(st.st_mode) && !o->dry_run ? O_EXCL : 0));
 	if (m->fd < 0 && errno == ENOENT) {
 		if (!o->size)
 			return fs_err(ENOENT, "%s does not exist: give a SIZE to create it", m->path);
@@ -1853,8 +1856,14 @@ static int open_target(struct mk *m, uint64_t *bytes, int *created)
 		if (m->fd >= 0)
 			*created = 1;
 	}
+	if (m->fd < 0 && errno == EBUSY)
+		return fs_err(EBUSY, "%s is in use (mounted?): not overwritten", m->path);
 	if (m->fd < 0)
 		return fs_err(errno, "%s: cannot open: %s", m->path, strerror(errno));
+	/* the lock a read-write uext4 mount or command holds on its image */
+	if (!o->dry_run && flock(m->fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+		return fs_err(EBUSY, "%s is in use by another process writing it (a read-write "
+			      "mount?): not overwritten", m->path);
 	if (fstat(m->fd, &st) < 0)
 		return fs_err(errno, "%s: fstat failed: %s", m->path, strerror(errno));
 	if (S_ISBLK(st.st_mode)) {
@@ -1945,13 +1954,15 @@ uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t 
 	return n;
 }
 
-/* On a target that was not punched (a block device): zero the boot area
- * (as mke2fs zaps it, so no old signature survives there) and, without
+/* On a target that was not punched (a block device): zero the first 4 KiB
+ * (as mke2fs zaps them, so no old signature survives there) and, without
  * lazy init (no uninit_bg or metadata_csum, or -E lazy_itable_init=0),
  * every inode table, before any inode is written into them. */
 static int zero_stale(struct mk *m)
 {
-	static const uint8_t zero[EXT4_SUPERBLOCK_OFFSET];
+	/* the boot area and the old primary superblock: until the new one is
+	 * written last, a failed mkfs leaves no file system that looks whole */
+	static const uint8_t zero[4096];
 	int err = wr_bytes(m, 0, zero, sizeof(zero));
 
 	if (!(m->o->itable_zero || !(m->csum || m->gdt_csum)))

@@ -23,7 +23,8 @@
 #      e2fsck -fn clean after each.
 #   5. -F: without it an existing file system (ours, mke2fs's, an XFS magic)
 #      is refused, naming it, and the image stays byte-identical (cmp); with
-#      it the image is remade.  -n writes nothing and creates nothing.
+#      it the image is remade.  Even -F refuses a device the kernel has
+#      mounted and an image a uext4 mount holds.  -n writes nothing and creates nothing.
 #   6. -E offset=: the bytes before the offset are unchanged (cmp), the file
 #      system there is clean (e2fsck through losetup -o) and the kernel
 #      mounts it.
@@ -185,8 +186,11 @@ if can_loop; then
 		"$UEXT4" mkfs -q -F $k "$dev" || { losetup -d "$dev"; fail "mkfs $k on $dev"; }
 		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck"; }
 		mkdir -p "$D/m"
-		mount -t ext4 "$dev" "$D/m" && write_tree "$D/m" && umount "$D/m" ||
+		mount -t ext4 "$dev" "$D/m" && write_tree "$D/m" ||
 			{ losetup -d "$dev"; fail "kernel write on the device made by mkfs $k"; }
+		out=$("$UEXT4" mkfs -q -F "$dev" 2>&1) && fail "mkfs -F of a mounted device worked"
+		echo "$out" | grep -q "in use" || fail "mkfs -F of a mounted device says: $out"
+		umount "$D/m" || fail "umount $dev"
 		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck after the kernel"; }
 		echo "block device, mkfs ${k:-(defaults)}: e2fsck clean, kernel wrote, clean"
 	done
@@ -348,6 +352,8 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	"$UEXT4" mount --create 64M "$img" "$D/cm" || fail "mount --create"
 	MOUNTS+=("$D/cm")
 	echo hello > "$D/cm/f" && [ "$(cat "$D/cm/f")" = hello ] || fail "write through the new mount"
+	out=$("$UEXT4" mkfs -q -F "$img" 2>&1) && fail "mkfs -F of an image a uext4 mount holds worked"
+	echo "$out" | grep -q "in use" || fail "mkfs -F of a mounted image says: $out"
 	"$UEXT4" umount "$D/cm" || fail "umount"
 	fsck_clean "$img" || fail "e2fsck after mount --create"
 	"$UEXT4" mount --create 1G "$img" "$D/cm" || fail "mount --create of an existing image"
