@@ -3,23 +3,31 @@
  *
  * The image's bytes must not depend on thread timing, so the work is split
  * by what it changes:
- *  - one namespace thread walks the source, each directory's entries in
- *    strcmp order, and makes every metadata change: it creates each inode,
+ *  - scanning (any thread of the pool): a directory of the source is read
+ *    into a plan: its entries sorted by name (strcmp), each with its statx,
+ *    symlink target, xattrs, chattr flags and data ranges.  Reads only;
+ *  - the namespace thread (one) walks the plans depth first, in that order,
+ *    and makes every change to the image's metadata: it creates each inode,
  *    allocates all of a regular file's blocks at once (one extent where the
  *    allocator finds the room), sets xattrs, owners, modes and times.  As
  *    the only thread that allocates, inode numbers and block placement
- *    follow the walk and nothing else;
- *  - data workers copy file contents from the source straight into blocks
- *    that are already allocated and mapped (copy_file_range to the device,
- *    zeros after the end of each file): no allocation, no metadata, so
- *    their timing changes only when the bytes land, never which bytes;
- *  - the calling thread reports progress until the two are done.
- * Inode flags go on last, once every byte is in (immutable and append-only
- * inodes would refuse the links and attribute changes before).
+ *    follow the plan and nothing else.  Where the scan of the next
+ *    directory has not started, it scans it itself rather than wait;
+ *  - copying data (any thread of the pool, and the namespace thread once
+ *    its walk is done): file contents go from the source straight into the
+ *    blocks already allocated (copy_file_range to the device, or read and
+ *    write; zeros after the end of each file), no allocation and no
+ *    metadata, so their timing changes when the bytes land, never which.
+ * Pool threads prefer scanning (the namespace thread may be waiting for it)
+ * to copying.  Inode flags go on last, when every byte is in (immutable and
+ * append-only inodes would refuse the links and attribute changes before).
  *
  * With uext4_opts.bulk (no journal logging, no commit timer) and
- * use_fixed_time the commits, too, happen at the same points of the walk
- * on every run, which makes the whole image reproducible.
+ * use_fixed_time, the commits too happen at the same points on every run,
+ * which makes the whole image reproducible.
+ *
+ * Memory: the plan of every directory stays until the end (about 300 bytes
+ * per entry plus its xattrs); data jobs hold their runs, no descriptors.
  */
 #include "internal.h"
 
@@ -43,7 +51,8 @@
 #define POP_PATH_MAX 8192
 #define COPY_BUF (1u << 20)         /* bytes a worker reads and writes at once */
 #define COPY_RANGE_MIN (64u << 10)  /* smaller runs: one pread + pwrite is cheaper */
-#define QUEUE_CAP 256               /* data jobs in flight (each holds a source fd) */
+#define BATCH_JOBS 64               /* data jobs handed to the pool at once */
+#define BATCH_BYTES (8u << 20)      /* ... or fewer, when they hold this much data */
 #define ALLOC_MAX_BLOCKS 32768u     /* blocks asked for at once (one extent's most) */
 #define PROGRESS_NS 100000000L      /* progress callback every 100 ms */
 #define XATTR_BUF (64u << 10)       /* XATTR_SIZE_MAX and XATTR_LIST_MAX */
@@ -51,57 +60,113 @@
 #define COPY_FLAGS (FS_SECRM_FL | FS_UNRM_FL | FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | \
 		    FS_NODUMP_FL | FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL)
 
+/* ------------------------------------------------------------ the plan */
+
+/* Bytes [off, end) of a source file that hold data (SEEK_DATA/SEEK_HOLE). */
+struct range {
+	uint64_t off, end;
+};
+
+struct sdir;
+
+/* One source entry as the scan saw it.  Written by the scanning thread
+ * before its directory is published (sdir.state = SCAN_DONE under the pool
+ * lock), then only read. */
+struct sent {
+	char *name;
+	struct statx sx;
+	char *target;           /* symlinks: the target */
+	uint8_t *xattrs;        /* packed: u32 name length, name, u32 value length, value */
+	size_t xlen;
+	/* Regular files: COPY_FLAGS of FS_IOC_GETFLAGS, read by the scan when
+	 * it opens the file (empty or with holes), else by the copy (which
+	 * writes it before the pool's threads are joined; read after). */
+	uint32_t flags;
+	uint64_t ino;           /* the image inode (namespace thread only) */
+	struct range *ranges;   /* regular files with holes: the data; NULL = all of it */
+	size_t nranges;
+	struct sdir *sub;       /* directories: their own plan */
+	int err;                /* the scan of this entry failed: errno and what */
+	const char *errwhat;
+};
+
+enum { SCAN_QUEUED, SCAN_BUSY, SCAN_DONE };
+
+/* One source directory's plan.  state is atomic; the rest is written by
+ * the thread that moved state from SCAN_QUEUED to SCAN_BUSY and read by
+ * others once it is SCAN_DONE. */
+struct sdir {
+	char *path;             /* absolute (or as given) source path */
+	struct sent *ents;
+	size_t n;
+	uint8_t *xattrs;        /* the directory's own xattrs and flags */
+	size_t xlen;
+	uint32_t flags;
+	int err;                /* the directory could not be read */
+	const char *errwhat;
+	_Atomic int state;
+	struct sdir *next_task; /* the pool's scan stack (pool lock) */
+};
+
+/* ------------------------------------------------------------ data jobs */
+
 /* A physically contiguous run of a file's blocks. */
 struct run {
 	uint64_t lblk, pblk, len;
 };
 
-/* One regular file's data to copy: the runs are allocated and mapped. */
+/* One regular file's data to copy into runs already allocated and mapped. */
 struct job {
-	int fd;             /* the source file, open for reading; the job owns it */
-	uint64_t size;      /* bytes to copy (st_size at the scan) */
-	char *path;         /* for messages */
+	const struct sdir *dir; /* the source is dir->path/ent->name */
+	struct sent *ent;       /* the copy stores ent->flags */
+	uint64_t size;          /* bytes to copy (st_size at the scan) */
 	size_t nruns, cap;
 	struct run *runs;
 };
 
-/* Bounded FIFO of jobs from the namespace thread to the workers.  lock
- * protects every field. */
-struct jobq {
+struct batch {
+	struct batch *next;
+	size_t n;
+	uint64_t bytes;
+	struct job *jobs[BATCH_JOBS];
+};
+
+/* The worker pool's queues.  lock protects every field. */
+struct pool {
 	pthread_mutex_t lock;
-	pthread_cond_t nonempty, nonfull;
-	struct job *ring[QUEUE_CAP];
-	size_t head, count;
+	pthread_cond_t work;        /* a scan task or data batch came, or closing */
+	pthread_cond_t scanned;     /* a directory's scan finished */
+	struct sdir *scan_stack;    /* LIFO: the walk wants the newest first */
+	struct batch *data_head, *data_tail;
 	bool closed;
 };
 
-/* Inode flags to apply at the end, in walk order. */
-struct flagset {
-	uint64_t ino;
-	uint32_t flags;
-	char *path;
-};
-
-/* Hard links seen: source (dev, ino) -> image inode.  Namespace thread only. */
+/* Hard links seen: source (dev, ino) -> image inode (namespace thread). */
 struct linkent {
 	uint64_t dev, ino, to;
+};
+
+/* A thread's scratch space for scanning and copying. */
+struct scratch {
+	char path[POP_PATH_MAX];
+	char *xlist, *xval;
+	uint8_t *buf;           /* COPY_BUF */
 };
 
 struct pop {
 	uext4_fs *fs;
 	const struct uext4_populate_opts *o;
 	uint64_t top;
-	unsigned nworkers;          /* 0: the namespace thread copies data itself */
-	struct jobq q;
+	unsigned nworkers;          /* 0: the namespace thread does everything */
+	struct pool pool;
 	/* Namespace thread only: */
 	struct linkent *links;
 	size_t nlinks, caplinks;
-	struct flagset *fl;
-	size_t nfl, capfl;
-	char path[POP_PATH_MAX];    /* the source path being copied */
+	char path[POP_PATH_MAX];    /* the source path being copied, for messages */
 	size_t plen;
-	char *xlist, *xval;         /* xattr buffers */
-	uint8_t *buf;               /* data buffer when nworkers == 0 */
+	struct batch *batch;        /* jobs not yet handed to the pool */
+	struct scratch ns_scratch;
+	struct sdir *root;
 	/* The first error (err_lock): */
 	pthread_mutex_t err_lock;
 	int err;                    /* positive errno */
@@ -137,6 +202,11 @@ static int pop_fail(struct pop *p, int err, const char *fmt, ...)
 	return -(err ? err : EIO);
 }
 
+static bool stopped(struct pop *p)
+{
+	return atomic_load_explicit(&p->stop, memory_order_relaxed);
+}
+
 /* A library call failed with err (negative) on the current path: name the
  * path and, for ENOSPC, what ran out. */
 static int fail_lib(struct pop *p, int err, const char *what)
@@ -156,14 +226,7 @@ static int fail_lib(struct pop *p, int err, const char *what)
 	return pop_fail(p, -err, "populate: %s: %s: %s", p->path, what, uext4_last_error());
 }
 
-static int fail_errno(struct pop *p, const char *what)
-{
-	int e = errno;
-
-	return pop_fail(p, e, "populate: %s: %s: %s", p->path, what, strerror(e));
-}
-
-/* ------------------------------------------------------------ paths */
+/* ------------------------------------------------------------ paths (namespace thread) */
 
 static int path_push(struct pop *p, const char *name, size_t *saved)
 {
@@ -186,70 +249,463 @@ static void path_pop(struct pop *p, size_t saved)
 	p->path[saved] = 0;
 }
 
-/* ------------------------------------------------------------ the job queue */
+/* dir/name into buf; false if it does not fit. */
+static bool join_path(char *buf, size_t size, const char *dir, const char *name)
+{
+	return (size_t)snprintf(buf, size, "%s/%s", dir, name) < size;
+}
 
-static void jobq_init(struct jobq *q)
+/* ------------------------------------------------------------ scanning (any thread) */
+
+/* Open a source file or directory without changing its atime (O_NOATIME:
+ * the owner's or root's right; others open it plainly), so that copying
+ * the same tree twice reads the same times. */
+static int open_source(int dfd, const char *name, int flags)
+{
+	int fd = openat(dfd, name, flags | O_NOATIME | O_CLOEXEC);
+
+	if (fd < 0 && errno == EPERM)
+		fd = openat(dfd, name, flags | O_CLOEXEC);
+	return fd;
+}
+
+static int scratch_init(struct scratch *s)
+{
+	s->xlist = malloc(XATTR_BUF);
+	s->xval = malloc(XATTR_BUF);
+	s->buf = malloc(COPY_BUF);
+	return s->xlist && s->xval && s->buf ? 0 : -ENOMEM;
+}
+
+static void scratch_free(struct scratch *s)
+{
+	free(s->xlist);
+	free(s->xval);
+	free(s->buf);
+}
+
+/* The xattrs of a source file (fd, or path when fd < 0) packed into *out.
+ * 0 or -errno (errno's meaning in *what). */
+static int read_xattrs(struct pop *p, struct scratch *s, int fd, const char *path,
+		       uint8_t **out, size_t *outlen, const char **what)
+{
+	ssize_t len;
+	uint8_t *v = NULL;
+	size_t n = 0;
+
+	*out = NULL;
+	*outlen = 0;
+	if (p->o->no_copy_xattrs)
+		return 0;
+	len = fd >= 0 ? flistxattr(fd, s->xlist, XATTR_BUF) : llistxattr(path, s->xlist, XATTR_BUF);
+	if (len < 0) {
+		if (errno == ENOTSUP || errno == ENOSYS)
+			return 0;   /* the source file system has none */
+		*what = "listing its xattrs";
+		return -errno;
+	}
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(s->xlist + i) + 1) {
+		const char *name = s->xlist + i;
+		uint32_t nl = (uint32_t)strlen(name), vl;
+		ssize_t got = fd >= 0 ? fgetxattr(fd, name, s->xval, XATTR_BUF)
+				      : lgetxattr(path, name, s->xval, XATTR_BUF);
+		uint8_t *nv;
+
+		if (got < 0 && errno == ENODATA)
+			continue;   /* removed meanwhile */
+		if (got < 0) {
+			free(v);
+			*what = "reading its xattrs";
+			return -errno;
+		}
+		vl = (uint32_t)got;
+		if (!(nv = realloc(v, n + 8 + nl + vl))) {
+			free(v);
+			*what = "out of memory for its xattrs";
+			return -ENOMEM;
+		}
+		v = nv;
+		memcpy(v + n, &nl, 4);
+		memcpy(v + n + 4, name, nl);
+		memcpy(v + n + 4 + nl, &vl, 4);
+		memcpy(v + n + 8 + nl, s->xval, vl);
+		n += 8 + nl + vl;
+	}
+	*out = v;
+	*outlen = n;
+	return 0;
+}
+
+/* The data ranges of a file with holes. */
+static int read_ranges(int fd, uint64_t size, struct sent *e)
+{
+	uint64_t off = 0;
+	size_t cap = 0;
+
+	while (off < size) {
+		off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
+
+		if (d < 0)
+			return errno == ENXIO ? 0 : -errno;
+		if ((h = lseek(fd, d, SEEK_HOLE)) < 0 || (uint64_t)h > size)
+			h = (off_t)size;
+		if (e->nranges == cap) {
+			struct range *v = realloc(e->ranges, (cap = cap ? 2 * cap : 4) * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			e->ranges = v;
+		}
+		e->ranges[e->nranges++] = (struct range){(uint64_t)d, (uint64_t)h};
+		if ((uint64_t)h <= off)
+			break;
+		off = (uint64_t)h;
+	}
+	return 0;
+}
+
+static void entry_error(struct sent *e, int err, const char *what)
+{
+	e->err = err < 0 ? -err : err;
+	e->errwhat = what;
+}
+
+/*
+ * A regular file: xattrs, and if it has holes its data ranges.  Files with
+ * data are opened once, by the copy, which reads their flags then; the
+ * scan opens only those it must (holes: SEEK_DATA) or that have no copy
+ * (empty).
+ */
+static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent *e)
+{
+	bool sparse = e->sx.stx_blocks * 512 < e->sx.stx_size;
+	int fd, fl = 0, err;
+	const char *what = NULL;
+
+	if (!sparse && e->sx.stx_size > 0) {
+		if ((err = read_xattrs(p, s, -1, s->path, &e->xattrs, &e->xlen, &what)))
+			entry_error(e, err, what);
+		return;
+	}
+	fd = open_source(dfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		entry_error(e, errno, "cannot open it for reading");
+		return;
+	}
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
+		e->flags = (uint32_t)fl & COPY_FLAGS;
+	if ((err = read_xattrs(p, s, fd, NULL, &e->xattrs, &e->xlen, &what)))
+		entry_error(e, err, what);
+	else if (sparse && (err = read_ranges(fd, e->sx.stx_size, e)))
+		entry_error(e, err, "finding its data (SEEK_DATA)");
+	close(fd);
+}
+
+static struct sdir *sdir_new(const char *path)
+{
+	struct sdir *d = calloc(1, sizeof(*d));
+
+	if (d && !(d->path = strdup(path))) {
+		free(d);
+		d = NULL;
+	}
+	return d;
+}
+
+/* One entry: its statx and what its type needs. */
+static void scan_entry(struct pop *p, struct scratch *s, struct sdir *d, int dfd, struct sent *e)
+{
+	if (statx(dfd, e->name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+		  STATX_BASIC_STATS | STATX_BTIME, &e->sx)) {
+		entry_error(e, errno, "cannot stat it");
+		return;
+	}
+	if (!join_path(s->path, sizeof(s->path), d->path, e->name)) {
+		entry_error(e, ENAMETOOLONG, "path too long");
+		return;
+	}
+	if (S_ISREG(e->sx.stx_mode)) {
+		scan_regular(p, s, dfd, e);
+	} else if (S_ISDIR(e->sx.stx_mode)) {
+		if (!(e->sub = sdir_new(s->path)))
+			entry_error(e, ENOMEM, "out of memory");
+	} else {
+		const char *what = NULL;
+		int err;
+
+		if (S_ISLNK(e->sx.stx_mode)) {
+			ssize_t n = readlinkat(dfd, e->name, s->xval, XATTR_BUF - 1);
+
+			if (n < 0) {
+				entry_error(e, errno, "reading the symlink");
+				return;
+			}
+			s->xval[n] = 0;
+			if (!(e->target = strdup(s->xval))) {
+				entry_error(e, ENOMEM, "out of memory");
+				return;
+			}
+		}
+		if ((err = read_xattrs(p, s, -1, s->path, &e->xattrs, &e->xlen, &what)))
+			entry_error(e, err, what);
+	}
+}
+
+static int cmp_sent(const void *a, const void *b)
+{
+	return strcmp(((const struct sent *)a)->name, ((const struct sent *)b)->name);
+}
+
+/* The names of directory dfd into d->ents, sorted (the walk order). */
+static int list_dir(struct sdir *d, int dfd)
+{
+	int fd = dup(dfd);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	size_t cap = 0;
+	struct dirent *de;
+	int err = 0;
+
+	if (!dir) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	errno = 0;
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (d->n == cap) {
+			struct sent *v = realloc(d->ents, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+
+			if (!v) {
+				err = -ENOMEM;
+				break;
+			}
+			d->ents = v;
+		}
+		memset(&d->ents[d->n], 0, sizeof(d->ents[0]));
+		if (!(d->ents[d->n].name = strdup(de->d_name))) {
+			err = -ENOMEM;
+			break;
+		}
+		d->n++;
+	}
+	if (!err && errno)
+		err = -errno;
+	closedir(dir);
+	qsort(d->ents, d->n, sizeof(*d->ents), cmp_sent);
+	return err;
+}
+
+static void pool_push_scans(struct pop *p, struct sdir *d);
+
+/* Scan directory d (the caller moved it to SCAN_BUSY), publish the plan
+ * and queue its subdirectories. */
+static void scan_dir(struct pop *p, struct scratch *s, struct sdir *d)
+{
+	int dfd = open_source(AT_FDCWD, d->path, O_RDONLY | O_DIRECTORY);
+	int fl = 0, err;
+	const char *what = NULL;
+
+	if (dfd < 0) {
+		d->err = errno;
+		d->errwhat = "cannot open the directory";
+	} else if ((err = list_dir(d, dfd))) {
+		d->err = -err;
+		d->errwhat = "cannot read the directory";
+	} else {
+		if (ioctl(dfd, FS_IOC_GETFLAGS, &fl) == 0)
+			d->flags = (uint32_t)fl & COPY_FLAGS;
+		if ((err = read_xattrs(p, s, dfd, NULL, &d->xattrs, &d->xlen, &what))) {
+			d->err = -err;
+			d->errwhat = what;
+		}
+		for (size_t i = 0; i < d->n && !d->err && !stopped(p); i++)
+			scan_entry(p, s, d, dfd, &d->ents[i]);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	pthread_mutex_lock(&p->pool.lock);
+	atomic_store(&d->state, SCAN_DONE);
+	pthread_cond_broadcast(&p->pool.scanned);
+	pthread_mutex_unlock(&p->pool.lock);
+	pool_push_scans(p, d);
+}
+
+/* Claim d's scan if nobody has started it. */
+static bool claim_scan(struct sdir *d)
+{
+	int expect = SCAN_QUEUED;
+
+	return atomic_compare_exchange_strong(&d->state, &expect, SCAN_BUSY);
+}
+
+/* The namespace thread needs d: scan it now, or wait for who is. */
+static void wait_scanned(struct pop *p, struct sdir *d)
+{
+	if (claim_scan(d)) {
+		scan_dir(p, &p->ns_scratch, d);
+		return;
+	}
+	pthread_mutex_lock(&p->pool.lock);
+	while (atomic_load(&d->state) != SCAN_DONE)
+		pthread_cond_wait(&p->pool.scanned, &p->pool.lock);
+	pthread_mutex_unlock(&p->pool.lock);
+}
+
+static void sdir_free(struct sdir *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++) {
+		struct sent *e = &d->ents[i];
+
+		free(e->name);
+		free(e->target);
+		free(e->xattrs);
+		free(e->ranges);
+		sdir_free(e->sub);
+	}
+	free(d->ents);
+	free(d->xattrs);
+	free(d->path);
+	free(d);
+}
+
+/* ------------------------------------------------------------ the pool */
+
+static void pool_init(struct pool *q)
 {
 	memset(q, 0, sizeof(*q));
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_cond_init(&q->nonempty, NULL);
-	pthread_cond_init(&q->nonfull, NULL);
+	pthread_cond_init(&q->work, NULL);
+	pthread_cond_init(&q->scanned, NULL);
 }
 
-static void jobq_destroy(struct jobq *q)
+static void pool_destroy(struct pool *q)
 {
-	pthread_mutex_destroy(&q->lock);
-	pthread_cond_destroy(&q->nonempty);
-	pthread_cond_destroy(&q->nonfull);
-}
+	struct batch *b;
 
-static void jobq_push(struct jobq *q, struct job *j)
-{
-	pthread_mutex_lock(&q->lock);
-	while (q->count == QUEUE_CAP)
-		pthread_cond_wait(&q->nonfull, &q->lock);
-	q->ring[(q->head + q->count) % QUEUE_CAP] = j;
-	q->count++;
-	pthread_cond_signal(&q->nonempty);
-	pthread_mutex_unlock(&q->lock);
-}
-
-/* The next job, or NULL once the queue is closed and empty. */
-static struct job *jobq_pop(struct jobq *q)
-{
-	struct job *j = NULL;
-
-	pthread_mutex_lock(&q->lock);
-	while (q->count == 0 && !q->closed)
-		pthread_cond_wait(&q->nonempty, &q->lock);
-	if (q->count) {
-		j = q->ring[q->head];
-		q->head = (q->head + 1) % QUEUE_CAP;
-		q->count--;
-		pthread_cond_signal(&q->nonfull);
+	while ((b = q->data_head)) {
+		q->data_head = b->next;
+		for (size_t i = 0; i < b->n; i++) {
+			free(b->jobs[i]->runs);
+			free(b->jobs[i]);
+		}
+		free(b);
 	}
-	pthread_mutex_unlock(&q->lock);
-	return j;
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->work);
+	pthread_cond_destroy(&q->scanned);
 }
 
-static void jobq_close(struct jobq *q)
+/* d's subdirectories onto the scan stack, the first on top. */
+static void pool_push_scans(struct pop *p, struct sdir *d)
 {
-	pthread_mutex_lock(&q->lock);
-	q->closed = true;
-	pthread_cond_broadcast(&q->nonempty);
-	pthread_mutex_unlock(&q->lock);
+	bool any = false;
+
+	if (!p->nworkers)
+		return;     /* the namespace thread scans each when it gets there */
+	pthread_mutex_lock(&p->pool.lock);
+	for (size_t i = d->n; i-- > 0;) {
+		struct sdir *sub = d->ents[i].sub;
+
+		if (sub && atomic_load(&sub->state) == SCAN_QUEUED) {
+			sub->next_task = p->pool.scan_stack;
+			p->pool.scan_stack = sub;
+			any = true;
+		}
+	}
+	if (any)
+		pthread_cond_broadcast(&p->pool.work);
+	pthread_mutex_unlock(&p->pool.lock);
 }
+
+static void pool_push_batch(struct pop *p, struct batch *b)
+{
+	pthread_mutex_lock(&p->pool.lock);
+	if (p->pool.data_tail)
+		p->pool.data_tail->next = b;
+	else
+		p->pool.data_head = b;
+	p->pool.data_tail = b;
+	pthread_cond_signal(&p->pool.work);
+	pthread_mutex_unlock(&p->pool.lock);
+}
+
+static void copy_job(struct pop *p, struct scratch *s, const struct job *j);
 
 static void job_free(struct job *j)
 {
-	if (j->fd >= 0)
-		close(j->fd);
-	free(j->path);
 	free(j->runs);
 	free(j);
 }
 
-/* ------------------------------------------------------------ data copy (workers) */
+/*
+ * Take work until the pool closes (workers), or until there is none left
+ * (drain: the namespace thread after its walk).  Scans first.
+ */
+static void pool_work(struct pop *p, struct scratch *s, bool drain)
+{
+	pthread_mutex_lock(&p->pool.lock);
+	for (;;) {
+		struct sdir *d = p->pool.scan_stack;
+		struct batch *b = p->pool.data_head;
+
+		if (d) {
+			p->pool.scan_stack = d->next_task;
+			pthread_mutex_unlock(&p->pool.lock);
+			if (claim_scan(d))
+				scan_dir(p, s, d);
+			pthread_mutex_lock(&p->pool.lock);
+		} else if (b) {
+			if (!(p->pool.data_head = b->next))
+				p->pool.data_tail = NULL;
+			pthread_mutex_unlock(&p->pool.lock);
+			for (size_t i = 0; i < b->n; i++) {
+				if (!stopped(p))
+					copy_job(p, s, b->jobs[i]);
+				job_free(b->jobs[i]);
+			}
+			free(b);
+			pthread_mutex_lock(&p->pool.lock);
+		} else if (p->pool.closed || drain) {
+			break;
+		} else {
+			pthread_cond_wait(&p->pool.work, &p->pool.lock);
+		}
+	}
+	pthread_mutex_unlock(&p->pool.lock);
+}
+
+static void pool_close(struct pop *p)
+{
+	pthread_mutex_lock(&p->pool.lock);
+	p->pool.closed = true;
+	pthread_cond_broadcast(&p->pool.work);
+	pthread_mutex_unlock(&p->pool.lock);
+}
+
+static void *pool_worker(void *arg)
+{
+	struct pop *p = arg;
+	struct scratch *s = calloc(1, sizeof(*s));
+
+	if (!s || scratch_init(s)) {
+		pop_fail(p, ENOMEM, "populate: out of memory for a worker");
+		if (s)
+			scratch_free(s);
+		free(s);
+		return NULL;
+	}
+	pool_work(p, s, false);
+	scratch_free(s);
+	free(s);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ copying data (any thread) */
 
 /* Read exactly n bytes at off (zeros past the source's end). */
 static int read_full(int fd, uint8_t *buf, size_t n, uint64_t off)
@@ -272,44 +728,45 @@ static int read_full(int fd, uint8_t *buf, size_t n, uint64_t off)
 }
 
 /*
- * Copy one run: source bytes [lblk, lblk + len) blocks (up to the file's
- * size) to the device at pblk, whole blocks, zeros after the end.  Runs of
- * full blocks go through copy_file_range; the rest is read and written.
+ * Copy one run: source bytes of blocks [lblk, lblk + len) (up to the
+ * file's size) to the device at pblk, whole blocks, zeros after the end.
+ * Long runs of full blocks go through copy_file_range; the rest is read
+ * and written.
  */
-static int copy_run(struct pop *p, const struct job *j, const struct run *r, uint8_t *buf)
+static int copy_run(struct pop *p, struct scratch *s, int fd, const struct job *j,
+		    const struct run *r)
 {
 	uext4_fs *fs = p->fs;
 	unsigned shift = fs->log_block_size;
 	uint64_t bmask = fs->block_size - 1;
 	uint64_t off = r->lblk << shift, dev = r->pblk << shift;
 	uint64_t end = MIN((r->lblk + r->len) << shift, j->size);
-	uint64_t whole = (end - off) & ~bmask;
-	uint64_t copied = end - off;
+	uint64_t whole = (end - off) & ~bmask, copied = end - off;
 
-	while (whole >= COPY_RANGE_MIN && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+	while (whole >= COPY_RANGE_MIN && !stopped(p)) {
 		size_t n = (size_t)MIN(whole, (uint64_t)1 << 30);
-		int got = bdev_copy_from_fd(fs->dev, j->fd, off, n, dev);
+		int got = bdev_copy_from_fd(fs->dev, fd, off, n, dev);
 
 		if (got <= 0)
-			break;  /* not a file device, or the source is shorter now */
+			break;  /* not a file device, or another file system: read and write */
 		off += (uint64_t)got;
 		dev += (uint64_t)got;
 		whole -= (uint64_t)got;
 		if ((size_t)got < n)
-			break;
+			break;  /* the source is shorter now: zeros for the rest */
 	}
-	while (off < end && !atomic_load_explicit(&p->stop, memory_order_relaxed)) {
+	while (off < end && !stopped(p)) {
 		size_t n = (size_t)MIN(end - off, (uint64_t)COPY_BUF);
 		size_t padded = (size_t)((n + bmask) & ~bmask);
-		int err = read_full(j->fd, buf, n, off);
+		int err = read_full(fd, s->buf, n, off);
 
 		if (err)
-			return pop_fail(p, -err, "populate: %s: read at offset %llu: %s", j->path,
+			return pop_fail(p, -err, "populate: %s: read at offset %llu: %s", s->path,
 					(unsigned long long)off, strerror(-err));
-		memset(buf + n, 0, padded - n);
-		if ((err = bdev_write(fs->dev, buf, padded, dev)) < 0)
+		memset(s->buf + n, 0, padded - n);
+		if ((err = bdev_write(fs->dev, s->buf, padded, dev)) < 0)
 			return pop_fail(p, -err, "populate: %s: writing its data into the image: %s",
-					j->path, uext4_last_error());
+					s->path, uext4_last_error());
 		off += n;
 		dev += padded;
 	}
@@ -317,28 +774,26 @@ static int copy_run(struct pop *p, const struct job *j, const struct run *r, uin
 	return 0;
 }
 
-static void copy_job(struct pop *p, const struct job *j, uint8_t *buf)
+static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
 {
-	for (size_t i = 0; i < j->nruns && !atomic_load(&p->stop); i++)
-		if (copy_run(p, j, &j->runs[i], buf))
-			return;
-}
+	int fd, fl = 0;
 
-static void *data_worker(void *arg)
-{
-	struct pop *p = arg;
-	uint8_t *buf = malloc(COPY_BUF);
-	struct job *j;
-
-	if (!buf)
-		pop_fail(p, ENOMEM, "populate: out of memory for a copy buffer");
-	while ((j = jobq_pop(&p->q))) {
-		if (buf && !atomic_load(&p->stop))
-			copy_job(p, j, buf);
-		job_free(j);
+	if (!join_path(s->path, sizeof(s->path), j->dir->path, j->ent->name)) {
+		pop_fail(p, ENAMETOOLONG, "populate: %s/%s: path too long", j->dir->path,
+			 j->ent->name);
+		return;
 	}
-	free(buf);
-	return NULL;
+	if ((fd = open_source(AT_FDCWD, s->path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)) < 0) {
+		pop_fail(p, errno, "populate: %s: cannot open it for reading: %s", s->path,
+			 strerror(errno));
+		return;
+	}
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
+		j->ent->flags = (uint32_t)fl & COPY_FLAGS;
+	for (size_t i = 0; i < j->nruns && !stopped(p); i++)
+		if (copy_run(p, s, fd, j, &j->runs[i]))
+			break;
+	close(fd);
 }
 
 /* ------------------------------------------------------------ metadata (namespace thread) */
@@ -392,77 +847,67 @@ static int set_attrs(struct pop *p, uint64_t ino, const struct statx *sx, bool t
 	return err ? fail_lib(p, err, "setting its attributes") : 0;
 }
 
-/* Every xattr of the source (fd, or by path when fd < 0) onto ino. */
-static int copy_xattrs(struct pop *p, int fd, uint64_t ino)
+/* The packed xattrs of the plan onto ino. */
+static int set_xattrs(struct pop *p, uint64_t ino, const uint8_t *x, size_t len)
 {
-	ssize_t len;
+	size_t i = 0;
 
-	if (p->o->no_copy_xattrs)
-		return 0;
-	len = fd >= 0 ? flistxattr(fd, p->xlist, XATTR_BUF) : llistxattr(p->path, p->xlist, XATTR_BUF);
-	if (len < 0) {
-		if (errno == ENOTSUP || errno == ENOSYS)
-			return 0;   /* the source file system has none */
-		return fail_errno(p, "listing its xattrs");
-	}
-	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(p->xlist + i) + 1) {
-		const char *name = p->xlist + i;
-		ssize_t vlen = fd >= 0 ? fgetxattr(fd, name, p->xval, XATTR_BUF)
-				       : lgetxattr(p->path, name, p->xval, XATTR_BUF);
+	while (i + 8 <= len) {
+		uint32_t nl, vl;
+		char name[XATTR_NAME_MAX + 1];
 		int err;
 
-		if (vlen < 0) {
-			if (errno == ENODATA)
-				continue;   /* removed meanwhile */
-			return fail_errno(p, "reading an xattr");
-		}
-		if ((err = uext4_setxattr(p->fs, ino, name, p->xval, (size_t)vlen, 0))) {
-			char what[300];
+		memcpy(&nl, x + i, 4);
+		memcpy(&vl, x + i + 4 + nl, 4);
+		memcpy(name, x + i + 4, MIN(nl, (uint32_t)XATTR_NAME_MAX));
+		name[MIN(nl, (uint32_t)XATTR_NAME_MAX)] = 0;
+		if ((err = uext4_setxattr(p->fs, ino, name, x + i + 8 + nl, vl, 0))) {
+			char what[XATTR_NAME_MAX + 32];
 
 			snprintf(what, sizeof(what), "setting xattr %s", name);
 			return fail_lib(p, err, what);
 		}
+		i += 8 + nl + vl;
 	}
 	return 0;
 }
 
-/* Remember the source's chattr flags (fd: a regular file or directory). */
-static int note_flags(struct pop *p, int fd, uint64_t ino)
+static int set_flags(struct pop *p, const char *dir, const char *name, uint64_t ino,
+		     uint32_t flags)
 {
-	int fl = 0;
+	uint32_t cur;
+	int err;
 
-	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) != 0 || (fl & COPY_FLAGS) == 0)
-		return 0;   /* none, or the source file system has no flags */
-	if (p->nfl == p->capfl) {
-		size_t cap = p->capfl ? 2 * p->capfl : 64;
-		struct flagset *v = realloc(p->fl, cap * sizeof(*v));
-
-		if (!v)
-			return pop_fail(p, ENOMEM, "populate: out of memory");
-		p->fl = v;
-		p->capfl = cap;
-	}
-	p->fl[p->nfl] = (struct flagset){.ino = ino, .flags = (uint32_t)fl & COPY_FLAGS,
-					 .path = strdup(p->path)};
-	if (!p->fl[p->nfl].path)
-		return pop_fail(p, ENOMEM, "populate: out of memory");
-	p->nfl++;
+	if (!flags)
+		return 0;
+	err = uext4_get_flags(p->fs, ino, &cur);
+	if (!err && (cur & COPY_FLAGS) != flags)
+		err = uext4_set_flags(p->fs, ino, (cur & ~COPY_FLAGS) | flags);
+	if (err)
+		return pop_fail(p, -err, "populate: %s%s%s: setting its inode flags: %s", dir,
+				name ? "/" : "", name ? name : "", uext4_last_error());
 	return 0;
 }
 
-static int apply_flags(struct pop *p)
+/* Every inode's flags, in plan order, once all data is in. */
+static int apply_flags(struct pop *p, const struct sdir *d, uint64_t ino)
 {
-	for (size_t i = 0; i < p->nfl; i++) {
-		uint32_t cur;
-		int err = uext4_get_flags(p->fs, p->fl[i].ino, &cur);
+	int err = 0;
 
-		if (!err && (cur & COPY_FLAGS) != p->fl[i].flags)
-			err = uext4_set_flags(p->fs, p->fl[i].ino, (cur & ~COPY_FLAGS) | p->fl[i].flags);
-		if (err)
-			return pop_fail(p, -err, "populate: %s: setting its inode flags: %s",
-					p->fl[i].path, uext4_last_error());
+	for (size_t i = 0; i < d->n && !err; i++) {
+		const struct sent *e = &d->ents[i];
+
+		if (e->sub)
+			err = apply_flags(p, e->sub, e->ino);
+		else if (S_ISREG(e->sx.stx_mode) && e->ino)
+			err = set_flags(p, d->path, e->name, e->ino, e->flags);
 	}
-	return 0;
+	return err ? err : set_flags(p, d->path, NULL, ino, d->flags);
+}
+
+static size_t link_slot(const struct pop *p, uint64_t dev, uint64_t ino)
+{
+	return (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) & (p->caplinks - 1);
 }
 
 /* Hard links: the image inode of source (dev, ino), or 0. */
@@ -470,8 +915,7 @@ static uint64_t link_find(struct pop *p, uint64_t dev, uint64_t ino)
 {
 	if (!p->caplinks)
 		return 0;
-	for (size_t i = (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) & (p->caplinks - 1);;
-	     i = (i + 1) & (p->caplinks - 1)) {
+	for (size_t i = link_slot(p, dev, ino);; i = (i + 1) & (p->caplinks - 1)) {
 		if (!p->links[i].to)
 			return 0;
 		if (p->links[i].dev == dev && p->links[i].ino == ino)
@@ -479,12 +923,21 @@ static uint64_t link_find(struct pop *p, uint64_t dev, uint64_t ino)
 	}
 }
 
+static void link_put(struct pop *p, uint64_t dev, uint64_t ino, uint64_t to)
+{
+	size_t i = link_slot(p, dev, ino);
+
+	while (p->links[i].to)
+		i = (i + 1) & (p->caplinks - 1);
+	p->links[i] = (struct linkent){.dev = dev, .ino = ino, .to = to};
+	p->nlinks++;
+}
+
 static int link_add(struct pop *p, uint64_t dev, uint64_t ino, uint64_t to)
 {
 	if (2 * (p->nlinks + 1) > p->caplinks) {
-		size_t cap = p->caplinks ? 2 * p->caplinks : 1024;
+		size_t oldcap = p->caplinks, cap = oldcap ? 2 * oldcap : 1024;
 		struct linkent *old = p->links;
-		size_t oldcap = p->caplinks;
 
 		if (!(p->links = calloc(cap, sizeof(*p->links)))) {
 			p->links = old;
@@ -494,17 +947,11 @@ static int link_add(struct pop *p, uint64_t dev, uint64_t ino, uint64_t to)
 		p->nlinks = 0;
 		for (size_t i = 0; i < oldcap; i++)
 			if (old[i].to)
-				link_add(p, old[i].dev, old[i].ino, old[i].to);
+				link_put(p, old[i].dev, old[i].ino, old[i].to);
 		free(old);
 	}
-	for (size_t i = (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) & (p->caplinks - 1);;
-	     i = (i + 1) & (p->caplinks - 1)) {
-		if (!p->links[i].to) {
-			p->links[i] = (struct linkent){.dev = dev, .ino = ino, .to = to};
-			p->nlinks++;
-			return 0;
-		}
-	}
+	link_put(p, dev, ino, to);
+	return 0;
 }
 
 static int job_add_run(struct pop *p, struct job *j, uint64_t lblk, uint64_t pblk, uint64_t len)
@@ -516,7 +963,7 @@ static int job_add_run(struct pop *p, struct job *j, uint64_t lblk, uint64_t pbl
 		return 0;
 	}
 	if (j->nruns == j->cap) {
-		size_t cap = j->cap ? 2 * j->cap : 4;
+		size_t cap = j->cap ? 2 * j->cap : 2;
 		struct run *v = realloc(j->runs, cap * sizeof(*v));
 
 		if (!v)
@@ -529,8 +976,9 @@ static int job_add_run(struct pop *p, struct job *j, uint64_t lblk, uint64_t pbl
 }
 
 /*
- * Allocate (written, not zeroed: the workers write every byte) the blocks
- * of [first, end) of inode n, recording the runs in j.  n->lock held, h open.
+ * Allocate the blocks of [first, end) of inode n as written extents, not
+ * zeroed: the copy writes every byte of them.  Runs recorded in j.
+ * n->lock held for writing, h open.
  */
 static int alloc_range(struct pop *p, struct handle *h, struct inode *n, uint64_t first,
 		       uint64_t end, struct job *j)
@@ -553,17 +1001,17 @@ static int alloc_range(struct pop *p, struct handle *h, struct inode *n, uint64_
 	return 0;
 }
 
-/*
- * The data ranges of the source (SEEK_DATA/SEEK_HOLE when it is sparse),
- * rounded out to whole blocks, allocated in order; then i_size.
- */
-static int alloc_file(struct pop *p, uint64_t ino, int fd, uint64_t size, bool sparse,
-		      struct job *j)
+/* The file's data ranges rounded out to whole blocks, allocated in order,
+ * then i_size. */
+static int alloc_file(struct pop *p, uint64_t ino, const struct sent *e, struct job *j)
 {
 	uext4_fs *fs = p->fs;
 	unsigned shift = fs->log_block_size;
-	uint64_t bmask = fs->block_size - 1, nblocks = (size + bmask) >> shift;
-	uint64_t off = 0, done_to = 0;
+	uint64_t size = e->sx.stx_size, bmask = fs->block_size - 1;
+	uint64_t nblocks = (size + bmask) >> shift, done_to = 0;
+	struct range whole = {0, size};
+	const struct range *r = e->ranges ? e->ranges : &whole;
+	size_t nr = e->ranges ? e->nranges : 1;
 	struct inode *n;
 	struct handle *h;
 	int err, eerr;
@@ -575,25 +1023,13 @@ static int alloc_file(struct pop *p, uint64_t ino, int fd, uint64_t size, bool s
 		err = fail_lib(p, err, "allocating its blocks");
 		goto out;
 	}
-	while (off < size && !err) {
-		off_t d = (off_t)off, e = (off_t)size;
-
-		if (sparse) {
-			if ((d = lseek(fd, (off_t)off, SEEK_DATA)) < 0) {
-				if (errno != ENXIO)
-					err = fail_errno(p, "SEEK_DATA");
-				break;
-			}
-			if ((e = lseek(fd, d, SEEK_HOLE)) < 0 || (uint64_t)e > size)
-				e = (off_t)size;
-		}
-		uint64_t first = MAX((uint64_t)d >> shift, done_to);
-		uint64_t last = MIN(((uint64_t)e + bmask) >> shift, nblocks);
+	for (size_t i = 0; i < nr && !err; i++) {
+		uint64_t first = MAX(r[i].off >> shift, done_to);
+		uint64_t last = MIN((r[i].end + bmask) >> shift, nblocks);
 
 		if (first < last)
 			err = alloc_range(p, h, n, first, last, j);
 		done_to = MAX(done_to, last);
-		off = (uint64_t)e > off ? (uint64_t)e : size;
 	}
 	if (!err) {
 		n->size = size;
@@ -610,233 +1046,152 @@ out:
 	return err;
 }
 
-static int copy_tree(struct pop *p, int dfd, uint64_t dino);
-
-/* Open a source file or directory without changing its atime (O_NOATIME:
- * the owner's or root's right; others open it plainly), so that copying
- * the same tree twice reads the same times. */
-static int open_source(int dfd, const char *name, int flags)
+/* A file's job to the pool (in batches), or copied now without workers. */
+static int queue_job(struct pop *p, struct job *j)
 {
-	int fd = openat(dfd, name, flags | O_NOATIME | O_CLOEXEC);
+	struct batch *b = p->batch;
 
-	if (fd < 0 && errno == EPERM)
-		fd = openat(dfd, name, flags | O_CLOEXEC);
-	return fd;
+	if (!p->nworkers) {
+		copy_job(p, &p->ns_scratch, j);
+		job_free(j);
+		return 0;
+	}
+	if (!b && !(b = p->batch = calloc(1, sizeof(*b)))) {
+		job_free(j);
+		return pop_fail(p, ENOMEM, "populate: out of memory");
+	}
+	b->jobs[b->n++] = j;
+	b->bytes += j->size;
+	if (b->n == BATCH_JOBS || b->bytes >= BATCH_BYTES) {
+		p->batch = NULL;
+		pool_push_batch(p, b);
+	}
+	return 0;
 }
 
-static int copy_regular(struct pop *p, int dfd, const char *name, uint64_t dino,
-			const struct statx *sx, uint64_t *ino)
+static int copy_regular(struct pop *p, const struct sdir *d, struct sent *e,
+			uint64_t dino, uint64_t *ino)
 {
-	int fd = open_source(dfd, name, O_RDONLY | O_NOCTTY | O_NOFOLLOW);
 	struct uext4_stat st;
 	struct job *j;
 	int err;
 
-	if (fd < 0)
-		return fail_errno(p, "cannot open it for reading");
-	if ((err = uext4_create(p->fs, dino, name, sx->stx_mode & 07777, &st))) {
-		close(fd);
+	if ((err = uext4_create(p->fs, dino, e->name, e->sx.stx_mode & 07777, &st)))
 		return fail_lib(p, err, "creating it");
-	}
 	*ino = st.ino;
-	if (!(j = calloc(1, sizeof(*j))) || !(j->path = strdup(p->path))) {
-		free(j);
-		close(fd);
+	if (!(j = calloc(1, sizeof(*j))))
 		return pop_fail(p, ENOMEM, "populate: out of memory");
-	}
-	j->fd = fd;
-	j->size = sx->stx_size;
-	err = alloc_file(p, st.ino, fd, sx->stx_size,
-			 sx->stx_blocks * 512 < sx->stx_size, j);
-	if (!err)
-		err = note_flags(p, fd, st.ino);
-	if (!err)
-		err = copy_xattrs(p, fd, st.ino);
-	if (err || !j->nruns) {
+	j->dir = d;
+	j->ent = e;
+	j->size = e->sx.stx_size;
+	if ((err = alloc_file(p, st.ino, e, j)) ||
+	    (err = set_xattrs(p, st.ino, e->xattrs, e->xlen)) || !j->nruns) {
 		job_free(j);
-	} else if (p->nworkers == 0) {
-		copy_job(p, j, p->buf);
-		job_free(j);
-	} else {
-		jobq_push(&p->q, j);
+		return err;
 	}
-	return err ? err : (atomic_load(&p->stop) ? -ECANCELED : 0);
+	return queue_job(p, j);
 }
 
-static int copy_directory(struct pop *p, int dfd, const char *name, uint64_t dino,
-			  const struct statx *sx, uint64_t *ino)
-{
-	struct uext4_stat st;
-	int sub, err;
+static int copy_dir(struct pop *p, struct sdir *d, uint64_t dino);
 
-	if ((err = uext4_mkdir(p->fs, dino, name, sx->stx_mode & 07777, &st)))
-		return fail_lib(p, err, "creating the directory");
-	*ino = st.ino;
-	if ((sub = open_source(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) < 0)
-		return fail_errno(p, "cannot open the directory");
-	err = copy_tree(p, sub, st.ino);
-	if (!err)
-		err = note_flags(p, sub, st.ino);
-	if (!err)
-		err = copy_xattrs(p, sub, st.ino);
-	close(sub);
-	return err;
-}
-
-static int copy_other(struct pop *p, int dfd, const char *name, uint64_t dino,
-		      const struct statx *sx, uint64_t *ino)
+static int copy_directory(struct pop *p, const struct sent *e, uint64_t dino, uint64_t *ino)
 {
 	struct uext4_stat st;
 	int err;
 
-	if (S_ISLNK(sx->stx_mode)) {
-		char target[PATH_MAX + 1];
-		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+	if ((err = uext4_mkdir(p->fs, dino, e->name, e->sx.stx_mode & 07777, &st)))
+		return fail_lib(p, err, "creating the directory");
+	*ino = st.ino;
+	if ((err = copy_dir(p, e->sub, st.ino)))
+		return err;
+	return set_xattrs(p, st.ino, e->sub->xattrs, e->sub->xlen);
+}
 
-		if (n < 0)
-			return fail_errno(p, "reading the symlink");
-		target[n] = 0;
-		if ((err = uext4_symlink(p->fs, dino, name, target, &st)))
+static int copy_other(struct pop *p, const struct sent *e, uint64_t dino, uint64_t *ino)
+{
+	struct uext4_stat st;
+	int err;
+
+	if (S_ISLNK(e->sx.stx_mode)) {
+		if ((err = uext4_symlink(p->fs, dino, e->name, e->target, &st)))
 			return fail_lib(p, err, "creating the symlink");
 	} else {
-		uint64_t rdev = makedev(sx->stx_rdev_major, sx->stx_rdev_minor);
+		uint64_t rdev = makedev(e->sx.stx_rdev_major, e->sx.stx_rdev_minor);
 
-		if ((err = uext4_mknod(p->fs, dino, name, sx->stx_mode & (S_IFMT | 07777), rdev,
+		if ((err = uext4_mknod(p->fs, dino, e->name, e->sx.stx_mode & (S_IFMT | 07777), rdev,
 				       &st)))
 			return fail_lib(p, err, "creating the node");
 	}
 	*ino = st.ino;
-	return copy_xattrs(p, -1, st.ino);
+	return set_xattrs(p, st.ino, e->xattrs, e->xlen);
 }
 
-/* One entry of the source directory dfd into directory dino. */
-static int copy_entry(struct pop *p, int dfd, uint64_t dino, const char *name)
+/* One planned entry into directory dino. */
+static int copy_entry(struct pop *p, const struct sdir *d, struct sent *e, uint64_t dino)
 {
-	struct statx sx;
-	uint64_t ino = 0, dev, link_to = 0;
+	uint64_t ino = 0, dev = makedev(e->sx.stx_dev_major, e->sx.stx_dev_minor), link_to = 0;
+	bool multi = !S_ISDIR(e->sx.stx_mode) && e->sx.stx_nlink > 1;
 	size_t saved;
 	int err;
 
-	if ((err = path_push(p, name, &saved)))
+	if ((err = path_push(p, e->name, &saved)))
 		return err;
-	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-		  STATX_BASIC_STATS | STATX_BTIME, &sx)) {
-		err = fail_errno(p, "cannot stat it");
+	if (e->err) {
+		err = pop_fail(p, e->err, "populate: %s: %s: %s", p->path, e->errwhat,
+			       strerror(e->err));
 		goto out;
 	}
-	dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-	if (!S_ISDIR(sx.stx_mode) && sx.stx_nlink > 1)
-		link_to = link_find(p, dev, sx.stx_ino);
-	if (link_to) {
-		if ((err = uext4_link(p->fs, link_to, dino, name, NULL)))
+	if (multi && (link_to = link_find(p, dev, e->sx.stx_ino))) {
+		if ((err = uext4_link(p->fs, link_to, dino, e->name, NULL)))
 			err = fail_lib(p, err, "linking it");
-		atomic_fetch_add_explicit(&p->files_done, 1, memory_order_relaxed);
 		goto out;
 	}
-	if (S_ISDIR(sx.stx_mode))
-		err = copy_directory(p, dfd, name, dino, &sx, &ino);
-	else if (S_ISREG(sx.stx_mode))
-		err = copy_regular(p, dfd, name, dino, &sx, &ino);
+	if (S_ISDIR(e->sx.stx_mode))
+		err = copy_directory(p, e, dino, &ino);
+	else if (S_ISREG(e->sx.stx_mode))
+		err = copy_regular(p, d, e, dino, &ino);
 	else
-		err = copy_other(p, dfd, name, dino, &sx, &ino);
+		err = copy_other(p, e, dino, &ino);
 	if (!err)
-		err = set_attrs(p, ino, &sx, false);
-	if (!err && !S_ISDIR(sx.stx_mode) && sx.stx_nlink > 1)
-		err = link_add(p, dev, sx.stx_ino, ino);
-	atomic_fetch_add_explicit(&p->files_done, 1, memory_order_relaxed);
+		err = set_attrs(p, ino, &e->sx, false);
+	if (!err && multi)
+		err = link_add(p, dev, e->sx.stx_ino, ino);
+	e->ino = ino;
 out:
+	atomic_fetch_add_explicit(&p->files_done, 1, memory_order_relaxed);
 	path_pop(p, saved);
 	return err;
 }
 
-static int cmp_name(const void *a, const void *b)
+/* Everything in planned directory d into image directory dino. */
+static int copy_dir(struct pop *p, struct sdir *d, uint64_t dino)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
+	wait_scanned(p, d);
+	if (d->err)
+		return pop_fail(p, d->err, "populate: %s: %s: %s", p->path, d->errwhat,
+				strerror(d->err));
+	for (size_t i = 0; i < d->n; i++) {
+		int err = stopped(p) ? -ECANCELED : copy_entry(p, d, &d->ents[i], dino);
 
-/* The names in directory dfd, sorted (the walk order), in one allocation
- * each; *out and every name are freed by the caller. */
-static int list_names(struct pop *p, int dfd, char ***out, size_t *nout)
-{
-	int fd = dup(dfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	char **v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return fail_errno(p, "cannot read the directory");
+		if (err)
+			return err;
 	}
-	errno = 0;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (n == cap) {
-			char **nv = realloc(v, (cap = cap ? 2 * cap : 32) * sizeof(*v));
-
-			if (!nv)
-				goto nomem;
-			v = nv;
-		}
-		if (!(v[n] = strdup(e->d_name)))
-			goto nomem;
-		n++;
-	}
-	if (errno) {
-		int err = fail_errno(p, "reading the directory");
-
-		for (size_t i = 0; i < n; i++)
-			free(v[i]);
-		free(v);
-		closedir(d);
-		return err;
-	}
-	closedir(d);
-	qsort(v, n, sizeof(*v), cmp_name);
-	*out = v;
-	*nout = n;
 	return 0;
-nomem:
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	closedir(d);
-	return pop_fail(p, ENOMEM, "populate: %s: out of memory listing it", p->path);
-}
-
-/* Everything below source directory dfd into image directory dino. */
-static int copy_tree(struct pop *p, int dfd, uint64_t dino)
-{
-	char **names = NULL;
-	size_t n = 0;
-	int err = list_names(p, dfd, &names, &n);
-
-	if (err)
-		return err;
-	for (size_t i = 0; i < n; i++) {
-		if (!err && atomic_load_explicit(&p->stop, memory_order_relaxed))
-			err = -ECANCELED;
-		if (!err)
-			err = copy_entry(p, dfd, dino, names[i]);
-		free(names[i]);
-	}
-	free(names);
-	return err;
 }
 
 /* The top: its entries, then its own xattrs, attributes and flags. */
-static int copy_top(struct pop *p, int dfd)
+static int copy_top(struct pop *p)
 {
 	struct statx sx;
 	int err;
 
-	if (statx(dfd, "", AT_EMPTY_PATH, STATX_BASIC_STATS | STATX_BTIME, &sx))
-		return fail_errno(p, "cannot stat it");
-	if ((err = copy_tree(p, dfd, p->top)))
-		return err;
-	if ((err = note_flags(p, dfd, p->top)) || (err = copy_xattrs(p, dfd, p->top)))
+	if (statx(AT_FDCWD, p->path, 0, STATX_BASIC_STATS | STATX_BTIME, &sx))
+		return pop_fail(p, errno, "populate: %s: cannot stat it: %s", p->path,
+				strerror(errno));
+	if (!S_ISDIR(sx.stx_mode))
+		return pop_fail(p, ENOTDIR, "populate: %s: not a directory", p->path);
+	if ((err = copy_dir(p, p->root, p->top)) ||
+	    (err = set_xattrs(p, p->top, p->root->xattrs, p->root->xlen)))
 		return err;
 	return set_attrs(p, p->top, &sx, true);
 }
@@ -848,33 +1203,29 @@ static void *namespace_main(void *arg)
 	struct pop *p = arg;
 	pthread_t *workers = NULL;
 	unsigned started = 0;
-	int dfd = open_source(AT_FDCWD, p->path, O_RDONLY | O_DIRECTORY);
 
 	/* A thread of its own: its identity (root) and umask (0) are the
 	 * library's defaults, whatever the caller set for its threads. */
-	if (dfd < 0) {
-		fail_errno(p, "cannot open the source directory");
-		goto done;
-	}
-	if (p->nworkers && !(workers = calloc(p->nworkers, sizeof(*workers)))) {
+	if (p->nworkers && !(workers = calloc(p->nworkers, sizeof(*workers))))
 		pop_fail(p, ENOMEM, "populate: out of memory");
-		goto done;
-	}
-	for (; started < p->nworkers; started++)
-		if (pthread_create(&workers[started], NULL, data_worker, p)) {
-			pop_fail(p, EAGAIN, "populate: cannot start a copy thread");
+	for (; workers && started < p->nworkers; started++)
+		if (pthread_create(&workers[started], NULL, pool_worker, p)) {
+			pop_fail(p, EAGAIN, "populate: cannot start a worker thread");
 			break;
 		}
-	if (!atomic_load(&p->stop))
-		copy_top(p, dfd);
-	jobq_close(&p->q);
+	if (!stopped(p))
+		copy_top(p);
+	if (p->batch) {
+		pool_push_batch(p, p->batch);
+		p->batch = NULL;
+	}
+	if (started)
+		pool_work(p, &p->ns_scratch, true);  /* help copy what is left */
+	pool_close(p);
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
-	if (!atomic_load(&p->stop))
-		apply_flags(p);
-done:
-	if (dfd >= 0)
-		close(dfd);
+	if (!stopped(p))
+		apply_flags(p, p->root, p->top);
 	free(workers);
 	pthread_mutex_lock(&p->done_lock);
 	p->done = true;
@@ -895,7 +1246,8 @@ static void report(struct pop *p)
 	p->o->progress(p->o->progress_ctx, &pr);
 }
 
-/* Wait for the namespace thread, calling the progress callback meanwhile. */
+/* Wait for the namespace thread, calling the progress callback meanwhile
+ * (from this thread only). */
 static void wait_done(struct pop *p)
 {
 	pthread_mutex_lock(&p->done_lock);
@@ -924,13 +1276,13 @@ static void wait_done(struct pop *p)
 		report(p);
 }
 
-/* Totals for the progress display: entries and file bytes (nftw is
- * serial; only done when someone shows progress). */
+/* Totals for the progress display: entries and file bytes (a serial walk
+ * first, done only when someone shows progress). */
 static _Thread_local uint64_t count_files, count_bytes;
 
 static int count_one(const char *path, const struct stat *st, int type, struct FTW *f)
 {
-	(void)path; (void)f;
+	(void)path;
 	if (f->level > 0)
 		count_files++;
 	if (type == FTW_F && S_ISREG(st->st_mode))
@@ -957,17 +1309,19 @@ static unsigned worker_count(const struct uext4_populate_opts *o)
 
 static void pop_free(struct pop *p)
 {
-	for (size_t i = 0; i < p->nfl; i++)
-		free(p->fl[i].path);
-	free(p->fl);
 	free(p->links);
-	free(p->xlist);
-	free(p->xval);
-	free(p->buf);
-	jobq_destroy(&p->q);
+	if (p->batch) {
+		for (size_t i = 0; i < p->batch->n; i++)
+			job_free(p->batch->jobs[i]);
+		free(p->batch);
+	}
+	scratch_free(&p->ns_scratch);
+	pool_destroy(&p->pool);
+	sdir_free(p->root);
 	pthread_mutex_destroy(&p->err_lock);
 	pthread_mutex_destroy(&p->done_lock);
 	pthread_cond_destroy(&p->done_cond);
+	free(p);
 }
 
 int uext4_populate(uext4_fs *fs, uint64_t dir, const char *source,
@@ -997,7 +1351,7 @@ int uext4_populate(uext4_fs *fs, uint64_t dir, const char *source,
 	p->o = o ? o : &defaults;
 	p->top = dir;
 	p->nworkers = worker_count(p->o);
-	jobq_init(&p->q);
+	pool_init(&p->pool);
 	pthread_mutex_init(&p->err_lock, NULL);
 	pthread_mutex_init(&p->done_lock, NULL);
 	pthread_cond_init(&p->done_cond, NULL);
@@ -1006,25 +1360,19 @@ int uext4_populate(uext4_fs *fs, uint64_t dir, const char *source,
 		p->plen--;
 	memcpy(p->path, source, p->plen);
 	p->path[p->plen] = 0;
-	p->xlist = malloc(XATTR_BUF);
-	p->xval = malloc(XATTR_BUF);
-	p->buf = p->nworkers ? NULL : malloc(COPY_BUF);
-	if (!p->xlist || !p->xval || (!p->nworkers && !p->buf)) {
+	if (scratch_init(&p->ns_scratch) || !(p->root = sdir_new(p->path))) {
 		pop_free(p);
-		free(p);
 		return fs_err(ENOMEM, "populate: out of memory");
 	}
 	if (p->o->progress)
 		count_source(p);
 	if ((err = pthread_create(&ns, NULL, namespace_main, p))) {
 		pop_free(p);
-		free(p);
 		return fs_err(err, "populate: cannot start a thread: %s", strerror(err));
 	}
 	wait_done(p);
 	pthread_join(ns, NULL);
 	err = p->err ? fs_err(p->err, "%s", p->msg) : 0;
 	pop_free(p);
-	free(p);
 	return err;
 }
