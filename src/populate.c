@@ -83,7 +83,8 @@ struct sent {
 	 * writes it before the pool's threads are joined; read after). */
 	uint32_t flags;
 	uint64_t ino;           /* the image inode (namespace thread only) */
-	struct range *ranges;   /* regular files with holes: the data; NULL = all of it */
+	bool sparse;            /* regular files with holes: the data is ranges[] */
+	struct range *ranges;
 	size_t nranges;
 	struct sdir *sub;       /* directories: their own plan */
 	int err;                /* the scan of this entry failed: errno and what */
@@ -396,7 +397,7 @@ static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent 
 		e->flags = (uint32_t)fl & COPY_FLAGS;
 	if ((err = read_xattrs(p, s, fd, NULL, &e->xattrs, &e->xlen, &what)))
 		entry_error(e, err, what);
-	else if (sparse && (err = read_ranges(fd, e->sx.stx_size, e)))
+	else if ((e->sparse = sparse) && (err = read_ranges(fd, e->sx.stx_size, e)))
 		entry_error(e, err, "finding its data (SEEK_DATA)");
 	close(fd);
 }
@@ -1010,8 +1011,8 @@ static int alloc_file(struct pop *p, uint64_t ino, const struct sent *e, struct 
 	uint64_t size = e->sx.stx_size, bmask = fs->block_size - 1;
 	uint64_t nblocks = (size + bmask) >> shift, done_to = 0;
 	struct range whole = {0, size};
-	const struct range *r = e->ranges ? e->ranges : &whole;
-	size_t nr = e->ranges ? e->nranges : 1;
+	const struct range *r = e->sparse ? e->ranges : &whole;
+	size_t nr = e->sparse ? e->nranges : 1;
 	struct inode *n;
 	struct handle *h;
 	int err, eerr;
