@@ -495,7 +495,8 @@ static int list_dir(struct sdir *d, int dfd)
 	if (!err && errno)
 		err = -errno;
 	closedir(dir);
-	qsort(d->ents, d->n, sizeof(*d->ents), cmp_sent);
+	if (d->n > 1)
+		qsort(d->ents, d->n, sizeof(*d->ents), cmp_sent);
 	return err;
 }
 
