@@ -1037,6 +1037,10 @@ static int alloc_file(struct pop *p, uint64_t ino, const struct sent *e, struct 
 		n->size = size;
 		if ((err = inode_write(h, n)))
 			err = fail_lib(p, err, "writing its size");
+	} else if (inode_truncate_blocks(h, n, 0) == 0) {
+		/* Out of space part way: give back what the file got, so the
+		 * image holds an empty file rather than blocks nobody wrote. */
+		inode_write(h, n);
 	}
 	balloc_release_prealloc(fs, n);
 	eerr = handle_end(h);
