@@ -171,7 +171,7 @@ struct pop {
 	/* The first error (err_lock): */
 	pthread_mutex_t err_lock;
 	int err;                    /* positive errno */
-	char msg[1024];
+	char msg[POP_PATH_MAX + 1024];
 	_Atomic bool stop;          /* an error: everyone stops at the next step */
 	/* Progress, counted lock-free and read by the reporting thread: */
 	_Atomic uint64_t files_done, bytes_done;
@@ -183,6 +183,18 @@ struct pop {
 };
 
 /* ------------------------------------------------------------ errors */
+
+/* uext4_last_error() holds under 512 bytes: a message with a long path
+ * keeps its start and its end (the file's name and what went wrong). */
+static void elide_middle(char *msg)
+{
+	size_t len = strlen(msg), head = 100, tail = 380;
+
+	if (len <= head + tail)
+		return;
+	memcpy(msg + head, "...", 3);
+	memmove(msg + head + 3, msg + len - tail, tail + 1);
+}
 
 /* Record the first error (err positive) and make everyone stop; -err. */
 static int pop_fail(struct pop *p, int err, const char *fmt, ...)
@@ -197,6 +209,7 @@ static int pop_fail(struct pop *p, int err, const char *fmt, ...)
 		va_start(ap, fmt);
 		vsnprintf(p->msg, sizeof(p->msg), fmt, ap);
 		va_end(ap);
+		elide_middle(p->msg);
 	}
 	pthread_mutex_unlock(&p->err_lock);
 	atomic_store(&p->stop, true);
