@@ -965,16 +965,49 @@ static int check_mountpoint(const struct command *c, const char *mnt)
 	return 0;
 }
 
+/* Takes "--create SIZE" (or --create=SIZE) out of argv: SIZE, or NULL. */
+static const char *take_create_opt(int *argc, char **argv, int *bad)
+{
+	const char *size = NULL;
+	int n = 1;
+
+	*bad = 0;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--create")) {
+			if (i + 1 >= *argc) {
+				*bad = 1;
+				return NULL;
+			}
+			size = argv[++i];
+		} else if (!strncmp(argv[i], "--create=", 9)) {
+			size = argv[i] + 9;
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	*argc = n;
+	argv[n] = NULL;
+	return size;
+}
+
 static int cmd_mount(const struct command *c, int argc, char **argv)
 {
 	struct uext4_fuse_opts o;
-	int foreground = 0, ch, ret, status, umount_ret;
-	const char *image, *mnt;
+	int foreground = 0, ch, ret, status, umount_ret, bad, created;
+	const char *image, *mnt, *create;
 	static char image_abs[PATH_MAX];
 	char msg[1024] = "";
 	uext4_fs *fs;
 
 	uext4_fuse_opts_init(&o);
+	create = take_create_opt(&argc, argv, &bad);
+	if (bad)
+		return usage_error(c, "--create needs a SIZE");
 	while ((ch = next_opt(c, argc, argv, "fo:")) != -1) {
 		if (ch == 'f')
 			foreground = 1;
@@ -988,10 +1021,12 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 		return usage_error(c, argc - optind > 2 ? "too many arguments" : "missing IMAGE or MOUNTPOINT");
 	image = argv[optind];
 	mnt = argv[optind + 1];
-	/* The absolute path, as `uext4 umount` finds the image by it. */
-	o.fsname = realpath(image, image_abs) ? image_abs : image;
 	if (check_mountpoint(c, mnt))
 		return 1;
+	if (create && (ret = cli_mkfs_create(c, image, create, &created)))
+		return ret;
+	/* The absolute path, as `uext4 umount` finds the image by it. */
+	o.fsname = realpath(image, image_abs) ? image_abs : image;
 	if (!foreground) {
 		o.ready_fd = uext4_fuse_daemonize();   /* the parent exits inside */
 		if (o.ready_fd < 0)
@@ -1198,7 +1233,106 @@ static const struct command commands[] = {
 	  "\nEXAMPLES\n"
 	  "    uext4 getfattr -d disk.img /file\n"
 	  "    uext4 getfattr -n user.comment disk.img /file\n" },
-	{ "mount", cmd_mount, "[-f] [-o OPTION[,OPTION...]] IMAGE MOUNTPOINT",
+	{ "mkfs", cmd_mkfs, "[-q] [options] IMAGE [SIZE]", "make an ext2/3/4 file system, optionally filled",
+	  "DESCRIPTION\n"
+	  "    Writes a new file system into IMAGE (a file or a block device),\n"
+	  "    directly, without mke2fs or the kernel.  Options have mke2fs's names\n"
+	  "    and meanings; the defaults are those of Debian's mke2fs 1.47 for\n"
+	  "    -t ext4 (features has_journal ext_attr resize_inode dir_index\n"
+	  "    filetype extent 64bit flex_bg sparse_super large_file huge_file\n"
+	  "    dir_nlink extra_isize metadata_csum; 4 KiB blocks and an inode per\n"
+	  "    16 KiB, but 1 KiB blocks and an inode per 4 KiB under 512 MiB, per\n"
+	  "    8 KiB under 3 MiB, per 32 KiB from 4 TiB and per 64 KiB from 16 TiB),\n"
+	  "    plus orphan_file and metadata_csum_seed.  Inode tables are\n"
+	  "    initialised lazily (the kernel and e2fsck know which inodes are in\n"
+	  "    use), so even a 16 TiB sparse image is made in well under a second.\n"
+	  "    SIZE is a number followed by K, M, G or T (powers of 1024); a bare\n"
+	  "    number is KiB, or blocks with -b, as mke2fs reads it.  Without SIZE\n"
+	  "    the size of the existing file or device (after -E offset=) is used;\n"
+	  "    a missing IMAGE is created, sparse, with SIZE.  On a regular file\n"
+	  "    the file system's range is punched first (it reads as zeros), as\n"
+	  "    mke2fs discards it.  IMAGE is refused when it already holds a file\n"
+	  "    system (ext2/3/4, XFS, btrfs, FAT, F2FS, squashfs, ISO 9660, swap,\n"
+	  "    LUKS) or a partition table, naming what was found, unless -F.\n"
+	  "\n"
+	  "    With -d SOURCE the new file system is then filled from SOURCE: a\n"
+	  "    directory, a tarball (.tar, .tar.gz, .tar.xz, .tar.zst, ... through\n"
+	  "    libarchive) or - for a tar stream on standard input.  Regular files\n"
+	  "    (sparse where the source is), directories, symlinks, hard links,\n"
+	  "    device nodes, fifos and sockets are copied with modes, owners,\n"
+	  "    nanosecond times, xattrs, POSIX ACLs and inode flags, by -j worker\n"
+	  "    threads.  On a terminal a progress bar shows files, bytes, rate and\n"
+	  "    time left (not with -q).  If the fill fails, the message names the\n"
+	  "    path and what ran out, and the image is removed when mkfs created\n"
+	  "    it, else marked with an error so that it never passes as complete.\n"
+	  "\nTARBALLS\n"
+	  "    A leading / is stripped from member names (as GNU tar does, with one\n"
+	  "    warning).  A member with a .. component stops the fill with an\n"
+	  "    error naming it.  A later member with the same path replaces the\n"
+	  "    earlier one (a directory over a directory only updates its\n"
+	  "    attributes), as tar x does.  A hard link to a member not seen\n"
+	  "    earlier stops the fill with an error naming both paths.\n"
+	  "\nREPRODUCIBLE IMAGES\n"
+	  "    Two runs write the same bytes when they get the same options and\n"
+	  "    source and: SOURCE_DATE_EPOCH is set (every time mkfs writes, in\n"
+	  "    the superblock, inodes and journal, is that value, and times in the\n"
+	  "    source later than it are clamped to it, as mke2fs does), the UUID is\n"
+	  "    fixed (-U UUID) and the directory hash seed too (-E hash_seed=UUID).\n"
+	  "    The number of threads (-j) does not matter: inode numbers and block\n"
+	  "    placement do not depend on thread timing.  Without those, the UUID\n"
+	  "    and hash seed are random and the times are the current time, as\n"
+	  "    with mke2fs.\n"
+	  "\nOPTIONS\n"
+	  "    -q            print nothing on success (no progress bar either)\n"
+	  "    -t TYPE       ext2, ext3 or ext4 (default): the feature set\n"
+	  "    -b SIZE       block size: 1024, 2048 or 4096\n"
+	  "    -N COUNT      number of inodes (rounded up to fill inode-table blocks)\n"
+	  "    -i BYTES      bytes per inode (1024 to 67108864)\n"
+	  "    -I SIZE       inode size: 128 or 256 (default)\n"
+	  "    -G COUNT      groups per flex group, a power of 2 (default 16)\n"
+	  "    -L LABEL      volume label, at most 16 bytes\n"
+	  "    -U UUID       the UUID, or clear (all zero), random (default), time\n"
+	  "    -m PERCENT    blocks reserved for root (default 5)\n"
+	  "    -J size=MIB   journal size in MiB (default by size, as mke2fs: 4 MiB\n"
+	  "                  to 1 GiB)\n"
+	  "    -O LIST       features to add, or remove with ^, comma separated:\n"
+	  "                  has_journal ext_attr resize_inode dir_index orphan_file\n"
+	  "                  filetype extent 64bit flex_bg metadata_csum_seed\n"
+	  "                  sparse_super large_file huge_file uninit_bg dir_nlink\n"
+	  "                  extra_isize metadata_csum (none clears all)\n"
+	  "    -E OPTS       extended options, comma separated:\n"
+	  "                  hash_seed=UUID       the directory hash seed\n"
+	  "                  root_owner[=UID:GID] owner of the root directory (no\n"
+	  "                                       value: the calling user); also\n"
+	  "                                       what -d gives the root\n"
+	  "                  lazy_itable_init=0|1 0: write every inode table now\n"
+	  "                                       (only matters on block devices:\n"
+	  "                                       on files they read as zeros)\n"
+	  "                  offset=BYTES         start the file system that far into\n"
+	  "                                       IMAGE (a partition of a disk\n"
+	  "                                       image); bytes before it are not\n"
+	  "                                       touched\n"
+	  "                  orphan_file_size=N   size of the orphan file: N blocks,\n"
+	  "                                       or bytes with K or M (at most\n"
+	  "                                       8 MiB, the kernel's limit)\n"
+	  "    -F            overwrite an existing file system\n"
+	  "    -n            dry run: print the geometry, write nothing\n"
+	  "    -d SOURCE     fill from a directory, a tarball or - (stdin)\n"
+	  "    -j N          fill with N threads (default: the number of CPUs)\n"
+	  "    --root-owner=UID:GID  owner of the root directory after -d (default:\n"
+	  "                  the source's top directory's)\n"
+	  "    --no-copy-xattrs  copy no xattrs (nor ACLs) with -d\n"
+	  "\nENVIRONMENT\n"
+	  "    SOURCE_DATE_EPOCH  seconds since 1970: the time of everything mkfs\n"
+	  "                       writes, and the clamp for -d (an integer, else exit 2)\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 mkfs disk.img 4G\n"
+	  "    uext4 mkfs -t ext2 -b 1024 floppy.img 1440K\n"
+	  "    uext4 mkfs -F -L root -d ./rootfs disk.img 2G\n"
+	  "    SOURCE_DATE_EPOCH=0 uext4 mkfs -U 0f6e2ac8-7f1e-4d3b-9a52-1c2d3e4f5a6b \\\n"
+	  "        -E hash_seed=6b5a4f3e-2d1c-4259-a3d4-e5f6a7b8c9d0 -d rootfs.tar.zst disk.img 1G\n"
+	  "    uext4 mkfs -E offset=1048576 disk.img 1G   (a partition at 1 MiB)\n" },
+	{ "mount", cmd_mount, "[-f] [-o OPTION[,OPTION...]] [--create SIZE] IMAGE MOUNTPOINT",
 	  "mount an image with FUSE",
 	  "DESCRIPTION\n"
 	  "    Mounts IMAGE on MOUNTPOINT through FUSE.  Without -f the command\n"
@@ -1228,6 +1362,10 @@ static const struct command commands[] = {
 	  "    (uext4_fallocate) does both.\n"
 	  "\nOPTIONS\n"
 	  "    -f              stay in the foreground (Ctrl-C unmounts)\n"
+	  "    --create SIZE   if IMAGE does not exist, make it first: a new ext4\n"
+	  "                    of SIZE (K, M, G or T) with uext4 mkfs's defaults\n"
+	  "                    (see uext4 help mkfs); an existing IMAGE is mounted\n"
+	  "                    as it is\n"
 	  "    -o ro           read-only (the kernel mount is read-only too)\n"
 	  "    -o rw           read-write (the default)\n"
 	  "    -o allow_other  let other users access the mount (non-root needs\n"
