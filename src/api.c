@@ -97,8 +97,6 @@ int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
 	fs_clear_err();
 	if (!path || !out)
 		return fs_err(EINVAL, "uext4_mount: no image path given");
-	if (opts && opts->use_fixed_time)
-		return fs_err(EINVAL, "uext4_mount: %s: fixed time is not supported yet", path);
 	return super_mount(path, opts, out);
 }
 
@@ -651,15 +649,15 @@ static int writable_inode(uext4_fs *fs, uint64_t ino, struct inode **out)
 	return iget(fs, ino, out);
 }
 
-static struct timespec now_or(uint32_t valid, uint32_t now_bit, struct timespec given)
+static struct timespec now_or(uext4_fs *fs, uint32_t valid, uint32_t now_bit, struct timespec given)
 {
-	return (valid & now_bit) ? fs_now() : given;
+	return (valid & now_bit) ? fs_time(fs) : given;
 }
 
 /* The changes of one setattr, inode locked, inside a handle. */
 static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
 {
-	struct timespec now = fs_now();
+	struct timespec now = fs_time(h->fs);
 	int err;
 
 	/* First, as it may fail (ENOSPC, a corrupt ACL) before anything
@@ -686,9 +684,9 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	if (a->valid & UEXT4_SET_GID)
 		n->gid = a->gid;
 	if (a->valid & (UEXT4_SET_ATIME | UEXT4_SET_ATIME_NOW))
-		n->atime = now_or(a->valid, UEXT4_SET_ATIME_NOW, a->atime);
+		n->atime = now_or(h->fs, a->valid, UEXT4_SET_ATIME_NOW, a->atime);
 	if (a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_NOW))
-		n->mtime = now_or(a->valid, UEXT4_SET_MTIME_NOW, a->mtime);
+		n->mtime = now_or(h->fs, a->valid, UEXT4_SET_MTIME_NOW, a->mtime);
 	n->ctime = (a->valid & UEXT4_SET_CTIME) ? a->ctime : now;
 	return inode_write(h, n);
 }
@@ -841,7 +839,7 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 	if (!err && !(err = handle_begin(fs, 8, &h))) {
 		err = xattr_set(h, n, name, value, size, flags);
 		if (!err) {
-			n->ctime = fs_now();
+			n->ctime = fs_time(fs);
 			err = inode_write(h, n);
 		}
 		int e2 = handle_end(h);

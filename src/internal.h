@@ -142,6 +142,12 @@ static inline int bdev_write(struct bdev *d, const void *buf, size_t len, uint64
 { return d->ops->write(d, buf, len, off); }
 static inline int bdev_flush(struct bdev *d) { return d->ops->flush(d); }
 static inline void bdev_close(struct bdev *d) { d->ops->close(d); }
+/* Populate's data path: copy len bytes (len < 2 GiB) of host file src from
+ * src_off to the device at off with copy_file_range(2), the kernel moving the
+ * pages.  Bytes copied (fewer at the source's end), -errno from the copy
+ * (no message: the caller names the source), or -EOPNOTSUPP for a device
+ * that is not a file (the caller reads and writes instead). */
+int bdev_copy_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off);
 /* crashdev.c: a device whose writes stay in memory (reads see them) on top
  * of base, which it owns.  A read-only mount replays a dirty journal into
  * it, leaving the image untouched. */
@@ -498,6 +504,7 @@ struct fs_hot {
 	_Atomic uint32_t last_flex;          /* ialloc: flex group last used for files */
 	_Atomic uint64_t *group_dirty;       /* bitmap of groups to write at commit */
 	_Atomic bool sb_dirty;               /* superblock changed besides its counters */
+	_Atomic uint32_t next_generation;    /* use_fixed_time: i_generation counter */
 };
 
 /*
@@ -550,6 +557,10 @@ struct uext4_fs {
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
 	struct fs_errors *errs;     /* error.c: recorded errors, errors= policy */
+	/* uext4_opts.use_fixed_time / fixed_time / bulk, as mounted: */
+	bool use_fixed_time;
+	int64_t fixed_time;
+	bool bulk;
 	/* --- written: by the commit (counters, times) and the legacy orphan
 	 * list (s_last_orphan), so on cache lines of its own, after every
 	 * read-mostly field (checked in super.c) --- */
@@ -781,6 +792,9 @@ int inode_write(struct handle *h, struct inode *inode);
 void icache_delete_unlinked(struct uext4_fs *fs);
 /* Current time, for timestamps. */
 struct timespec fs_now(void);
+/* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
+ * (reproducible images), else fs_now(). */
+struct timespec fs_time(const struct uext4_fs *fs);
 static inline struct ext4_inode *inode_raw_mut(struct inode *i)
 { return (struct ext4_inode *)i->raw; }
 /* Add or remove file system blocks to i_blocks (512-byte units). */
