@@ -44,6 +44,14 @@ struct uext4_opts {
 	 * order write the same bytes. */
 	int use_fixed_time;
 	int64_t fixed_time;
+	/* Bulk fill of a fresh image (uext4 mkfs -d): nonzero writes metadata
+	 * home at each commit without logging it in the journal, and runs no
+	 * commit timer (commits happen at sync, at unmount, and when the dirty
+	 * blocks pass the limit, in the thread that ends the handle), so the
+	 * image's bytes depend only on the operations and their order.  Not
+	 * crash-safe: until the clean unmount the superblock says "not clean"
+	 * (e2fsck checks it), as on ext2.  Journal replay at mount still runs. */
+	int bulk;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {

@@ -99,8 +99,6 @@ int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
 		return fs_err(EINVAL, "uext4_mount: no image path given");
 	if (opts && opts->offset)
 		return fs_err(EINVAL, "uext4_mount: %s: a file system at an offset is not supported yet", path);
-	if (opts && opts->use_fixed_time)
-		return fs_err(EINVAL, "uext4_mount: %s: fixed time is not supported yet", path);
 	return super_mount(path, opts, out);
 }
 
@@ -653,15 +651,15 @@ static int writable_inode(uext4_fs *fs, uint64_t ino, struct inode **out)
 	return iget(fs, ino, out);
 }
 
-static struct timespec now_or(uint32_t valid, uint32_t now_bit, struct timespec given)
+static struct timespec now_or(uext4_fs *fs, uint32_t valid, uint32_t now_bit, struct timespec given)
 {
-	return (valid & now_bit) ? fs_now() : given;
+	return (valid & now_bit) ? fs_time(fs) : given;
 }
 
 /* The changes of one setattr, inode locked, inside a handle. */
 static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
 {
-	struct timespec now = fs_now();
+	struct timespec now = fs_time(h->fs);
 	int err;
 
 	/* First, as it may fail (ENOSPC, a corrupt ACL) before anything
@@ -688,9 +686,9 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	if (a->valid & UEXT4_SET_GID)
 		n->gid = a->gid;
 	if (a->valid & (UEXT4_SET_ATIME | UEXT4_SET_ATIME_NOW))
-		n->atime = now_or(a->valid, UEXT4_SET_ATIME_NOW, a->atime);
+		n->atime = now_or(h->fs, a->valid, UEXT4_SET_ATIME_NOW, a->atime);
 	if (a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_NOW))
-		n->mtime = now_or(a->valid, UEXT4_SET_MTIME_NOW, a->mtime);
+		n->mtime = now_or(h->fs, a->valid, UEXT4_SET_MTIME_NOW, a->mtime);
 	n->ctime = (a->valid & UEXT4_SET_CTIME) ? a->ctime : now;
 	return inode_write(h, n);
 }
@@ -843,7 +841,7 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 	if (!err && !(err = handle_begin(fs, 8, &h))) {
 		err = xattr_set(h, n, name, value, size, flags);
 		if (!err) {
-			n->ctime = fs_now();
+			n->ctime = fs_time(fs);
 			err = inode_write(h, n);
 		}
 		int e2 = handle_end(h);

@@ -1122,9 +1122,9 @@ out:
 
 /* ------------------------------------------------------------ entry points (write) */
 
-static void touch_dir(struct inode *dir)
+static void touch_dir(struct uext4_fs *fs, struct inode *dir)
 {
-	dir->mtime = dir->ctime = fs_now();
+	dir->mtime = dir->ctime = fs_time(fs);
 }
 
 int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,
@@ -1144,7 +1144,7 @@ int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t l
 							       "inode %llu", (int)len, name,
 							       (unsigned long long)dir->ino)
 						      : FS_ERROR_SEEN(fs, err, dir->ino, 0);
-			touch_dir(dir);
+			touch_dir(h->fs, dir);
 			return inode_write(h, dir);
 		}
 		/* 1: a hash collision spans leaves; do it the long way. */
@@ -1177,7 +1177,7 @@ int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, u
 		err = linear_add(h, dir, name, len, ino, ftype);
 	if (err)
 		return FS_ERROR_SEEN(fs, err, dir->ino, 0);
-	touch_dir(dir);
+	touch_dir(h->fs, dir);
 	return inode_write(h, dir);
 }
 
@@ -1251,7 +1251,7 @@ int dir_remove(struct handle *h, struct inode *dir, const char *name, size_t len
 	}
 	if (err)
 		return err;
-	touch_dir(dir);
+	touch_dir(h->fs, dir);
 	return inode_write(h, dir);
 }
 
@@ -1315,7 +1315,7 @@ int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t l
 	/* Rename over a name changes the directory; a moved directory's ".."
 	 * update does not (the kernel leaves its mtime alone too). */
 	if (!dots)
-		touch_dir(dir);
+		touch_dir(h->fs, dir);
 	return inode_write(h, dir);
 }
 

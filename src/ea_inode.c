@@ -426,7 +426,7 @@ static int free_ea(struct handle *h, struct inode *ea)
 		return err;
 	ea->links = 0;
 	ea->size = 0;
-	ea->dtime = (uint32_t)fs_now().tv_sec;
+	ea->dtime = (uint32_t)fs_time(h->fs).tv_sec;
 	if ((err = inode_write(h, ea)) != 0)
 		return err;
 	atomic_fetch_or(&ea->istate, INODE_DELETED);

@@ -417,9 +417,9 @@ static int write_run(struct handle *h, struct inode *inode, const uint8_t *buf, 
 	return 0;
 }
 
-static void touch_mc(struct inode *inode)
+static void touch_mc(struct uext4_fs *fs, struct inode *inode)
 {
-	struct timespec now = fs_now();
+	struct timespec now = fs_time(fs);
 
 	inode->mtime = now;
 	inode->ctime = now;
@@ -476,7 +476,7 @@ int file_write_locked(struct handle *h, struct inode *inode, const void *buf, si
 			break;
 		done += n;
 	}
-	touch_mc(inode);
+	touch_mc(h->fs, inode);
 	{
 		int werr = inode_write(h, inode);
 
@@ -541,7 +541,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 			goto out;
 		err = write_inline(h, inode, buf, size, off, &written);
 		if (!err && written) {
-			touch_mc(inode);
+			touch_mc(fs, inode);
 			err = inode_write(h, inode);
 			done = size;
 		}
@@ -563,7 +563,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 			break;
 		err = write_run(h, inode, p + done, size - done, off + done, &n);
 		if (!err || n) {
-			touch_mc(inode);
+			touch_mc(fs, inode);
 			eerr = inode_write(h, inode);
 			err = err ? err : eerr;
 		}
@@ -633,7 +633,7 @@ int file_set_size(struct handle *h, struct inode *inode, uint64_t size)
 			inode->size = size;
 	}
 	if (!err)
-		touch_mc(inode);
+		touch_mc(h->fs, inode);
 	{
 		int werr = inode_write(h, inode);
 
@@ -677,9 +677,9 @@ static int falloc_finish(struct uext4_fs *fs, struct inode *inode, int mode, uin
 			return err;
 		}
 		inode->size = end;
-		touch_mc(inode);
+		touch_mc(fs, inode);
 	} else {
-		inode->ctime = fs_now();
+		inode->ctime = fs_time(fs);
 	}
 	err = inode_write(h, inode);
 	eerr = handle_end(h);
@@ -713,7 +713,7 @@ static int falloc_punch(struct uext4_fs *fs, struct inode *inode, uint64_t off, 
 			err = zero_mapped(fs, inode, MAX(last_full << shift, off), end);
 	}
 	if (!err) {
-		touch_mc(inode);
+		touch_mc(fs, inode);
 		err = inode_write(h, inode);
 	}
 	eerr = handle_end(h);
@@ -847,7 +847,7 @@ static int falloc_shift(struct uext4_fs *fs, struct inode *inode, int mode, uint
 		err = extent_insert_gap(h, inode, off >> shift, len >> shift);
 	if (!err) {
 		inode->size = collapse ? inode->size - len : inode->size + len;
-		touch_mc(inode);
+		touch_mc(fs, inode);
 		err = inode_write(h, inode);
 	}
 	eerr = handle_end(h);

@@ -194,7 +194,7 @@ int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 
 	if (!(err = check_new_flags(n, flags, &new_flags)) && !(err = handle_begin(fs, 2, &h))) {
 		n->flags = new_flags;
-		n->ctime = fs_now();
+		n->ctime = fs_time(fs);
 		if ((err = inode_write(h, n))) {
 			n->flags = old_flags;   /* refused: the inode stays as it was */
 			n->ctime = ctime;

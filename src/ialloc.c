@@ -138,7 +138,13 @@ static int orlov_fallback(struct uext4_fs *fs, struct inode *parent, uint64_t fr
 static int orlov_topdir(struct uext4_fs *fs, uint32_t nunits, uint32_t flex, uint64_t avefreei,
 			uint64_t avefreeb, uint32_t *unit)
 {
-	uint32_t start = ialloc_random() % nunits;
+	/* Reproducible images (use_fixed_time): a spread that depends only
+	 * on how many inodes this mount made, never on the clock. */
+	uint32_t r = fs->use_fixed_time
+		? (atomic_load_explicit(&fs->hot->next_generation, memory_order_relaxed) +
+		   fs->hash_seed[0]) * 2654435761u
+		: ialloc_random();
+	uint32_t start = r % nunits;
 	uint64_t best_ndir = fs->inodes_per_group;  /* per group, as the kernel */
 	int ret = -1;
 

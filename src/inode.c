@@ -643,7 +643,7 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 	if (!err)
 		err = orphan_del(h, n);
 	if (!err) {
-		struct timespec now = fs_now();
+		struct timespec now = fs_time(fs);
 
 		n->dtime = (uint32_t)now.tv_sec;
 		n->size = 0;
@@ -912,6 +912,13 @@ struct timespec fs_now(void)
 	return ts;
 }
 
+struct timespec fs_time(const struct uext4_fs *fs)
+{
+	if (fs->use_fixed_time)
+		return (struct timespec){.tv_sec = (time_t)fs->fixed_time, .tv_nsec = 0};
+	return fs_now();
+}
+
 unsigned ftype_of_mode(uint32_t mode)
 {
 	switch (mode & S_IFMT) {
@@ -1129,9 +1136,14 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
 	return err;
 }
 
-static uint32_t new_generation(void)
+static uint32_t new_generation(struct uext4_fs *fs)
 {
 	static _Thread_local uint64_t x;
+
+	if (fs->use_fixed_time)
+		/* Reproducible: the n-th inode made by this mount gets n. */
+		return atomic_fetch_add_explicit(&fs->hot->next_generation, 1,
+						 memory_order_relaxed) + 1;
 
 	if (!x) {
 		struct timespec ts;
@@ -1149,7 +1161,7 @@ static uint32_t new_generation(void)
 static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode *n,
 			    uint32_t mode)
 {
-	struct timespec now = fs_now();
+	struct timespec now = fs_time(fs);
 
 	n->mode = mode;
 	n->links = S_ISDIR(mode) ? 2 : 1; /* its first name (and its "." ) */
@@ -1162,7 +1174,7 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 			n->mode |= S_ISGID;
 	}
 	n->flags = flags_inherited(dir->flags, mode);    /* flags.c, as the kernel */
-	n->generation = new_generation();
+	n->generation = new_generation(fs);
 	n->atime = n->mtime = n->ctime = n->crtime = now;
 	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
 		n->extra_isize = fs->want_extra_isize;

@@ -493,6 +493,7 @@ struct fs_hot {
 	_Atomic uint32_t last_flex;          /* ialloc: flex group last used for files */
 	_Atomic uint64_t *group_dirty;       /* bitmap of groups to write at commit */
 	_Atomic bool sb_dirty;               /* superblock changed besides its counters */
+	_Atomic uint32_t next_generation;    /* use_fixed_time: i_generation counter */
 };
 
 /*
@@ -545,6 +546,10 @@ struct uext4_fs {
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
 	struct fs_errors *errs;     /* error.c: recorded errors, errors= policy */
+	/* uext4_opts.use_fixed_time / fixed_time / bulk, as mounted: */
+	bool use_fixed_time;
+	int64_t fixed_time;
+	bool bulk;
 	/* --- written: by the commit (counters, times) and the legacy orphan
 	 * list (s_last_orphan), so on cache lines of its own, after every
 	 * read-mostly field (checked in super.c) --- */
@@ -776,6 +781,9 @@ int inode_write(struct handle *h, struct inode *inode);
 void icache_delete_unlinked(struct uext4_fs *fs);
 /* Current time, for timestamps. */
 struct timespec fs_now(void);
+/* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
+ * (reproducible images), else fs_now(). */
+struct timespec fs_time(const struct uext4_fs *fs);
 static inline struct ext4_inode *inode_raw_mut(struct inode *i)
 { return (struct ext4_inode *)i->raw; }
 /* Add or remove file system blocks to i_blocks (512-byte units). */

@@ -33,6 +33,7 @@ struct journal {
 	uint32_t next_tid;      /* sequence of the next transaction in the log */
 	uint8_t *buf;           /* assembly area for one transaction */
 	size_t buf_blocks;
+	const struct uext4_fs *fs;  /* its times (fs_time(): fixed for reproducible images) */
 };
 
 /* ------------------------------------------------------------ log loading */
@@ -338,6 +339,7 @@ int journal_open(struct uext4_fs *fs, struct journal **out)
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return fs_err(ENOMEM, "journal: out of memory");
+	j->fs = fs;
 	err = jbd2_log_load(fs, &j->log);
 	if (err) {
 		free(j);
@@ -590,9 +592,8 @@ static int write_commit_block(struct journal *j, uint32_t pos, uint32_t tid)
 {
 	const struct jbd2_fmt *f = &j->log.fmt;
 	uint8_t *blk = j->buf;
-	struct timespec now;
+	struct timespec now = fs_time(j->fs);
 
-	clock_gettime(CLOCK_REALTIME, &now);
 	memset(blk, 0, f->block_size);
 	put_header(blk, JBD2_COMMIT_BLOCK, tid);
 	be64_put(blk + offsetof(struct jbd2_commit_header, h_commit_sec), (uint64_t)now.tv_sec);

@@ -135,9 +135,9 @@ static int check_dir_alive(struct inode *dir)
 	return 0;
 }
 
-static void touch_dir(struct inode *dir)
+static void touch_dir(struct uext4_fs *fs, struct inode *dir)
 {
-	dir->mtime = dir->ctime = fs_now();
+	dir->mtime = dir->ctime = fs_time(fs);
 }
 
 /* Count one more subdirectory in dir (dir_nlink: 1 means "many"). */
@@ -170,7 +170,7 @@ static void dir_dec_links(struct inode *dir)
  */
 static int drop_link(struct handle *h, struct inode *n)
 {
-	n->ctime = fs_now();
+	n->ctime = fs_time(h->fs);
 	if (n->links > 0)
 		n->links--;
 	if (n->links == 0 || (S_ISDIR(n->mode) && n->links <= 1)) {
@@ -256,7 +256,7 @@ static int discard_new_inode(struct handle *h, struct inode *n, const struct ino
 		return err;
 	n->links = 0;
 	n->size = 0;
-	n->dtime = (uint32_t)fs_now().tv_sec;
+	n->dtime = (uint32_t)fs_time(h->fs).tv_sec;
 	if (u->slot_saved)
 		err = inode_restore_slot(h, n, u);
 	else
@@ -511,8 +511,8 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 		err = dir_add(h, dir, newname, len, n->ino, ftype_of_mode(n->mode));
 		if (!err) {
 			n->links++;
-			n->ctime = fs_now();
-			touch_dir(dir);
+			n->ctime = fs_time(fs);
+			touch_dir(fs, dir);
 			err = inode_write(h, n);
 			if (!err)
 				err = inode_write(h, dir);
@@ -616,7 +616,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 					dir_dec_links(dir);
 				}
 				err = drop_link(h, c);
-				touch_dir(dir);
+				touch_dir(fs, dir);
 				if (!err)
 					err = inode_write(h, c);
 				if (!err)
@@ -773,7 +773,7 @@ static int rename_exchange(struct handle *h, struct rename_op *r)
 	if ((err = dir_retarget(h, r->od, r->oname, r->olen, r->t->ino, ftype_of_mode(r->t->mode))) ||
 	    (err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode))))
 		return err;
-	r->t->ctime = fs_now();
+	r->t->ctime = fs_time(h->fs);
 	return 0;
 }
 
@@ -896,9 +896,9 @@ static int rename_write_all(struct handle *h, struct rename_op *r)
 	struct inode *v[4] = {r->od, r->nd, r->s, r->t};
 	int err = 0;
 
-	r->s->ctime = fs_now();
-	touch_dir(r->od);
-	touch_dir(r->nd);
+	r->s->ctime = fs_time(h->fs);
+	touch_dir(h->fs, r->od);
+	touch_dir(h->fs, r->nd);
 	for (int i = 0; i < 4 && !err; i++)
 		if (v[i] && (i == 0 || v[i] != v[i - 1]))
 			err = inode_write(h, v[i]);

@@ -542,7 +542,7 @@ int super_begin_writing(struct uext4_fs *fs)
  */
 static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 {
-	struct timespec now = fs_now();
+	struct timespec now = fs_time(fs);
 	/* Left by a crash or by the replay: clearing it is a change to make. */
 	bool must_write = FS_HAS_INCOMPAT(fs, RECOVER) || FS_HAS_RO_COMPAT(fs, ORPHAN_PRESENT);
 	int err;
@@ -557,8 +557,9 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->sb.s_mtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
 	if (fs->journal)
 		set_incompat(fs, EXT4_FEATURE_INCOMPAT_RECOVER, true);
-	else
-		/* Without a journal a crash needs e2fsck: say so until unmount. */
+	if (!fs->journal || fs->bulk)
+		/* Without a journal (or with one the bulk mode does not log
+		 * into) a crash needs e2fsck: say so until unmount. */
 		fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) & ~EXT4_VALID_FS);
 	if ((err = orphan_init(fs)) || (must_write && (err = trans_begin_writing(fs))))
 		return err;
@@ -580,7 +581,9 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	if (fs->recovery.orphans_truncated || fs->recovery.orphans_deleted ||
 	    fs->recovery.orphans_failed)
 		err = trans_commit(fs);
-	return err ? err : trans_start_timer(fs, fs->commit_secs);
+	if (err || fs->bulk)
+		return err; /* bulk: no timer, commits at deterministic points */
+	return trans_start_timer(fs, fs->commit_secs);
 }
 
 /* Superblock block number and the superblock's offset in it. */
@@ -601,7 +604,7 @@ int super_write(struct uext4_fs *fs)
 	struct ext4_super_block *sb = &fs->sb;
 	uint64_t fb = (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0);
 	uint64_t fi = (uint64_t)MAX(pcounter_sum(&fs->hot->free_inodes), 0);
-	struct timespec now = fs_now();
+	struct timespec now = fs_time(fs);
 	uint32_t off;
 	uint64_t blk = super_block_location(fs, &off);
 	struct buf *b;
@@ -764,6 +767,9 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->dev = dev;
 	fs->read_only = o->read_only != 0 || dev->read_only;
 	fs->commit_secs = o->commit_secs ? o->commit_secs : 5;
+	fs->use_fixed_time = o->use_fixed_time != 0;
+	fs->fixed_time = o->fixed_time;
+	fs->bulk = o->bulk != 0;
 	if ((err = read_super(fs, o->read_only)) || (err = fs_errors_init(fs, o)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))

@@ -141,13 +141,14 @@ int trans_init(struct uext4_fs *fs)
 	for (unsigned i = 0; i < TRANS_SLOTS; i++)
 		pthread_mutex_init(&t->revoke[i].lock, NULL);
 	t->running = 1;
-	t->journal = fs->journal;
+	/* Bulk mode (uext4_opts.bulk): commits go home unlogged. */
+	t->journal = fs->bulk ? NULL : fs->journal;
 	t->jbase = fs->journal ? journal_first_tid(fs->journal) : 1;
 	/* Write back when a quarter of the cache is dirty, or when the
 	 * transaction would outgrow the journal. */
 	t->dirty_limit = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
-	if (fs->journal && t->dirty_limit > journal_max_transaction(fs->journal))
-		t->dirty_limit = journal_max_transaction(fs->journal);
+	if (t->journal && t->dirty_limit > journal_max_transaction(t->journal))
+		t->dirty_limit = journal_max_transaction(t->journal);
 	if (t->dirty_limit < 16)
 		t->dirty_limit = 16;
 	/* Summing the shards' dirty counts reads 64 cache lines: a thread

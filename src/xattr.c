@@ -2033,7 +2033,7 @@ int xattr_set(struct handle *h, struct inode *inode, const char *name, const voi
 		err = xattr_set_raw(h, inode, index, suffix, strlen(suffix), value, size, flags);
 	if (!err) {
 		/* As ext4_xattr_set_handle(): a change sets ctime. */
-		inode->ctime = fs_now();
+		inode->ctime = fs_time(h->fs);
 		err = inode_write(h, inode);
 	}
 	return err;
