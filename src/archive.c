@@ -35,6 +35,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,7 +238,13 @@ static struct timespec entry_atime(struct ar_fill *f, struct archive_entry *e)
 	return clamp(f, t);
 }
 
-static int copy_xattrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e)
+/* ACLs copied (copy_extended()): the raw xattrs GNU tar stores with
+ * --xattrs-include='*' are exact (numeric ids); libarchive's ACL entries
+ * stand in for those missing. */
+#define ACL_ACCESS_DONE 1
+#define ACL_DEFAULT_DONE 2
+
+static int copy_xattrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e, int *acls)
 {
 	const char *name;
 	const void *value;
@@ -245,6 +253,10 @@ static int copy_xattrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e)
 	if (archive_entry_xattr_reset(e) == 0)
 		return 0;
 	while (archive_entry_xattr_next(e, &name, &value, &size) == ARCHIVE_OK) {
+		if (!strcmp(name, "system.posix_acl_access"))
+			*acls |= ACL_ACCESS_DONE;
+		else if (!strcmp(name, "system.posix_acl_default"))
+			*acls |= ACL_DEFAULT_DONE;
 		int err = uext4_setxattr(f->fs, ino, name, value, size, 0);
 
 		if (err) {
@@ -315,6 +327,42 @@ static int acl_cmp(const void *a, const void *b)
 	return ia < ib ? -1 : ia > ib;
 }
 
+/* A named ACL qualifier without an id (GNU tar's text ACLs name users
+ * and groups): a number, else the host's user or group of that name, as
+ * tar x resolves it. */
+static int acl_qualifier(struct ar_fill *f, int tag, const char *name, int *id)
+{
+	char *end;
+	long v;
+
+	if (!name || !*name)
+		return fs_err(EINVAL, "archive member \"%s\": an ACL entry with neither a user "
+			      "nor a group id", f->member);
+	v = strtol(name, &end, 10);
+	if (!*end && v >= 0 && v <= INT32_MAX) {
+		*id = (int)v;
+		return 0;
+	}
+	if (tag == ARCHIVE_ENTRY_ACL_USER) {
+		struct passwd *pw = getpwnam(name);
+
+		if (pw) {
+			*id = (int)pw->pw_uid;
+			return 0;
+		}
+	} else {
+		struct group *gr = getgrnam(name);
+
+		if (gr) {
+			*id = (int)gr->gr_gid;
+			return 0;
+		}
+	}
+	return fs_err(EINVAL, "archive member \"%s\": its ACL names %s \"%s\", unknown on "
+		      "this host and without a numeric id", f->member,
+		      tag == ARCHIVE_ENTRY_ACL_USER ? "user" : "group", name);
+}
+
 /* The archive's ACL of one type (access or default) as the xattr name. */
 static int copy_acl(struct ar_fill *f, uint64_t ino, struct archive_entry *e, int type,
 		    const char *xname)
@@ -333,8 +381,14 @@ static int copy_acl(struct ar_fill *f, uint64_t ino, struct archive_entry *e, in
 
 	memcpy(buf, &v, 4);
 	while (got < n && archive_entry_acl_next(e, type, &etype, &perm, &tag, &id, &qname) ==
-			  ARCHIVE_OK)
+			  ARCHIVE_OK) {
+		if ((tag == ARCHIVE_ENTRY_ACL_USER || tag == ARCHIVE_ENTRY_ACL_GROUP) && id < 0 &&
+		    (err = acl_qualifier(f, tag, qname, &id))) {
+			free(buf);
+			return err;
+		}
 		put_acl_entry(buf + ACL_HDR + (size_t)got++ * ACL_LONG_ENTRY, tag, perm, id);
+	}
 	qsort(buf + ACL_HDR, (size_t)got, ACL_LONG_ENTRY, acl_cmp);
 	err = uext4_setxattr(f->fs, ino, xname, buf, ACL_HDR + (size_t)got * ACL_LONG_ENTRY, 0);
 	free(buf);
@@ -347,18 +401,31 @@ static int copy_acl(struct ar_fill *f, uint64_t ino, struct archive_entry *e, in
 	return 0;
 }
 
-/* xattrs and ACLs, unless the caller said no_copy_xattrs. */
-static int copy_extended(struct ar_fill *f, uint64_t ino, struct archive_entry *e)
+/*
+ * xattrs and ACLs, unless the caller said no_copy_xattrs.  *has_acl: an
+ * access ACL was set, which set the permission bits (the mask as the
+ * group's, as the kernel keeps them): set_attrs() keeps those, as
+ * libarchive's mode of an entry with an ACL has the ACL's group::
+ * entry in place of the mask.
+ */
+static int copy_extended(struct ar_fill *f, uint64_t ino, struct archive_entry *e,
+			 bool *has_acl)
 {
-	int err;
+	int acls = 0, err;
 
+	*has_acl = false;
 	if (f->o && f->o->no_copy_xattrs)
 		return 0;
-	if ((err = copy_xattrs(f, ino, e)))
+	if ((err = copy_xattrs(f, ino, e, &acls)))
 		return err;
-	if ((err = copy_acl(f, ino, e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS, "system.posix_acl_access")))
-		return err;
-	if (archive_entry_filetype(e) == AE_IFDIR)
+	if (!(acls & ACL_ACCESS_DONE) && archive_entry_acl_reset(e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS) > 0) {
+		if ((err = copy_acl(f, ino, e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS,
+				    "system.posix_acl_access")))
+			return err;
+		acls |= ACL_ACCESS_DONE;
+	}
+	*has_acl = acls & ACL_ACCESS_DONE;
+	if (!(acls & ACL_DEFAULT_DONE) && archive_entry_filetype(e) == AE_IFDIR)
 		return copy_acl(f, ino, e, ARCHIVE_ENTRY_ACL_TYPE_DEFAULT,
 				"system.posix_acl_default");
 	return 0;
@@ -367,11 +434,12 @@ static int copy_extended(struct ar_fill *f, uint64_t ino, struct archive_entry *
 /* Owner, mode (not for symlinks), size (given) and times (unless deferred,
  * for directories) in one setattr. */
 static int set_attrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e, bool is_root,
-		     const uint64_t *size)
+		     const uint64_t *size, bool has_acl)
 {
 	struct uext4_setattr sa = { 0 };
 	int type = archive_entry_filetype(e);
 	int err;
+	struct uext4_stat cur;
 
 	sa.valid = UEXT4_SET_UID | UEXT4_SET_GID;
 	sa.uid = (uint32_t)archive_entry_uid(e);
@@ -383,6 +451,11 @@ static int set_attrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e, b
 	if (type != AE_IFLNK) {
 		sa.valid |= UEXT4_SET_MODE;
 		sa.mode = archive_entry_perm(e) & 07777;
+		if (has_acl) {
+			if ((err = uext4_getattr(f->fs, ino, &cur)))
+				return member_err(f, err, "reading back its mode", false);
+			sa.mode = (sa.mode & 07000) | (cur.mode & 0777);
+		}
 	}
 	if (size) {
 		sa.valid |= UEXT4_SET_SIZE;
@@ -584,6 +657,7 @@ static int make_file(struct ar_fill *f, uint64_t dir, const char *name,
 	struct uext4_stat st;
 	uext4_file *file;
 	uint64_t end, size;
+	bool acl;
 	int err = uext4_create(f->fs, dir, name, 0600, &st);
 
 	if (err)
@@ -596,9 +670,9 @@ static int make_file(struct ar_fill *f, uint64_t dir, const char *name,
 	if (err)
 		return err;
 	size = archive_entry_size_is_set(e) ? (uint64_t)archive_entry_size(e) : end;
-	if ((err = copy_extended(f, st.ino, e)))
+	if ((err = copy_extended(f, st.ino, e, &acl)))
 		return err;
-	return set_attrs(f, st.ino, e, false, &size);
+	return set_attrs(f, st.ino, e, false, &size, acl);
 }
 
 static int make_hardlink(struct ar_fill *f, uint64_t dir, const char *name,
@@ -613,7 +687,10 @@ static int make_hardlink(struct ar_fill *f, uint64_t dir, const char *name,
 
 	if (!target)
 		return fs_err(ENOMEM, "out of memory");
-	err = split_name(f, target, "its hard-link target", &comp, &n);
+	if ((err = split_name(f, target, "its hard-link target", &comp, &n))) {
+		free(target);
+		return err;
+	}
 	for (size_t i = 0; !err && i < n; i++) {
 		err = uext4_lookup(f->fs, ino, comp[i], &st);
 		if (!err && i + 1 < n && !S_ISDIR(st.mode))
@@ -654,6 +731,7 @@ static int make_other(struct ar_fill *f, uint64_t dir, const char *name,
 	int type = archive_entry_filetype(e);
 	struct uext4_stat st;
 	uint64_t ino = keep;
+	bool acl;
 	int err = 0;
 
 	if (type == AE_IFDIR) {
@@ -680,7 +758,8 @@ static int make_other(struct ar_fill *f, uint64_t dir, const char *name,
 	}
 	if (!keep)
 		ino = st.ino;
-	if ((err = copy_extended(f, ino, e)) || (err = set_attrs(f, ino, e, false, NULL)))
+	if ((err = copy_extended(f, ino, e, &acl)) ||
+	    (err = set_attrs(f, ino, e, false, NULL, acl)))
 		return err;
 	if (type == AE_IFDIR)
 		return defer_dir(f, ino, e);
@@ -690,12 +769,14 @@ static int make_other(struct ar_fill *f, uint64_t dir, const char *name,
 /* The member that names dir itself ("./"): its attributes. */
 static int fill_root(struct ar_fill *f, struct archive_entry *e)
 {
+	bool acl;
 	int err;
 
 	if (archive_entry_filetype(e) != AE_IFDIR)
 		return fs_err(EINVAL, "archive member \"%s\": names the top directory but is "
 			      "not a directory", f->member);
-	if ((err = copy_extended(f, f->root, e)) || (err = set_attrs(f, f->root, e, true, NULL)))
+	if ((err = copy_extended(f, f->root, e, &acl)) ||
+	    (err = set_attrs(f, f->root, e, true, NULL, acl)))
 		return err;
 	return defer_dir(f, f->root, e);
 }
@@ -836,8 +917,16 @@ int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 		err = fill_all(&f);
 	if (!err)
 		err = finish_dirs(&f);
-	if (!err)
-		report(&f);
+	if (!err) {
+		/* Done: the whole stream counts as read (libarchive stops at the
+		 * end-of-archive blocks, before the padding of the last record). */
+		if (f.prog.bytes_total && o && o->progress) {
+			f.prog.bytes_done = f.prog.bytes_total;
+			o->progress(o->progress_ctx, &f.prog);
+		} else {
+			report(&f);
+		}
+	}
 	if (f.a)
 		archive_read_free(f.a);
 	free(f.dirs);
