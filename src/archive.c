@@ -431,6 +431,26 @@ static int copy_extended(struct ar_fill *f, uint64_t ino, struct archive_entry *
 	return 0;
 }
 
+/* The permission bits the archive recorded.  libarchive stores an access
+ * ACL's group:: entry in the mode's group bits, where ext4 (and the tar
+ * header) keep the mask: with a mask, the group bits are the mask's. */
+static uint32_t entry_perm(struct archive_entry *e)
+{
+	uint32_t perm = archive_entry_perm(e) & 07777;
+	int type, p, tag, id;
+	const char *name;
+
+	if (archive_entry_acl_reset(e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS) <= 0)
+		return perm;
+	while (archive_entry_acl_next(e, ARCHIVE_ENTRY_ACL_TYPE_ACCESS, &type, &p, &tag, &id,
+				      &name) == ARCHIVE_OK)
+		if (tag == ARCHIVE_ENTRY_ACL_MASK)
+			perm = (perm & ~070u) | ((p & ARCHIVE_ENTRY_ACL_READ) ? 040 : 0) |
+			       ((p & ARCHIVE_ENTRY_ACL_WRITE) ? 020 : 0) |
+			       ((p & ARCHIVE_ENTRY_ACL_EXECUTE) ? 010 : 0);
+	return perm;
+}
+
 /* Owner, mode (not for symlinks), size (given) and times (unless deferred,
  * for directories) in one setattr. */
 static int set_attrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e, bool is_root,
@@ -450,7 +470,7 @@ static int set_attrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e, b
 	}
 	if (type != AE_IFLNK) {
 		sa.valid |= UEXT4_SET_MODE;
-		sa.mode = archive_entry_perm(e) & 07777;
+		sa.mode = entry_perm(e);
 		if (has_acl) {
 			if ((err = uext4_getattr(f->fs, ino, &cur)))
 				return member_err(f, err, "reading back its mode", false);

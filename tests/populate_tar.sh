@@ -101,6 +101,31 @@ fill_check gz "$TAR.gz"
 [ -e "$TAR.zst" ] && fill_check zst "$TAR.zst"
 fill_check stdin - "$TAR.gz"
 
+note "a 5 GiB sparse file (mktree's sparse part at full size), owners and xattrs options"
+BIG=$(tree_get sparse) || fail "could not generate the sparse tree"
+tar -C "$BIG" --sparse --format=posix -cf "$WORK/sparse.tar" . || fail "tar -c sparse"
+ls -l "$WORK/sparse.tar"
+new_image "$WORK/sparse.img"
+if "$DRV" -r 4321:8765 -X "$WORK/sparse.img" "$WORK/sparse.tar" > /dev/null 2> "$WORK/sparse.err"; then
+	"$WALK" "${SRC_OPTS[@]}" posix "$BIG" | src_filter | grep -v '^\. ' > "$WORK/sparse-src.txt"
+	"$WALK" "${SRC_OPTS[@]}" lib "$WORK/sparse.img" | src_filter > "$WORK/sparse-lib.txt"
+	grep -v '^\. ' "$WORK/sparse-lib.txt" > "$WORK/sparse-lib-body.txt"
+	compare "sparse: source tree vs walk lib" "$WORK/sparse-src.txt" "$WORK/sparse-lib-body.txt"
+	grep -q '^\. type=d mode=0755 uid=4321 gid=8765 ' "$WORK/sparse-lib.txt" ||
+		bad "-r 4321:8765: the root is $(grep '^\. ' "$WORK/sparse-lib.txt")"
+	fsck_clean "$WORK/sparse.img" || bad "sparse: e2fsck"
+else
+	bad "sparse: fill failed: $(cat "$WORK/sparse.err")"
+fi
+new_image "$WORK/nox.img"
+"$DRV" -X "$WORK/nox.img" "$TAR" > /dev/null 2> "$WORK/nox.err" || bad "-X fill: $(cat "$WORK/nox.err")"
+"$WALK" --no-ino lib "$WORK/nox.img" > "$WORK/nox.txt"
+n=$(grep -vc 'xattr=-$' "$WORK/nox.txt")
+[ "$n" = 0 ] || bad "-X (no_copy_xattrs): $n paths have xattrs or ACLs"
+grep -q '^\./acls/file .*mode=0674' "$WORK/nox.txt" ||
+	bad "-X: the mode of an ACL'd file is not the archive's"
+fsck_clean "$WORK/nox.img" || bad "-X: e2fsck"
+
 note "the kernel's view of the .tar image"
 if can_loop; then
 	KM=$WORK/kmnt
@@ -230,7 +255,7 @@ expect_ok() {
 }
 
 # stat_of IMG PATH: "type mode size" of PATH in IMG through walk lib.
-line_of() { "$WALK" --no-ino lib "$1" | grep -F "./$2 " | head -1; }
+line_of() { "$WALK" --no-ino lib "$1" > "$1.walk"; grep -F "./$2 " "$1.walk" | head -1; }
 
 expect_ok absolute show
 n=$(grep -c "removing leading '/'" "$WORK/absolute.err")
