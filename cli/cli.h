@@ -70,6 +70,13 @@ int cmd_chattr(const struct command *c, int argc, char **argv);
 int cmd_put(const struct command *c, int argc, char **argv);
 int cmd_get(const struct command *c, int argc, char **argv);
 
+/* mkfs.c: the command; and for `uext4 mount --create SIZE`: make IMAGE
+ * with the default options if it does not exist (*created then 1).
+ * 0, or the exit status after printing the error. */
+int cmd_mkfs(const struct command *c, int argc, char **argv);
+int cli_mkfs_create(const struct command *c, const char *image, const char *size,
+		    int *created);
+
 /* fill.c: uext4 mkfs -d SOURCE, after mkfs made the file system (mkfs.c
  * parses the options).  Mounts the image, copies SOURCE (a directory, a
  * tarball, or "-" for a tar stream on stdin) into its root, shows progress

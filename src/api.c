@@ -97,8 +97,6 @@ int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
 	fs_clear_err();
 	if (!path || !out)
 		return fs_err(EINVAL, "uext4_mount: no image path given");
-	if (opts && opts->offset)
-		return fs_err(EINVAL, "uext4_mount: %s: a file system at an offset is not supported yet", path);
 	return super_mount(path, opts, out);
 }
 

@@ -29,6 +29,7 @@
 struct file_dev {
 	struct bdev bdev;
 	int fd;
+	uint64_t base;   /* byte offset of the device's byte 0 in the file */
 	char *path;      /* for messages */
 };
 
@@ -63,7 +64,7 @@ static int file_read(struct bdev *d, void *buf, size_t len, uint64_t off)
 	if (err)
 		return err;
 	while (len > 0) {
-		ssize_t n = pread(f->fd, p, len, (off_t)off);
+		ssize_t n = pread(f->fd, p, len, (off_t)(f->base + off));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -93,7 +94,7 @@ static int file_write(struct bdev *d, const void *buf, size_t len, uint64_t off)
 	if (err)
 		return err;
 	while (len > 0) {
-		ssize_t n = pwrite(f->fd, p, len, (off_t)off);
+		ssize_t n = pwrite(f->fd, p, len, (off_t)(f->base + off));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -160,6 +161,11 @@ static int fd_size(int fd, const char *path, uint64_t *size)
 
 struct bdev *bdev_open_file(const char *path, int read_only, int *err)
 {
+	return bdev_open_file_at(path, read_only, 0, err);
+}
+
+struct bdev *bdev_open_file_at(const char *path, int read_only, uint64_t offset, int *err)
+{
 	struct file_dev *f;
 	int fd, e;
 	uint64_t size;
@@ -170,6 +176,9 @@ struct bdev *bdev_open_file(const char *path, int read_only, int *err)
 		return NULL;
 	}
 	e = fd_size(fd, path, &size);
+	if (!e && offset > size)
+		e = fs_err(EINVAL, "%s: offset %llu is past the end of the file (%llu bytes)",
+			   path, (unsigned long long)offset, (unsigned long long)size);
 	if (e) {
 		close(fd);
 		*err = e;
@@ -185,8 +194,9 @@ struct bdev *bdev_open_file(const char *path, int read_only, int *err)
 		return NULL;
 	}
 	f->fd = fd;
+	f->base = offset;
 	f->bdev.ops = &file_ops;
-	f->bdev.size = size;
+	f->bdev.size = size - offset;
 	f->bdev.read_only = read_only;
 	f->bdev.priv = f;
 	*err = 0;
@@ -268,10 +278,15 @@ struct bdev *bdev_open_memory(uint64_t size)
 
 struct bdev *bdev_open_memory_copy(const char *path, int *err)
 {
+	return bdev_open_memory_copy_at(path, 0, err);
+}
+
+struct bdev *bdev_open_memory_copy_at(const char *path, uint64_t offset, int *err)
+{
 	struct bdev *file, *mem;
 	int e;
 
-	file = bdev_open_file(path, 1, err);
+	file = bdev_open_file_at(path, 1, offset, err);
 	if (!file)
 		return NULL;
 	mem = bdev_open_memory(file->size);

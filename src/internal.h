@@ -128,9 +128,14 @@ struct bdev {
 };
 /* Returns NULL and sets *err (negative errno) with a message on failure. */
 struct bdev *bdev_open_file(const char *path, int read_only, int *err);
-/* A memory device of size bytes, zero-filled; or a copy of an image file. */
+/* The same for the part of the file from byte offset on (a partition of a
+ * disk image): device offset 0 is file offset offset. */
+struct bdev *bdev_open_file_at(const char *path, int read_only, uint64_t offset, int *err);
+/* A memory device of size bytes, zero-filled; or a copy of an image file
+ * (from byte offset on). */
 struct bdev *bdev_open_memory(uint64_t size);
 struct bdev *bdev_open_memory_copy(const char *path, int *err);
+struct bdev *bdev_open_memory_copy_at(const char *path, uint64_t offset, int *err);
 static inline int bdev_read(struct bdev *d, void *buf, size_t len, uint64_t off)
 { return d->ops->read(d, buf, len, off); }
 static inline int bdev_write(struct bdev *d, const void *buf, size_t len, uint64_t off)

@@ -446,8 +446,8 @@ static int open_device(const char *path, const struct uext4_opts *o, struct bdev
 {
 	int err = 0;
 
-	*out = o->memory_backend ? bdev_open_memory_copy(path, &err)
-				 : bdev_open_file(path, o->read_only, &err);
+	*out = o->memory_backend ? bdev_open_memory_copy_at(path, o->offset, &err)
+				 : bdev_open_file_at(path, o->read_only, o->offset, &err);
 	return *out ? 0 : (err ? err : -EIO);
 }
 

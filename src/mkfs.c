@@ -1,0 +1,2051 @@
+/*
+ * mkfs.c - uext4_mkfs(): write a new ext2/3/4 file system straight into a
+ * file or block device (not through a mount).
+ *
+ * Geometry and defaults follow mke2fs 1.47 (lib/ext2fs/initialize.c for the
+ * group geometry and reserved GDT blocks, alloc_tables.c for flex_bg
+ * placement, mkjournal.c for the journal's size and place, orphan.c for the
+ * orphan file's size), written from those facts; the code is ours.
+ *
+ * What is written: the superblock and its backups (sparse_super groups),
+ * the group descriptors and their backups, the resize inode (7) with the
+ * reserved GDT blocks' lists, the bitmaps of groups that are initialised,
+ * the inode-table blocks holding inodes 1..12, the root directory and
+ * lost+found, the journal superblock (inode 8) and the orphan file (12).
+ * Nothing else: on a regular file the whole range is punched first (reads
+ * as zeros, as mke2fs's discard does), so inode tables of groups with no
+ * inode in use are left unwritten (INODE_UNINIT, itable_unused), and so are
+ * block bitmaps of groups holding nothing but their own tables
+ * (BLOCK_UNINIT).  That keeps a 16 TiB image well under a second.
+ *
+ * Blocks in use are kept as a sorted list of runs (struct run) plus the
+ * superblock/GDT backup regions, which are computed; the allocator finds
+ * the first free run at or after a goal.  Per group only the count of used
+ * blocks and whether anything but its own tables is there are kept.
+ *
+ * Single-threaded; nothing is shared.
+ */
+#include "internal.h"
+#include "jbd2.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MK_FIRST_INO 11
+#define MK_ORPHAN_INO 12
+#define MK_LPF_INO 11
+#define MK_MAX_EXTENT_LEN 32768u
+#define EXT2_ERRORS_CONTINUE 1
+#define EXT4_DEFM_XATTR_USER 0x0004
+#define EXT4_DEFM_ACL 0x0008
+#define EXT3_JNL_BACKUP_BLOCKS 1
+#define LARGE_INODE_EXTRA 32    /* sizeof(ext2_inode_large) - 128, as mke2fs */
+
+/* ------------------------------------------------------------ features */
+
+struct feature_name {
+	const char *name;
+	int kind;               /* 0 compat, 1 incompat, 2 ro_compat */
+	uint32_t mask;
+};
+
+/* The features uext4 mkfs can make, in dumpe2fs's order (compat, incompat,
+ * ro_compat, low bit first).  "extents" and "gdt_csum" are aliases. */
+static const struct feature_name features[] = {
+	{ "has_journal", 0, EXT4_FEATURE_COMPAT_HAS_JOURNAL },
+	{ "ext_attr", 0, EXT4_FEATURE_COMPAT_EXT_ATTR },
+	{ "resize_inode", 0, EXT4_FEATURE_COMPAT_RESIZE_INODE },
+	{ "dir_index", 0, EXT4_FEATURE_COMPAT_DIR_INDEX },
+	{ "orphan_file", 0, EXT4_FEATURE_COMPAT_ORPHAN_FILE },
+	{ "filetype", 1, EXT4_FEATURE_INCOMPAT_FILETYPE },
+	{ "extent", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
+	{ "64bit", 1, EXT4_FEATURE_INCOMPAT_64BIT },
+	{ "flex_bg", 1, EXT4_FEATURE_INCOMPAT_FLEX_BG },
+	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
+	{ "sparse_super", 2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER },
+	{ "large_file", 2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE },
+	{ "huge_file", 2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE },
+	{ "uninit_bg", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
+	{ "dir_nlink", 2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK },
+	{ "extra_isize", 2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE },
+	{ "metadata_csum", 2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM },
+	{ "extents", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
+	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
+};
+#define N_FEATURES (sizeof(features) / sizeof(features[0]))
+#define N_PRINTED 17    /* the entries before the aliases */
+
+/* /etc/mke2fs.conf of Debian's e2fsprogs 1.47: base_features, then per type. */
+#define BASE_COMPAT (EXT4_FEATURE_COMPAT_RESIZE_INODE | EXT4_FEATURE_COMPAT_DIR_INDEX | \
+		     EXT4_FEATURE_COMPAT_EXT_ATTR)
+#define BASE_INCOMPAT EXT4_FEATURE_INCOMPAT_FILETYPE
+#define BASE_RO (EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT4_FEATURE_RO_COMPAT_LARGE_FILE)
+
+struct feats {
+	uint32_t f[3];
+};
+
+static void type_defaults(int type, struct feats *ft)
+{
+	ft->f[0] = BASE_COMPAT;
+	ft->f[1] = BASE_INCOMPAT;
+	ft->f[2] = BASE_RO;
+	if (type >= 3)
+		ft->f[0] |= EXT4_FEATURE_COMPAT_HAS_JOURNAL;
+	if (type == 4) {
+		ft->f[1] |= EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_FLEX_BG |
+			    EXT4_FEATURE_INCOMPAT_64BIT | EXT4_FEATURE_INCOMPAT_CSUM_SEED;
+		ft->f[2] |= EXT4_FEATURE_RO_COMPAT_HUGE_FILE | EXT4_FEATURE_RO_COMPAT_METADATA_CSUM |
+			    EXT4_FEATURE_RO_COMPAT_DIR_NLINK | EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE;
+		/* uext4's additions to mke2fs's ext4 defaults */
+		ft->f[0] |= EXT4_FEATURE_COMPAT_ORPHAN_FILE;
+	}
+}
+
+static const struct feature_name *feature_lookup(const char *name, size_t len)
+{
+	for (size_t i = 0; i < N_FEATURES; i++)
+		if (strlen(features[i].name) == len && !strncmp(features[i].name, name, len))
+			return &features[i];
+	return NULL;
+}
+
+/* Apply "-O a,b,^c"; records in *asked the features named explicitly. */
+static int apply_feature_list(const char *list, struct feats *ft, struct feats *asked)
+{
+	const char *p = list;
+
+	while (p && *p) {
+		size_t len = strcspn(p, ", \t");
+		int off = 0;
+		const char *n = p;
+		const struct feature_name *f;
+
+		if (len == 0) {
+			p++;
+			continue;
+		}
+		if (*n == '^' || *n == '-') {
+			off = 1;
+			n++;
+		} else if (*n == '+') {
+			n++;
+		}
+		if (!strncmp(p, "none", len) && len == 4) {
+			ft->f[0] = ft->f[1] = ft->f[2] = 0;
+			p += len;
+			continue;
+		}
+		f = feature_lookup(n, len - (size_t)(n - p));
+		if (!f)
+			return fs_err(EINVAL, "-O: unknown or unsupported feature '%.*s' (uext4 mkfs "
+				      "makes: has_journal ext_attr resize_inode dir_index orphan_file "
+				      "filetype extent 64bit flex_bg metadata_csum_seed sparse_super "
+				      "large_file huge_file uninit_bg dir_nlink extra_isize "
+				      "metadata_csum)", (int)len, p);
+		if (off)
+			ft->f[f->kind] &= ~f->mask;
+		else
+			ft->f[f->kind] |= f->mask;
+		asked->f[f->kind] |= f->mask;
+		p += len;
+	}
+	return 0;
+}
+
+static void feature_string(const struct feats *ft, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < N_PRINTED; i++)
+		if (ft->f[features[i].kind] & features[i].mask)
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? " " : "",
+					      features[i].name);
+}
+
+/* ------------------------------------------------------------ state */
+
+struct run {
+	uint64_t start, len;
+};
+
+struct mk {
+	const struct uext4_mkfs_opts *o;
+	const char *path;
+	int fd;
+	uint64_t base;              /* byte offset of block 0 in the file */
+	int zeroed;                 /* the range reads as zeros */
+	int is_blockdev;
+	uint64_t written;
+
+	struct feats ft;
+	uint32_t bs, log_bs, apb;   /* block size, log2(bs) - 10, addresses per block */
+	uint64_t blocks;
+	uint64_t r_blocks;
+	uint32_t first_data, bpg, ipg, itb, ngroups, desc_size, desc_blocks, rsv_gdt;
+	uint32_t inode_size, inodes_count, flex, log_flex;
+	uint32_t journal_blocks, orphan_blocks;
+	int csum, gdt_csum, extents;
+	uint32_t csum_seed;
+	uint8_t uuid[16], hash_seed[16];
+	int64_t now;
+	char label[16];
+
+	struct run *runs;           /* blocks in use, sorted, merged */
+	size_t nruns, runs_cap;
+	uint32_t *gused;            /* per group: blocks in runs */
+	uint8_t *gforeign;          /* per group: holds more than its own tables */
+	uint64_t *bb, *ib, *it;     /* per group: bitmap and table locations */
+	uint64_t overhead;
+	uint8_t *gdt;               /* desc_blocks * bs bytes */
+	struct ext4_super_block sb;
+};
+
+static int has_f(const struct mk *m, int kind, uint32_t mask)
+{
+	return (m->ft.f[kind] & mask) != 0;
+}
+#define HAS_COMPAT(m, x) has_f(m, 0, EXT4_FEATURE_COMPAT_##x)
+#define HAS_INCOMPAT(m, x) has_f(m, 1, EXT4_FEATURE_INCOMPAT_##x)
+#define HAS_RO(m, x) has_f(m, 2, EXT4_FEATURE_RO_COMPAT_##x)
+
+static uint64_t group_first(const struct mk *m, uint32_t g)
+{
+	return m->first_data + (uint64_t)g * m->bpg;
+}
+
+static uint64_t group_size(const struct mk *m, uint32_t g)
+{
+	if (g + 1 < m->ngroups)
+		return m->bpg;
+	return m->blocks - group_first(m, g);
+}
+
+static uint32_t group_of(const struct mk *m, uint64_t blk)
+{
+	return (uint32_t)((blk - m->first_data) / m->bpg);
+}
+
+static int is_power_of(uint32_t n, uint32_t base)
+{
+	while (n > 1 && n % base == 0)
+		n /= base;
+	return n == 1;
+}
+
+/* Group g holds a superblock backup (all groups without sparse_super). */
+static int group_has_super(const struct mk *m, uint32_t g)
+{
+	if (g <= 1 || !HAS_RO(m, SPARSE_SUPER))
+		return 1;
+	if (!(g & 1))
+		return 0;
+	return is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7);
+}
+
+/* Blocks at the start of group g taken by the superblock, GDT and reserved GDT. */
+static uint32_t backup_len(const struct mk *m, uint32_t g)
+{
+	if (!group_has_super(m, g))
+		return 0;
+	return 1 + m->desc_blocks + m->rsv_gdt;
+}
+
+/* ------------------------------------------------------------ allocator */
+
+/* Index of the first run ending after blk. */
+static size_t run_search(const struct mk *m, uint64_t blk)
+{
+	size_t lo = 0, hi = m->nruns;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->runs[mid].start + m->runs[mid].len <= blk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* If blk is in use, the first block after what covers it; else blk. */
+static uint64_t skip_used(const struct mk *m, uint64_t blk)
+{
+	while (blk < m->blocks) {
+		uint32_t g = group_of(m, blk);
+		uint64_t gs = group_first(m, g);
+		size_t i;
+
+		if (blk < gs + backup_len(m, g)) {
+			blk = gs + backup_len(m, g);
+			continue;
+		}
+		i = run_search(m, blk);
+		if (i < m->nruns && m->runs[i].start <= blk) {
+			blk = m->runs[i].start + m->runs[i].len;
+			continue;
+		}
+		return blk;
+	}
+	return blk;
+}
+
+/* Length of the free stretch at free block blk, at most max. */
+static uint64_t free_len(const struct mk *m, uint64_t blk, uint64_t max)
+{
+	size_t i = run_search(m, blk);
+	uint64_t end = m->blocks;
+	uint32_t g = group_of(m, blk) + 1;
+
+	if (i < m->nruns && m->runs[i].start < end)
+		end = m->runs[i].start;
+	/* the next backup region */
+	for (; g < m->ngroups && group_first(m, g) < end; g++)
+		if (backup_len(m, g)) {
+			end = group_first(m, g);
+			break;
+		}
+	return end - blk < max ? end - blk : max;
+}
+
+static int run_insert(struct mk *m, uint64_t start, uint64_t len)
+{
+	size_t i = run_search(m, start);
+
+	if (i > 0 && m->runs[i - 1].start + m->runs[i - 1].len == start) {
+		m->runs[i - 1].len += len;
+		if (i < m->nruns && m->runs[i].start == start + len) {
+			m->runs[i - 1].len += m->runs[i].len;
+			memmove(&m->runs[i], &m->runs[i + 1], (m->nruns - i - 1) * sizeof(*m->runs));
+			m->nruns--;
+		}
+		return 0;
+	}
+	if (i < m->nruns && m->runs[i].start == start + len) {
+		m->runs[i].start = start;
+		m->runs[i].len += len;
+		return 0;
+	}
+	if (m->nruns == m->runs_cap) {
+		size_t cap = m->runs_cap ? m->runs_cap * 2 : 256;
+		struct run *r = realloc(m->runs, cap * sizeof(*r));
+
+		if (!r)
+			return fs_err(ENOMEM, "mkfs: out of memory for the block map");
+		m->runs = r;
+		m->runs_cap = cap;
+	}
+	memmove(&m->runs[i + 1], &m->runs[i], (m->nruns - i) * sizeof(*m->runs));
+	m->runs[i] = (struct run){ start, len };
+	m->nruns++;
+	return 0;
+}
+
+/* Mark [start, start+len) used; owner is the group whose own table it is,
+ * or UINT32_MAX for anything else. */
+static int mark_used(struct mk *m, uint64_t start, uint64_t len, uint32_t owner)
+{
+	uint64_t b = start, end = start + len;
+	int err = run_insert(m, start, len);
+
+	while (!err && b < end) {
+		uint32_t g = group_of(m, b);
+		uint64_t gend = group_first(m, g) + group_size(m, g);
+		uint64_t n = (end < gend ? end : gend) - b;
+
+		m->gused[g] += (uint32_t)n;
+		if (g != owner)
+			m->gforeign[g] = 1;
+		b += n;
+	}
+	return err;
+}
+
+/* n contiguous free blocks at or after goal. */
+static int alloc_contig(struct mk *m, uint64_t goal, uint64_t n, uint32_t owner, uint64_t *out)
+{
+	uint64_t b = goal < m->first_data ? m->first_data : goal;
+
+	while (b < m->blocks) {
+		uint64_t len;
+
+		b = skip_used(m, b);
+		if (b >= m->blocks)
+			break;
+		len = free_len(m, b, n);
+		if (len == n) {
+			*out = b;
+			return mark_used(m, b, n, owner);
+		}
+		b += len;
+	}
+	return fs_err(ENOSPC, "mkfs: no room for %llu contiguous blocks of metadata: the file "
+		      "system is too small for its inode tables and journal (%llu blocks)",
+		      (unsigned long long)n, (unsigned long long)m->blocks);
+}
+
+/* A file's blocks: up to want blocks in runs from goal on. */
+struct fmap {
+	struct run *r;
+	size_t n;
+	uint64_t blocks;
+};
+
+static int fmap_add(struct fmap *f, uint64_t start, uint64_t len)
+{
+	if (f->n && f->r[f->n - 1].start + f->r[f->n - 1].len == start) {
+		f->r[f->n - 1].len += len;
+	} else {
+		struct run *r = realloc(f->r, (f->n + 1) * sizeof(*r));
+
+		if (!r)
+			return fs_err(ENOMEM, "mkfs: out of memory");
+		f->r = r;
+		f->r[f->n++] = (struct run){ start, len };
+	}
+	f->blocks += len;
+	return 0;
+}
+
+static int alloc_file(struct mk *m, uint64_t goal, uint64_t want, struct fmap *f)
+{
+	uint64_t b = goal < m->first_data ? m->first_data : goal;
+	int wrapped = 0, err;
+
+	while (want) {
+		uint64_t len;
+
+		b = skip_used(m, b);
+		if (b >= m->blocks) {
+			if (wrapped)
+				return fs_err(ENOSPC, "mkfs: the file system (%llu blocks) is too "
+					      "small for its journal and directories",
+					      (unsigned long long)m->blocks);
+			wrapped = 1;
+			b = m->first_data;
+			continue;
+		}
+		len = free_len(m, b, want);
+		if ((err = mark_used(m, b, len, UINT32_MAX)) || (err = fmap_add(f, b, len)))
+			return err;
+		b += len;
+		want -= len;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+static int wr(struct mk *m, uint64_t blk, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t off = m->base + blk * m->bs;
+
+	while (len) {
+		ssize_t n = pwrite(m->fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fs_err(n < 0 ? errno : EIO, "mkfs: %s: write of block %llu failed: %s",
+				      m->path, (unsigned long long)blk,
+				      n < 0 ? strerror(errno) : "no progress");
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+		m->written += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Zeros over [blk, blk+count) (only needed when the range was not punched). */
+static int wr_zero(struct mk *m, uint64_t blk, uint64_t count)
+{
+	static const uint8_t zero[65536];
+	uint64_t per = sizeof(zero) / m->bs;
+
+	if (m->is_blockdev) {
+		uint64_t r[2] = { m->base + blk * m->bs, count * m->bs };
+
+		if (ioctl(m->fd, BLKZEROOUT, r) == 0)
+			return 0;
+	}
+	while (count) {
+		uint64_t n = count < per ? count : per;
+		int err = wr(m, blk, zero, (size_t)(n * m->bs));
+
+		if (err)
+			return err;
+		blk += n;
+		count -= n;
+	}
+	return 0;
+}
+
+static void put16(void *p, uint16_t v) { v = cpu_to_le16(v); memcpy(p, &v, 2); }
+static void put32(void *p, uint32_t v) { v = cpu_to_le32(v); memcpy(p, &v, 4); }
+
+static uint32_t inode_seed(const struct mk *m, uint32_t ino, uint32_t gen)
+{
+	uint32_t le = cpu_to_le32(ino), lg = cpu_to_le32(gen);
+
+	return crc32c(crc32c(m->csum_seed, &le, 4), &lg, 4);
+}
+
+/* ------------------------------------------------------------ geometry */
+
+static int parse_type(const char *t)
+{
+	if (!t || !strcmp(t, "ext4"))
+		return 4;
+	if (!strcmp(t, "ext3"))
+		return 3;
+	if (!strcmp(t, "ext2"))
+		return 2;
+	return 0;
+}
+
+/* mke2fs.conf's size types: block size and inode ratio by size. */
+static void size_type(uint64_t bytes, uint32_t *bs, uint32_t *ratio)
+{
+	const uint64_t mib = 1024 * 1024;
+
+	if (bytes < 3 * mib) {
+		*bs = 1024, *ratio = 8192;          /* floppy */
+	} else if (bytes < 512 * mib) {
+		*bs = 1024, *ratio = 4096;          /* small */
+	} else if (bytes < 4 * 1024 * 1024 * mib) {
+		*bs = 4096, *ratio = 16384;         /* default */
+	} else if (bytes < 16 * 1024 * 1024 * mib) {
+		*bs = 4096, *ratio = 32768;         /* big */
+	} else {
+		*bs = 4096, *ratio = 65536;         /* huge */
+	}
+}
+
+static uint64_t div_ceil(uint64_t a, uint64_t b)
+{
+	return (a + b - 1) / b;
+}
+
+/* calc_reserved_gdt_blocks(): room to grow to 1024 times the size (or
+ * 2^32 blocks). */
+static uint32_t reserved_gdt(const struct mk *m)
+{
+	uint64_t max_blocks = 0xffffffffu;
+	uint32_t gdpb = m->bs / m->desc_size;
+	uint64_t rsv_groups, rsv;
+
+	if (m->blocks < max_blocks / 1024)
+		max_blocks = m->blocks * 1024;
+	rsv_groups = div_ceil(max_blocks - m->first_data, m->bpg);
+	rsv = div_ceil(rsv_groups, gdpb);
+	rsv = rsv > m->desc_blocks ? rsv - m->desc_blocks : 0;
+	return rsv > m->apb ? m->apb : (uint32_t)rsv;
+}
+
+/* ext2fs_default_journal_size() of 1.47.0, in blocks. */
+static uint32_t default_journal_blocks(uint64_t blocks)
+{
+	if (blocks < 2048)
+		return 0;
+	if (blocks < 32768)
+		return 1024;
+	if (blocks < 256 * 1024)
+		return 4096;
+	if (blocks < 512 * 1024)
+		return 8192;
+	if (blocks < 4096 * 1024)
+		return 16384;
+	if (blocks < 8192 * 1024)
+		return 32768;
+	if (blocks < 16384 * 1024)
+		return 65536;
+	if (blocks < 32768 * 1024)
+		return 131072;
+	return 262144;
+}
+
+/* ext2fs_default_orphan_file_blocks() of 1.47.0. */
+static uint32_t default_orphan_blocks(uint64_t blocks)
+{
+	if (blocks < 128 * 1024)
+		return 32;
+	if (blocks < 2 * 1024 * 1024)
+		return (uint32_t)(blocks / 4096);
+	return 512;
+}
+
+/* Features: type defaults, -O, then the rules mke2fs applies. */
+static int setup_features(struct mk *m, int type)
+{
+	struct feats asked = { { 0, 0, 0 } };
+	int err;
+
+	type_defaults(type, &m->ft);
+	if (m->o->features && (err = apply_feature_list(m->o->features, &m->ft, &asked)))
+		return err;
+	if (HAS_INCOMPAT(m, 64BIT) && !HAS_INCOMPAT(m, EXTENTS))
+		return fs_err(EINVAL, "extents must be enabled for a 64-bit file system (as "
+			      "mke2fs): add -O extent or -O ^64bit");
+	if (HAS_RO(m, METADATA_CSUM) && HAS_RO(m, GDT_CSUM)) {
+		/* metadata_csum supersedes uninit_bg, as in mke2fs */
+		m->ft.f[2] &= ~EXT4_FEATURE_RO_COMPAT_GDT_CSUM;
+	}
+	if (HAS_INCOMPAT(m, CSUM_SEED) && !HAS_RO(m, METADATA_CSUM)) {
+		if (asked.f[1] & EXT4_FEATURE_INCOMPAT_CSUM_SEED)
+			return fs_err(EINVAL, "the metadata_csum_seed feature needs metadata_csum");
+		m->ft.f[1] &= ~EXT4_FEATURE_INCOMPAT_CSUM_SEED;
+	}
+	if (HAS_COMPAT(m, ORPHAN_FILE) && !HAS_COMPAT(m, HAS_JOURNAL)) {
+		if (asked.f[0] & EXT4_FEATURE_COMPAT_ORPHAN_FILE)
+			return fs_err(EINVAL, "the orphan_file feature needs a journal (has_journal)");
+		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_ORPHAN_FILE;
+	}
+	if (HAS_RO(m, EXTRA_ISIZE) && m->inode_size < EXT4_GOOD_OLD_INODE_SIZE + LARGE_INODE_EXTRA) {
+		if (asked.f[2] & EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE)
+			return fs_err(EINVAL, "extra_isize needs inodes larger than 128 bytes (-I 256)");
+		m->ft.f[2] &= ~EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE;
+	}
+	m->csum = HAS_RO(m, METADATA_CSUM);
+	m->gdt_csum = HAS_RO(m, GDT_CSUM);
+	m->extents = HAS_INCOMPAT(m, EXTENTS);
+	return 0;
+}
+
+/* Inode count and per-group geometry, as ext2fs_initialize(): may shrink
+ * blocks_per_group (too many inodes per group) or drop a last group too
+ * small for its tables. */
+static int setup_groups(struct mk *m, uint64_t want_inodes, double reserved_ratio)
+{
+	uint64_t orig_blocks = m->blocks;
+
+	m->bpg = m->bs * 8;
+retry:
+	m->ngroups = (uint32_t)div_ceil(m->blocks - m->first_data, m->bpg);
+	if (m->ngroups == 0)
+		return fs_err(EINVAL, "the file system is too small (%llu blocks)",
+			      (unsigned long long)m->blocks);
+	m->desc_blocks = (uint32_t)div_ceil(m->ngroups, m->bs / m->desc_size);
+	{
+		uint64_t inodes = want_inodes < MK_FIRST_INO + 1 ? MK_FIRST_INO + 1 : want_inodes;
+		uint64_t ipg = div_ceil(inodes, m->ngroups);
+		uint32_t ipb = m->bs / m->inode_size;
+
+		if (ipg > m->bs * 8) {
+			if (m->bpg >= 256) {
+				m->bpg -= 8;
+				m->blocks = orig_blocks;
+				goto retry;
+			}
+			return fs_err(EINVAL, "too many inodes (%llu) for the file system",
+				      (unsigned long long)inodes);
+		}
+		if (ipg > 65536u - ipb)
+			ipg = 65536u - ipb;
+		for (;;) {
+			uint64_t itb = div_ceil(ipg * m->inode_size, m->bs);
+			uint64_t p = itb * m->bs / m->inode_size;
+
+			p &= ~7ull;
+			if (p * m->ngroups > 0xffffffffull) {
+				ipg--;
+				continue;
+			}
+			m->ipg = (uint32_t)p;
+			m->itb = (uint32_t)div_ceil(p * m->inode_size, m->bs);
+			break;
+		}
+		m->inodes_count = m->ipg * m->ngroups;
+	}
+	m->rsv_gdt = HAS_COMPAT(m, RESIZE_INODE) ? reserved_gdt(m) : 0;
+	if (m->rsv_gdt + m->desc_blocks > m->bpg * 3 / 4)
+		return fs_err(EINVAL, "%u groups need %u descriptor blocks, more than 3/4 of a "
+			      "group: that takes meta_bg, which uext4 mkfs does not make (use a "
+			      "larger block size)", m->ngroups, m->desc_blocks);
+	if (3 + m->itb + m->rsv_gdt + m->desc_blocks > m->bpg)
+		return fs_err(EINVAL, "too many inodes: %u inode-table blocks per group do not fit "
+			      "in a group of %u blocks", m->itb, m->bpg);
+	{
+		uint64_t overhead = 2 + m->itb;
+		uint64_t rem = (m->blocks - m->first_data) % m->bpg;
+
+		if (group_has_super(m, m->ngroups - 1))
+			overhead += 1 + m->desc_blocks + m->rsv_gdt;
+		if (m->ngroups == 1 && rem && rem < overhead)
+			return fs_err(EINVAL, "the file system is too small (%llu blocks) for its "
+				      "metadata", (unsigned long long)m->blocks);
+		if (rem && rem < overhead + 50) {
+			m->blocks -= rem;
+			m->r_blocks = (uint64_t)(reserved_ratio * (double)m->blocks / 100.0);
+			goto retry;
+		}
+	}
+	return 0;
+}
+
+static int setup_geometry(struct mk *m, uint64_t bytes)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+	int type = parse_type(o->fs_type);
+	uint32_t bs, ratio;
+	uint64_t inodes;
+	double reserved;
+	int err;
+
+	if (!type)
+		return fs_err(EINVAL, "-t %s: unknown file system type (ext2, ext3 or ext4)",
+			      o->fs_type);
+	size_type(bytes, &bs, &ratio);
+	if (o->block_size) {
+		if (o->block_size != 1024 && o->block_size != 2048 && o->block_size != 4096)
+			return fs_err(EINVAL, "-b %u: block size must be 1024, 2048 or 4096",
+				      o->block_size);
+		bs = o->block_size;
+	}
+	if (o->inode_ratio) {
+		if (o->inode_ratio < 1024 || o->inode_ratio > 64 * 1024 * 1024)
+			return fs_err(EINVAL, "-i %u: bytes per inode must be 1024 to 67108864",
+				      o->inode_ratio);
+		ratio = o->inode_ratio;
+	}
+	if (ratio < bs)
+		ratio = bs;
+	m->inode_size = o->inode_size ? o->inode_size : 256;
+	if (m->inode_size != 128 && m->inode_size != 256 &&
+	    (m->inode_size < 128 || m->inode_size > bs || (m->inode_size & (m->inode_size - 1))))
+		return fs_err(EINVAL, "-I %u: inode size must be a power of 2 from 128 to the block "
+			      "size", m->inode_size);
+	m->bs = bs;
+	m->log_bs = (uint32_t)__builtin_ctz(bs) - 10;
+	m->apb = bs / 4;
+	m->first_data = bs == 1024 ? 1 : 0;
+	m->blocks = bytes / bs;
+	if ((err = setup_features(m, type)))
+		return err;
+	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;
+	if (m->blocks < 64)
+		return fs_err(EINVAL, "%llu bytes is too small for a file system (at least 64 "
+			      "blocks of %u bytes)", (unsigned long long)bytes, bs);
+	if (m->blocks > 0xffffffffull && !HAS_INCOMPAT(m, 64BIT))
+		return fs_err(EINVAL, "%llu blocks need the 64bit feature",
+			      (unsigned long long)m->blocks);
+	if (m->blocks > (1ull << 48))
+		return fs_err(EINVAL, "%llu blocks is beyond ext4's 2^48", (unsigned long long)m->blocks);
+	reserved = o->reserved_set ? o->reserved_percent : 5.0;
+	if (reserved < 0 || reserved > 50)
+		return fs_err(EINVAL, "-m %g: the reserved percentage must be 0 to 50", reserved);
+	m->r_blocks = (uint64_t)(reserved * (double)m->blocks / 100.0);
+	reserved = 100.0 * (double)m->r_blocks / (double)m->blocks;
+	inodes = o->inodes ? o->inodes : m->blocks * bs / ratio;
+	if (inodes > 0xffffffffull) {
+		if (o->inodes || !HAS_INCOMPAT(m, 64BIT))
+			return fs_err(EINVAL, "%llu inodes: at most 2^32-1", (unsigned long long)inodes);
+		inodes = 0xffffffffull;
+	}
+	if (inodes * m->inode_size >= m->blocks * bs)
+		return fs_err(EINVAL, "-N %llu: too many inodes for %llu blocks",
+			      (unsigned long long)inodes, (unsigned long long)m->blocks);
+	if ((err = setup_groups(m, inodes, reserved)))
+		return err;
+	if (HAS_COMPAT(m, RESIZE_INODE) && m->rsv_gdt == 0)
+		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;   /* as mke2fs at 2^32 blocks */
+	m->flex = 0;
+	if (HAS_INCOMPAT(m, FLEX_BG)) {
+		uint32_t f = o->flex_bg_size ? o->flex_bg_size : 16;
+
+		if (f & (f - 1) || f > (1u << 31))
+			return fs_err(EINVAL, "-G %u: the flex_bg size must be a power of 2", f);
+		m->flex = f;
+		m->log_flex = (uint32_t)__builtin_ctz(f);
+	}
+	if (HAS_COMPAT(m, HAS_JOURNAL)) {
+		uint64_t j = o->journal_mib ? (uint64_t)o->journal_mib * 1024 * 1024 / bs
+					    : default_journal_blocks(m->blocks);
+
+		if (j < 1024 || j > 10240000)
+			return fs_err(EINVAL, o->journal_mib ? "-J size=%u: the journal must have "
+				      "1024 to 10240000 blocks" : "the file system is too small "
+				      "for a journal (%u MiB): use -O ^has_journal",
+				      o->journal_mib);
+		if (j > m->blocks / 2)
+			return fs_err(EINVAL, "the journal (%llu blocks) is too big for a file "
+				      "system of %llu blocks", (unsigned long long)j,
+				      (unsigned long long)m->blocks);
+		m->journal_blocks = (uint32_t)j;
+	}
+	if (HAS_COMPAT(m, ORPHAN_FILE)) {
+		uint64_t ob = o->orphan_file_size ? div_ceil(o->orphan_file_size, bs)
+						  : default_orphan_blocks(m->blocks);
+
+		if (ob * bs > 8 * 1024 * 1024)   /* the kernel's limit */
+			ob = 8 * 1024 * 1024 / bs;
+		if (ob < 1)
+			ob = 1;
+		m->orphan_blocks = (uint32_t)ob;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ tables */
+
+/* Bitmaps and inode tables of every group: with flex_bg packed at the
+ * start of each flex group (block bitmaps, inode bitmaps, inode tables),
+ * as ext2fs_allocate_group_table() places them; else in each group. */
+static int place_tables(struct mk *m)
+{
+	for (uint32_t g = 0; g < m->ngroups; g++) {
+		uint64_t gb, ib, it;
+		int err;
+
+		if (m->flex) {
+			uint32_t fg0 = g & ~(m->flex - 1);
+			uint32_t last = (g | (m->flex - 1)) < m->ngroups ? (g | (m->flex - 1))
+									 : m->ngroups - 1;
+			uint32_t slots = last - fg0 + 1;
+
+			if (g == fg0) {
+				gb = group_first(m, fg0);
+				ib = 0, it = 0;
+			} else {
+				gb = m->bb[g - 1] + 1;
+			}
+			if ((err = alloc_contig(m, gb, 1, g, &m->bb[g])))
+				return err;
+			ib = g == fg0 ? m->bb[g] + slots : m->ib[g - 1] + 1;
+			if ((err = alloc_contig(m, ib, 1, g, &m->ib[g])))
+				return err;
+			it = g == fg0 ? m->ib[g] + slots : m->it[g - 1] + m->itb;
+			if ((err = alloc_contig(m, it, m->itb, g, &m->it[g])))
+				return err;
+		} else {
+			gb = group_first(m, g);
+			if ((err = alloc_contig(m, gb, 1, g, &m->bb[g])) ||
+			    (err = alloc_contig(m, m->bb[g] + 1, 1, g, &m->ib[g])) ||
+			    (err = alloc_contig(m, m->ib[g] + 1, m->itb, g, &m->it[g])))
+				return err;
+			if (group_of(m, m->it[g] + m->itb - 1) != g)
+				return fs_err(ENOSPC, "mkfs: group %u has no room for its inode table", g);
+		}
+	}
+	return 0;
+}
+
+static uint32_t group_free(const struct mk *m, uint32_t g)
+{
+	return (uint32_t)(group_size(m, g) - backup_len(m, g) - m->gused[g]);
+}
+
+/* get_midpoint_journal_block() of mkjournal.c: a group near the middle
+ * with the most free blocks. */
+static uint64_t journal_goal(const struct mk *m)
+{
+	uint32_t g = group_of(m, (m->blocks - m->first_data) / 2);
+	uint32_t start, end, best;
+
+	if (m->log_flex && g > m->flex) {
+		g &= ~(m->flex - 1);
+		while (g < m->ngroups && group_free(m, g) == 0)
+			g++;
+		if (g == m->ngroups)
+			g = 0;
+		start = g;
+	} else {
+		start = g > 0 ? g - 1 : g;
+	}
+	end = g + 1 < m->ngroups ? g + 1 : g;
+	best = start;
+	for (uint32_t i = start + 1; i <= end; i++)
+		if (group_free(m, i) > group_free(m, best))
+			best = i;
+	return group_first(m, best);
+}
+
+/* ------------------------------------------------------------ inodes */
+
+struct inode_buf {
+	uint8_t raw[1024];
+};
+
+static void inode_init(const struct mk *m, struct ext4_inode *in, uint16_t mode, uint16_t links)
+{
+	uint32_t t = (uint32_t)m->now;
+	uint32_t extra = (uint32_t)(((uint64_t)m->now >> 32) & EXT4_EPOCH_MASK);
+
+	memset(in, 0, sizeof(*in));
+	in->i_mode = cpu_to_le16(mode);
+	in->i_links_count = cpu_to_le16(links);
+	in->i_atime = in->i_ctime = in->i_mtime = cpu_to_le32(t);
+	if (m->inode_size > EXT4_GOOD_OLD_INODE_SIZE) {
+		in->i_extra_isize = cpu_to_le16(LARGE_INODE_EXTRA);
+		in->i_crtime = cpu_to_le32(t);
+		in->i_atime_extra = in->i_ctime_extra = in->i_mtime_extra =
+			in->i_crtime_extra = cpu_to_le32(extra);
+	}
+}
+
+static void inode_set_size(struct ext4_inode *in, uint64_t size, uint64_t blocks512)
+{
+	in->i_size_lo = cpu_to_le32((uint32_t)size);
+	in->i_size_high = cpu_to_le32((uint32_t)(size >> 32));
+	in->i_blocks_lo = cpu_to_le32((uint32_t)blocks512);
+	in->i_blocks_high = cpu_to_le16((uint16_t)(blocks512 >> 32));
+}
+
+static int wr_bytes(struct mk *m, uint64_t pos, const void *buf, size_t len);
+
+/* Checksum an inode (inode_size bytes at raw) and write it in place. */
+static int write_inode(struct mk *m, uint32_t ino, uint8_t *raw)
+{
+	uint32_t g = (ino - 1) / m->ipg, idx = (ino - 1) % m->ipg;
+	uint64_t off = (uint64_t)idx * m->inode_size;
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	uint64_t pos;
+
+	if (m->csum) {
+		uint32_t c;
+
+		in->i_checksum_lo = 0;
+		if (m->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
+			in->i_checksum_hi = 0;
+		c = crc32c(inode_seed(m, ino, le32(in->i_generation)), raw, m->inode_size);
+		in->i_checksum_lo = cpu_to_le16((uint16_t)c);
+		if (m->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
+			in->i_checksum_hi = cpu_to_le16((uint16_t)(c >> 16));
+	}
+	pos = m->it[g] * m->bs + off;
+	return wr_bytes(m, pos, raw, m->inode_size);
+}
+
+/* i_block of an extent-mapped file: the extents in the inode, or one level
+ * of leaf blocks (allocated and written here). */
+static int map_extents(struct mk *m, uint32_t ino, struct ext4_inode *in, const struct fmap *f,
+		       uint64_t *meta_blocks)
+{
+	size_t next = 0;
+	struct ext4_extent ext[4096];
+	uint32_t lblk = 0;
+	size_t leaf_max = (m->bs - sizeof(struct ext4_extent_header) -
+			   (m->csum ? sizeof(struct ext4_extent_tail) : 0)) /
+			  sizeof(struct ext4_extent);
+	struct ext4_extent_header *eh = (struct ext4_extent_header *)in->i_block;
+	size_t n = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		for (uint64_t done = 0; done < f->r[i].len;) {
+			uint64_t len = f->r[i].len - done;
+			uint64_t pb = f->r[i].start + done;
+
+			if (len > MK_MAX_EXTENT_LEN)
+				len = MK_MAX_EXTENT_LEN;
+			if (n == sizeof(ext) / sizeof(ext[0]))
+				return fs_err(EFBIG, "mkfs: inode %u needs too many extents", ino);
+			ext[n].ee_block = cpu_to_le32(lblk);
+			ext[n].ee_len = cpu_to_le16((uint16_t)len);
+			ext[n].ee_start_hi = cpu_to_le16((uint16_t)(pb >> 32));
+			ext[n].ee_start_lo = cpu_to_le32((uint32_t)pb);
+			n++;
+			lblk += (uint32_t)len;
+			done += len;
+		}
+	eh->eh_magic = cpu_to_le16(EXT4_EXT_MAGIC);
+	eh->eh_max = cpu_to_le16(4);
+	*meta_blocks = 0;
+	if (n <= 4) {
+		eh->eh_entries = cpu_to_le16((uint16_t)n);
+		memcpy(eh + 1, ext, n * sizeof(ext[0]));
+		return 0;
+	}
+	{
+		size_t leaves = div_ceil(n, leaf_max);
+		struct ext4_extent_idx *idx = (struct ext4_extent_idx *)(eh + 1);
+		uint8_t *blk;
+		uint64_t lb;
+		int err;
+
+		if (leaves > 4)
+			return fs_err(EFBIG, "mkfs: inode %u needs %zu extents", ino, n);
+		if ((err = alloc_contig(m, f->r[f->n - 1].start + f->r[f->n - 1].len, leaves,
+					UINT32_MAX, &lb)))
+			return err;
+		if (!(blk = calloc(1, m->bs)))
+			return fs_err(ENOMEM, "mkfs: out of memory");
+		eh->eh_entries = cpu_to_le16((uint16_t)leaves);
+		eh->eh_depth = cpu_to_le16(1);
+		for (size_t l = 0; l < leaves && !err; l++, next += leaf_max) {
+			struct ext4_extent_header *lh = (struct ext4_extent_header *)blk;
+			size_t cnt = n - next < leaf_max ? n - next : leaf_max;
+
+			memset(blk, 0, m->bs);
+			lh->eh_magic = cpu_to_le16(EXT4_EXT_MAGIC);
+			lh->eh_entries = cpu_to_le16((uint16_t)cnt);
+			lh->eh_max = cpu_to_le16((uint16_t)leaf_max);
+			memcpy(lh + 1, &ext[next], cnt * sizeof(ext[0]));
+			if (m->csum) {
+				size_t tail = sizeof(*lh) + leaf_max * sizeof(ext[0]);
+
+				put32(blk + tail, crc32c(inode_seed(m, ino, le32(in->i_generation)),
+							 blk, tail));
+			}
+			idx[l].ei_block = ext[next].ee_block;
+			idx[l].ei_leaf_lo = cpu_to_le32((uint32_t)(lb + l));
+			idx[l].ei_leaf_hi = cpu_to_le16((uint16_t)((lb + l) >> 32));
+			err = wr(m, lb + l, blk, m->bs);
+		}
+		free(blk);
+		*meta_blocks = leaves;
+		return err;
+	}
+}
+
+/* Logical block i of f's physical block. */
+static uint64_t fmap_block(const struct fmap *f, uint64_t i)
+{
+	for (size_t r = 0; r < f->n; r++) {
+		if (i < f->r[r].len)
+			return f->r[r].start + i;
+		i -= f->r[r].len;
+	}
+	return 0;
+}
+
+/* One indirect block at level (1 = IND) mapping logical blocks from *next;
+ * allocated at *meta (advancing it). */
+static int write_indirect(struct mk *m, const struct fmap *f, int level, uint64_t *next,
+			  uint64_t *meta, uint32_t *out)
+{
+	uint32_t *blk = calloc(1, m->bs);
+	uint64_t me = (*meta)++;
+	int err = 0;
+
+	if (!blk)
+		return fs_err(ENOMEM, "mkfs: out of memory");
+	for (uint32_t i = 0; i < m->apb && *next < f->blocks && !err; i++) {
+		if (level == 1) {
+			blk[i] = cpu_to_le32((uint32_t)fmap_block(f, (*next)++));
+		} else {
+			uint32_t child;
+
+			err = write_indirect(m, f, level - 1, next, meta, &child);
+			blk[i] = cpu_to_le32(child);
+		}
+	}
+	if (!err)
+		err = wr(m, me, blk, m->bs);
+	free(blk);
+	*out = (uint32_t)me;
+	return err;
+}
+
+static uint64_t indirect_count(const struct mk *m, uint64_t n)
+{
+	uint64_t a = m->apb, c = 0;
+
+	if (n <= EXT4_NDIR_BLOCKS)
+		return 0;
+	n -= EXT4_NDIR_BLOCKS;
+	c += 1;                                 /* IND */
+	if (n <= a)
+		return c;
+	n -= a;
+	if (n <= a * a)
+		return c + 1 + div_ceil(n, a);      /* DIND + its INDs */
+	c += 1 + a;
+	n -= a * a;
+	return c + 1 + div_ceil(n, a * a) + div_ceil(n, a);
+}
+
+/* i_block of a block-mapped file: direct blocks and indirect trees, the
+ * indirect blocks allocated as one run after the data. */
+static int map_indirect(struct mk *m, struct ext4_inode *in, const struct fmap *f,
+			uint64_t *meta_blocks)
+{
+	uint64_t count = indirect_count(m, f->blocks), meta, next = 0;
+	int err;
+
+	for (uint32_t i = 0; i < EXT4_NDIR_BLOCKS && next < f->blocks; i++)
+		in->i_block[i] = cpu_to_le32((uint32_t)fmap_block(f, next++));
+	*meta_blocks = count;
+	if (!count)
+		return 0;
+	if ((err = alloc_contig(m, f->r[f->n - 1].start + f->r[f->n - 1].len, count, UINT32_MAX,
+				&meta)))
+		return err;
+	for (int level = 1; level <= 3 && next < f->blocks; level++) {
+		uint32_t top;
+
+		if ((err = write_indirect(m, f, level, &next, &meta, &top)))
+			return err;
+		in->i_block[EXT4_IND_BLOCK + level - 1] = cpu_to_le32(top);
+	}
+	return 0;
+}
+
+/* Map f into inode in (extents or block map); i_blocks counts the mapping
+ * blocks too. */
+static int map_file(struct mk *m, uint32_t ino, struct ext4_inode *in, const struct fmap *f,
+		    uint64_t size)
+{
+	uint64_t meta = 0;
+	int err;
+
+	if (m->extents) {
+		in->i_flags |= cpu_to_le32(EXT4_EXTENTS_FL);
+		err = map_extents(m, ino, in, f, &meta);
+	} else {
+		err = map_indirect(m, in, f, &meta);
+	}
+	inode_set_size(in, size, (f->blocks + meta) * (m->bs / 512));
+	return err;
+}
+
+/* ------------------------------------------------------------ directories */
+
+static uint8_t *dirent(uint8_t *p, uint32_t ino, uint16_t rec_len, const char *name, uint8_t ft)
+{
+	size_t len = strlen(name);
+
+	put32(p, ino);
+	put16(p + 4, rec_len);
+	p[6] = (uint8_t)len;
+	p[7] = ft;
+	memcpy(p + 8, name, len);
+	return p + rec_len;
+}
+
+/* The checksum tail of a directory leaf block (metadata_csum). */
+static void dir_tail(const struct mk *m, uint8_t *blk, uint32_t ino)
+{
+	uint8_t *t = blk + m->bs - sizeof(struct ext4_dir_entry_tail);
+
+	if (!m->csum)
+		return;
+	memset(t, 0, sizeof(struct ext4_dir_entry_tail));
+	put16(t + 4, sizeof(struct ext4_dir_entry_tail));
+	t[7] = EXT4_FT_DIR_CSUM;
+	put32(t + 8, crc32c(inode_seed(m, ino, 0), blk, m->bs - sizeof(struct ext4_dir_entry_tail)));
+}
+
+static int make_dir(struct mk *m, uint32_t ino, uint32_t parent, uint16_t mode, uint16_t links,
+		    uint32_t nblocks, const char *child, uint32_t child_ino, uint8_t *raw)
+{
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	uint32_t room = m->bs - (m->csum ? sizeof(struct ext4_dir_entry_tail) : 0);
+	uint8_t ftd = HAS_INCOMPAT(m, FILETYPE) ? EXT4_FT_DIR : 0;
+	struct fmap f = { 0 };
+	uint8_t *blk = calloc(1, m->bs);
+	int err;
+
+	if (!blk)
+		return fs_err(ENOMEM, "mkfs: out of memory");
+	err = alloc_file(m, group_first(m, 0), nblocks, &f);
+	for (uint64_t i = 0; i < nblocks && !err; i++) {
+		uint8_t *p = blk;
+
+		memset(blk, 0, m->bs);
+		if (i == 0) {
+			p = dirent(p, ino, 12, ".", ftd);
+			if (child) {
+				p = dirent(p, parent, 12, "..", ftd);
+				dirent(p, child_ino, (uint16_t)(room - 24), child, ftd);
+			} else {
+				dirent(p, parent, (uint16_t)(room - 12), "..", ftd);
+			}
+		} else {
+			put16(p + 4, (uint16_t)room);
+		}
+		dir_tail(m, blk, ino);
+		err = wr(m, fmap_block(&f, i), blk, m->bs);
+	}
+	free(blk);
+	if (!err) {
+		inode_init(m, in, mode, links);
+		err = map_file(m, ino, in, &f, (uint64_t)nblocks * m->bs);
+	}
+	free(f.r);
+	return err;
+}
+
+/* lost+found: at least 16 KiB and 2 blocks, at most 12 blocks, as mke2fs. */
+static uint32_t lpf_blocks(const struct mk *m)
+{
+	uint32_t n = 1, size = 0;
+
+	for (uint32_t i = 1; i < EXT4_NDIR_BLOCKS; i++) {
+		size += m->bs;
+		if (size >= 16 * 1024 && size >= 2 * m->bs)
+			break;
+		n++;
+	}
+	return n;
+}
+
+static int make_root_and_lpf(struct mk *m)
+{
+	uint8_t raw[1024];
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	int err;
+
+	memset(raw, 0, sizeof(raw));
+	if ((err = make_dir(m, EXT4_ROOT_INO, EXT4_ROOT_INO, 040755, 3, 1, "lost+found",
+			    MK_LPF_INO, raw)))
+		return err;
+	if (m->o->root_owner_set) {
+		in->i_uid = cpu_to_le16((uint16_t)m->o->root_uid);
+		in->i_uid_high = cpu_to_le16((uint16_t)(m->o->root_uid >> 16));
+		in->i_gid = cpu_to_le16((uint16_t)m->o->root_gid);
+		in->i_gid_high = cpu_to_le16((uint16_t)(m->o->root_gid >> 16));
+	}
+	if ((err = write_inode(m, EXT4_ROOT_INO, raw)))
+		return err;
+	memset(raw, 0, sizeof(raw));
+	if ((err = make_dir(m, MK_LPF_INO, EXT4_ROOT_INO, 040700, 2, lpf_blocks(m), NULL, 0, raw)))
+		return err;
+	return write_inode(m, MK_LPF_INO, raw);
+}
+
+/* ------------------------------------------------------------ resize inode */
+
+/* The groups holding backups, ascending (ext2fs_list_backups()). */
+static uint32_t next_backup(const struct mk *m, uint32_t *three, uint32_t *five, uint32_t *seven)
+{
+	uint32_t *min = three, ret;
+
+	if (!HAS_RO(m, SPARSE_SUPER)) {
+		ret = *min;
+		*min += 1;
+		return ret;
+	}
+	if (*five < *min)
+		min = five;
+	if (*seven < *min)
+		min = seven;
+	ret = *min;
+	*min *= (min == three ? 3 : min == five ? 5 : 7);
+	return ret;
+}
+
+/* Inode 7: a double-indirect block whose entries are the primary reserved
+ * GDT blocks, each of which lists its backups (res_gdt.c's layout). */
+static int make_resize_inode(struct mk *m)
+{
+	uint8_t raw[1024];
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	uint32_t *dind, *list;
+	uint64_t dblk, nblocks = 1, size;
+	uint64_t sb_blk = m->first_data;
+	int err;
+
+	memset(raw, 0, sizeof(raw));
+	inode_init(m, in, 0100600, 1);
+	if (!HAS_COMPAT(m, RESIZE_INODE))
+		return write_inode(m, EXT4_RESIZE_INO, raw);
+	if ((err = alloc_contig(m, sb_blk + m->desc_blocks + m->rsv_gdt + 2 + m->itb, 1,
+				UINT32_MAX, &dblk)))
+		return err;
+	dind = calloc(1, m->bs);
+	list = calloc(1, m->bs);
+	if (!dind || !list) {
+		free(dind);
+		free(list);
+		return fs_err(ENOMEM, "mkfs: out of memory");
+	}
+	for (uint32_t r = 0; r < m->rsv_gdt && !err; r++) {
+		uint64_t gdt_blk = sb_blk + 1 + m->desc_blocks + r;
+		uint32_t three = 1, five = 5, seven = 7, g, last = 0;
+
+		dind[(m->desc_blocks + r) % m->apb] = cpu_to_le32((uint32_t)gdt_blk);
+		nblocks++;
+		memset(list, 0, m->bs);
+		while ((g = next_backup(m, &three, &five, &seven)) < m->ngroups) {
+			list[last++] = cpu_to_le32((uint32_t)(gdt_blk + (uint64_t)g * m->bpg));
+			nblocks++;
+		}
+		err = wr(m, gdt_blk, list, m->bs);
+	}
+	if (!err)
+		err = wr(m, dblk, dind, m->bs);
+	free(dind);
+	free(list);
+	if (err)
+		return err;
+	in->i_block[EXT4_DIND_BLOCK] = cpu_to_le32((uint32_t)dblk);
+	size = ((uint64_t)m->apb * m->apb + m->apb + EXT4_NDIR_BLOCKS) * m->bs;
+	inode_set_size(in, size, nblocks * (m->bs / 512));
+	return write_inode(m, EXT4_RESIZE_INO, raw);
+}
+
+/* ------------------------------------------------------------ journal */
+
+static void jput32(void *p, uint32_t v)
+{
+	v = __builtin_bswap32(v);
+	memcpy(p, &v, 4);
+}
+
+static int make_journal(struct mk *m, struct ext4_super_block *sb)
+{
+	uint8_t raw[1024];
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	struct fmap f = { 0 };
+	uint8_t *blk;
+	uint64_t before;
+	int err;
+
+	if (!HAS_COMPAT(m, HAS_JOURNAL))
+		return 0;
+	memset(raw, 0, sizeof(raw));
+	inode_init(m, in, 0100600, 1);
+	before = m->overhead;
+	if ((err = alloc_file(m, journal_goal(m), m->journal_blocks, &f)) ||
+	    (err = map_file(m, EXT4_JOURNAL_INO, in, &f, (uint64_t)m->journal_blocks * m->bs)))
+		goto out;
+	/* the journal and its mapping blocks count as overhead, as in mke2fs */
+	m->overhead = before + le32(in->i_blocks_lo) / (m->bs / 512);
+	if (!m->zeroed)
+		for (size_t i = 0; i < f.n && !err; i++)
+			err = wr_zero(m, f.r[i].start, f.r[i].len);
+	if (err || !(blk = calloc(1, m->bs))) {
+		err = err ? err : fs_err(ENOMEM, "mkfs: out of memory");
+		goto out;
+	}
+	jput32(blk + 0x00, JBD2_MAGIC);
+	jput32(blk + 0x04, 4);                /* superblock v2 */
+	jput32(blk + 0x0C, m->bs);
+	jput32(blk + 0x10, m->journal_blocks);
+	jput32(blk + 0x14, 1);                /* s_first */
+	jput32(blk + 0x18, 1);                /* s_sequence */
+	memcpy(blk + 0x30, m->uuid, 16);
+	jput32(blk + 0x40, 1);                /* s_nr_users */
+	err = wr(m, f.r[0].start, blk, m->bs);
+	free(blk);
+	if (err)
+		goto out;
+	memcpy(sb->s_jnl_blocks, in->i_block, sizeof(in->i_block));
+	sb->s_jnl_blocks[15] = in->i_size_high;
+	sb->s_jnl_blocks[16] = in->i_size_lo;
+	sb->s_jnl_backup_type = EXT3_JNL_BACKUP_BLOCKS;
+	sb->s_journal_inum = cpu_to_le32(EXT4_JOURNAL_INO);
+	err = write_inode(m, EXT4_JOURNAL_INO, raw);
+out:
+	free(f.r);
+	return err;
+}
+
+/* ------------------------------------------------------------ orphan file */
+
+static int make_orphan_file(struct mk *m)
+{
+	uint8_t raw[1024];
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	struct fmap f = { 0 };
+	uint8_t *blk;
+	int err;
+
+	if (!HAS_COMPAT(m, ORPHAN_FILE))
+		return 0;
+	memset(raw, 0, sizeof(raw));
+	inode_init(m, in, 0100600, 1);
+	if ((err = alloc_file(m, group_first(m, 0), m->orphan_blocks, &f)) ||
+	    (err = map_file(m, MK_ORPHAN_INO, in, &f, (uint64_t)m->orphan_blocks * m->bs)))
+		goto out;
+	if (!(blk = calloc(1, m->bs))) {
+		err = fs_err(ENOMEM, "mkfs: out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < f.blocks && !err; i++) {
+		uint64_t pb = fmap_block(&f, i);
+		size_t entries = m->bs - sizeof(struct ext4_orphan_block_tail);
+
+		memset(blk, 0, m->bs);
+		put32(blk + entries, EXT4_ORPHAN_BLOCK_MAGIC);
+		if (m->csum) {
+			uint64_t le = cpu_to_le64(pb);
+			uint32_t c = crc32c(inode_seed(m, MK_ORPHAN_INO, 0), &le, 8);
+
+			put32(blk + entries + 4, crc32c(c, blk, entries));
+		}
+		err = wr(m, pb, blk, m->bs);
+	}
+	free(blk);
+	if (!err)
+		err = write_inode(m, MK_ORPHAN_INO, raw);
+out:
+	free(f.r);
+	return err;
+}
+
+/* Inodes 1, 3-6, 9, 10 (and 12 without the orphan file): reserved, empty,
+ * with a valid checksum. */
+static int make_reserved_inodes(struct mk *m, uint32_t used)
+{
+	static const uint32_t ino[] = { 1, 3, 4, 5, 6, 9, 10 };
+	uint8_t raw[1024];
+	int err;
+
+	for (size_t i = 0; i < sizeof(ino) / sizeof(ino[0]); i++) {
+		struct ext4_inode *in = (struct ext4_inode *)raw;
+
+		memset(raw, 0, sizeof(raw));
+		if (m->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
+			in->i_extra_isize = cpu_to_le16(LARGE_INODE_EXTRA);
+		if (ino[i] == EXT4_BAD_INO) {
+			inode_init(m, in, 0, 0);
+			in->i_crtime = 0;
+		}
+		if ((err = write_inode(m, ino[i], raw)))
+			return err;
+	}
+	(void)used;
+	return 0;
+}
+
+/* ------------------------------------------------------------ descriptors, bitmaps */
+
+static uint8_t *gd_at(const struct mk *m, uint32_t g)
+{
+	return m->gdt + (size_t)g * m->desc_size;
+}
+
+static void gd_set_csum(const struct mk *m, uint32_t g)
+{
+	uint8_t *gd = gd_at(m, g);
+	uint32_t le = cpu_to_le32(g);
+	size_t off = offsetof(struct ext4_group_desc, bg_checksum);
+	static const uint8_t zero2[2];
+
+	if (m->csum) {
+		uint32_t c = crc32c(m->csum_seed, &le, 4);
+
+		c = crc32c(c, gd, off);
+		c = crc32c(c, zero2, 2);
+		if (m->desc_size > off + 2)
+			c = crc32c(c, gd + off + 2, m->desc_size - off - 2);
+		put16(gd + off, (uint16_t)c);
+	} else if (m->gdt_csum) {
+		uint16_t c = crc16(0xFFFF, m->uuid, 16);
+
+		c = crc16(c, &le, 4);
+		c = crc16(c, gd, off);
+		if (m->desc_size > off + 2)
+			c = crc16(c, gd + off + 2, m->desc_size - off - 2);
+		put16(gd + off, c);
+	}
+}
+
+static void gd_fill(struct mk *m, uint32_t g, uint32_t free_blocks, uint32_t free_inodes,
+		    uint32_t dirs, uint32_t unused, uint16_t flags)
+{
+	struct ext4_group_desc *d = (struct ext4_group_desc *)gd_at(m, g);
+
+	d->bg_block_bitmap_lo = cpu_to_le32((uint32_t)m->bb[g]);
+	d->bg_inode_bitmap_lo = cpu_to_le32((uint32_t)m->ib[g]);
+	d->bg_inode_table_lo = cpu_to_le32((uint32_t)m->it[g]);
+	d->bg_free_blocks_count_lo = cpu_to_le16((uint16_t)free_blocks);
+	d->bg_free_inodes_count_lo = cpu_to_le16((uint16_t)free_inodes);
+	d->bg_used_dirs_count_lo = cpu_to_le16((uint16_t)dirs);
+	d->bg_flags = cpu_to_le16(flags);
+	d->bg_itable_unused_lo = cpu_to_le16((uint16_t)unused);
+	if (m->desc_size >= EXT4_MIN_DESC_SIZE_64BIT) {
+		d->bg_block_bitmap_hi = cpu_to_le32((uint32_t)(m->bb[g] >> 32));
+		d->bg_inode_bitmap_hi = cpu_to_le32((uint32_t)(m->ib[g] >> 32));
+		d->bg_inode_table_hi = cpu_to_le32((uint32_t)(m->it[g] >> 32));
+		d->bg_free_blocks_count_hi = cpu_to_le16((uint16_t)(free_blocks >> 16));
+		d->bg_free_inodes_count_hi = cpu_to_le16((uint16_t)(free_inodes >> 16));
+		d->bg_used_dirs_count_hi = cpu_to_le16((uint16_t)(dirs >> 16));
+		d->bg_itable_unused_hi = cpu_to_le16((uint16_t)(unused >> 16));
+	}
+}
+
+static void set_bits(uint8_t *map, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; i < to; i++)
+		map[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+/* Group g's block bitmap: its backup region, the runs inside it, and the
+ * bits past its end. */
+static void build_block_bitmap(const struct mk *m, uint32_t g, uint8_t *map)
+{
+	uint64_t gs = group_first(m, g), ge = gs + group_size(m, g);
+
+	memset(map, 0, m->bs);
+	set_bits(map, 0, backup_len(m, g));
+	for (size_t i = run_search(m, gs); i < m->nruns && m->runs[i].start < ge; i++) {
+		uint64_t a = m->runs[i].start > gs ? m->runs[i].start : gs;
+		uint64_t b = m->runs[i].start + m->runs[i].len;
+
+		set_bits(map, a - gs, (b < ge ? b : ge) - gs);
+	}
+	set_bits(map, ge - gs, (uint64_t)m->bs * 8);
+}
+
+/* Descriptors and the bitmaps that are initialised. */
+static int write_groups(struct mk *m, uint32_t used_inodes, uint32_t *dirs_in,
+			uint64_t *free_blocks)
+{
+	uint8_t *map = malloc(m->bs);
+	int uninit = m->csum || m->gdt_csum;
+	int err = 0;
+
+	if (!map)
+		return fs_err(ENOMEM, "mkfs: out of memory");
+	*free_blocks = 0;
+	for (uint32_t g = 0; g < m->ngroups && !err; g++) {
+		uint64_t first_ino = (uint64_t)g * m->ipg + 1;
+		uint32_t used = first_ino > used_inodes ? 0
+			: (uint32_t)((used_inodes - first_ino + 1) < m->ipg ?
+				     used_inodes - first_ino + 1 : m->ipg);
+		uint32_t fb = group_free(m, g);
+		uint16_t flags = 0;
+		struct ext4_group_desc *d = (struct ext4_group_desc *)gd_at(m, g);
+
+		*free_blocks += fb;
+		if (uninit) {
+			if (!used)
+				flags |= EXT4_BG_INODE_UNINIT;
+			if (!m->gforeign[g] && g + 1 < m->ngroups)
+				flags |= EXT4_BG_BLOCK_UNINIT;
+			if (m->zeroed || m->o->itable_zero)
+				flags |= EXT4_BG_INODE_ZEROED;
+		}
+		gd_fill(m, g, fb, m->ipg - used, dirs_in[g], uninit ? m->ipg - used : 0, flags);
+		if (!(flags & EXT4_BG_BLOCK_UNINIT)) {
+			build_block_bitmap(m, g, map);
+			if (m->csum) {
+				uint32_t c = crc32c(m->csum_seed, map, m->bpg / 8);
+
+				d->bg_block_bitmap_csum_lo = cpu_to_le16((uint16_t)c);
+				if (m->desc_size >= EXT4_MIN_DESC_SIZE_64BIT)
+					d->bg_block_bitmap_csum_hi = cpu_to_le16((uint16_t)(c >> 16));
+			}
+			err = wr(m, m->bb[g], map, m->bs);
+		}
+		if (!err && !(flags & EXT4_BG_INODE_UNINIT)) {
+			memset(map, 0, m->bs);
+			set_bits(map, 0, used);
+			set_bits(map, m->ipg, (uint64_t)m->bs * 8);
+			if (m->csum) {
+				uint32_t c = crc32c(m->csum_seed, map, m->ipg / 8);
+
+				d->bg_inode_bitmap_csum_lo = cpu_to_le16((uint16_t)c);
+				if (m->desc_size >= EXT4_MIN_DESC_SIZE_64BIT)
+					d->bg_inode_bitmap_csum_hi = cpu_to_le16((uint16_t)(c >> 16));
+			}
+			err = wr(m, m->ib[g], map, m->bs);
+		}
+		if (!err && !m->zeroed && (m->o->itable_zero || !uninit))
+			err = wr_zero(m, m->it[g], m->itb);
+		gd_set_csum(m, g);
+	}
+	free(map);
+	return err;
+}
+
+/* ------------------------------------------------------------ superblock */
+
+static void put_time(uint32_t *lo, uint8_t *hi, int64_t t)
+{
+	*lo = cpu_to_le32((uint32_t)t);
+	*hi = (uint8_t)((uint64_t)t >> 32);
+}
+
+static void fill_super(struct mk *m, struct ext4_super_block *sb, uint64_t free_blocks,
+		       uint32_t free_inodes)
+{
+	sb->s_inodes_count = cpu_to_le32(m->inodes_count);
+	sb->s_blocks_count_lo = cpu_to_le32((uint32_t)m->blocks);
+	sb->s_blocks_count_hi = cpu_to_le32((uint32_t)(m->blocks >> 32));
+	sb->s_r_blocks_count_lo = cpu_to_le32((uint32_t)m->r_blocks);
+	sb->s_r_blocks_count_hi = cpu_to_le32((uint32_t)(m->r_blocks >> 32));
+	sb->s_free_blocks_count_lo = cpu_to_le32((uint32_t)free_blocks);
+	sb->s_free_blocks_count_hi = cpu_to_le32((uint32_t)(free_blocks >> 32));
+	sb->s_free_inodes_count = cpu_to_le32(free_inodes);
+	sb->s_first_data_block = cpu_to_le32(m->first_data);
+	sb->s_log_block_size = cpu_to_le32(m->log_bs);
+	sb->s_log_cluster_size = cpu_to_le32(m->log_bs);
+	sb->s_blocks_per_group = cpu_to_le32(m->bpg);
+	sb->s_clusters_per_group = cpu_to_le32(m->bpg);
+	sb->s_inodes_per_group = cpu_to_le32(m->ipg);
+	put_time(&sb->s_wtime, &sb->s_wtime_hi, m->now);
+	put_time(&sb->s_mkfs_time, &sb->s_mkfs_time_hi, m->now);
+	put_time(&sb->s_lastcheck, &sb->s_lastcheck_hi, m->now);
+	sb->s_max_mnt_count = cpu_to_le16(0xFFFF);
+	sb->s_magic = cpu_to_le16(EXT4_SUPER_MAGIC);
+	sb->s_state = cpu_to_le16(EXT4_VALID_FS);
+	sb->s_errors = cpu_to_le16(EXT2_ERRORS_CONTINUE);
+	sb->s_rev_level = cpu_to_le32(1);
+	sb->s_first_ino = cpu_to_le32(MK_FIRST_INO);
+	sb->s_inode_size = cpu_to_le16((uint16_t)m->inode_size);
+	sb->s_feature_compat = cpu_to_le32(m->ft.f[0]);
+	sb->s_feature_incompat = cpu_to_le32(m->ft.f[1]);
+	sb->s_feature_ro_compat = cpu_to_le32(m->ft.f[2]);
+	memcpy(sb->s_uuid, m->uuid, 16);
+	memcpy(sb->s_volume_name, m->label, 16);
+	sb->s_reserved_gdt_blocks = cpu_to_le16((uint16_t)m->rsv_gdt);
+	for (int i = 0; i < 4; i++) {
+		uint32_t w;
+
+		memcpy(&w, m->hash_seed + 4 * i, 4);
+		sb->s_hash_seed[i] = w;     /* stored as the bytes of the UUID */
+	}
+	sb->s_def_hash_version = DX_HASH_HALF_MD4;
+	sb->s_desc_size = cpu_to_le16(HAS_INCOMPAT(m, 64BIT) ? (uint16_t)m->desc_size : 0);
+	sb->s_default_mount_opts = cpu_to_le32(EXT4_DEFM_XATTR_USER | EXT4_DEFM_ACL);
+	if (m->inode_size >= EXT4_GOOD_OLD_INODE_SIZE + LARGE_INODE_EXTRA) {
+		sb->s_min_extra_isize = cpu_to_le16(LARGE_INODE_EXTRA);
+		sb->s_want_extra_isize = cpu_to_le16(LARGE_INODE_EXTRA);
+	}
+	sb->s_flags = cpu_to_le32((char)-1 < 0 ? EXT2_FLAGS_SIGNED_HASH : EXT2_FLAGS_UNSIGNED_HASH);
+	sb->s_log_groups_per_flex = (uint8_t)m->log_flex;
+	if (m->csum)
+		sb->s_checksum_type = EXT4_CRC32C_CHKSUM;
+	if (HAS_INCOMPAT(m, CSUM_SEED))
+		sb->s_checksum_seed = cpu_to_le32(m->csum_seed);
+	sb->s_overhead_clusters = cpu_to_le32((uint32_t)m->overhead);
+	if (HAS_COMPAT(m, ORPHAN_FILE))
+		sb->s_orphan_file_inum = cpu_to_le32(MK_ORPHAN_INO);
+}
+
+static void super_csum(const struct mk *m, struct ext4_super_block *sb)
+{
+	if (m->csum)
+		sb->s_checksum = cpu_to_le32(crc32c(~0u, sb, offsetof(struct ext4_super_block,
+								      s_checksum)));
+}
+
+/* Write len bytes at byte pos of the file system. */
+static int wr_bytes(struct mk *m, uint64_t pos, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(m->fd, p, len, (off_t)(m->base + pos));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return fs_err(n < 0 ? errno : EIO, "mkfs: %s: write at byte %llu failed: %s",
+				      m->path, (unsigned long long)pos,
+				      n < 0 ? strerror(errno) : "no progress");
+		p += n;
+		len -= (size_t)n;
+		pos += (uint64_t)n;
+		m->written += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The superblock and descriptor table in every group that has a copy.
+ * The primary superblock is at byte 1024; a backup starts its group's
+ * first block. */
+static int write_supers(struct mk *m, struct ext4_super_block *sb)
+{
+	uint64_t to_write = 0;
+	int err = 0;
+
+	for (uint32_t g = 0; g < m->ngroups; g++)
+		if (group_has_super(m, g))
+			to_write += sizeof(*sb) + (uint64_t)m->desc_blocks * m->bs;
+	sb->s_kbytes_written = cpu_to_le64((m->written + to_write) / 1024);
+	for (uint32_t g = 0; g < m->ngroups && !err; g++) {
+		uint64_t at = group_first(m, g);
+
+		if (!group_has_super(m, g))
+			continue;
+		sb->s_block_group_nr = cpu_to_le16((uint16_t)g);
+		super_csum(m, sb);
+		err = wr_bytes(m, g == 0 ? EXT4_SUPERBLOCK_OFFSET : at * m->bs, sb, sizeof(*sb));
+		if (!err)
+			err = wr(m, at + 1, m->gdt, (size_t)m->desc_blocks * m->bs);
+	}
+	sb->s_block_group_nr = 0;
+	super_csum(m, sb);
+	return err;
+}
+
+/* ------------------------------------------------------------ target */
+
+/* What the first bytes of a target say it holds, or NULL. */
+static const char *probe_signature(const uint8_t *p, size_t len)
+{
+	static char what[96];
+
+#define AT(off, s) (len >= (size_t)(off) + sizeof(s) - 1 && !memcmp(p + (off), s, sizeof(s) - 1))
+	if (len >= 1082 && p[1080] == 0x53 && p[1081] == 0xEF) {
+		uint32_t compat, incompat;
+
+		memcpy(&compat, p + 1024 + 0x5C, 4);
+		memcpy(&incompat, p + 1024 + 0x60, 4);
+		compat = le32(compat), incompat = le32(incompat);
+		snprintf(what, sizeof(what), "an %s file system",
+			 incompat & (EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_FLEX_BG |
+				     EXT4_FEATURE_INCOMPAT_64BIT) ? "ext4"
+			 : compat & EXT4_FEATURE_COMPAT_HAS_JOURNAL ? "ext3" : "ext2");
+		return what;
+	}
+	if (AT(0, "XFSB"))
+		return "an XFS file system";
+	if (AT(0x10040, "_BHRfS_M"))
+		return "a btrfs file system";
+	if (AT(0, "LUKS\xba\xbe"))
+		return "a LUKS encrypted volume";
+	if (AT(0, "hsqs"))
+		return "a squashfs file system";
+	if (AT(4086, "SWAPSPACE2") || AT(4086, "SWAP-SPACE"))
+		return "swap space";
+	if (AT(32769, "CD001"))
+		return "an ISO 9660 file system";
+	if (len >= 1028 && p[1024] == 0x10 && p[1025] == 0x20 && p[1026] == 0xF5 && p[1027] == 0xF2)
+		return "an F2FS file system";
+	if (AT(512, "EFI PART"))
+		return "a GPT partition table";
+	if (len >= 512 && p[510] == 0x55 && p[511] == 0xAA) {
+		if (AT(54, "FAT") || AT(82, "FAT32"))
+			return "a FAT file system";
+		return "a DOS/MBR partition table";
+	}
+#undef AT
+	return NULL;
+}
+
+static int probe_target(struct mk *m, uint64_t avail)
+{
+	size_t len = avail < 69632 ? (size_t)avail : 69632;
+	uint8_t *buf = calloc(1, len ? len : 1);
+	const char *what;
+	ssize_t n;
+
+	if (!buf)
+		return fs_err(ENOMEM, "mkfs: out of memory");
+	n = pread(m->fd, buf, len, (off_t)m->base);
+	if (n < 0) {
+		int e = errno;
+
+		free(buf);
+		return fs_err(e, "mkfs: %s: cannot read: %s", m->path, strerror(e));
+	}
+	what = probe_signature(buf, (size_t)n);
+	free(buf);
+	if (what)
+		return fs_err(EEXIST, "%s%s already holds %s: not overwritten (force with -F)",
+			      m->path, m->base ? " at that offset" : "", what);
+	return 0;
+}
+
+static int random_bytes(uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = getrandom(p, n, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return fs_err(errno, "mkfs: getrandom failed: %s", strerror(errno));
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int make_uuid(struct mk *m)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+	int err = 0;
+
+	switch (o->uuid_kind) {
+	case UEXT4_MKFS_UUID_GIVEN:
+		memcpy(m->uuid, o->uuid, 16);
+		break;
+	case UEXT4_MKFS_UUID_CLEAR:
+		memset(m->uuid, 0, 16);
+		break;
+	case UEXT4_MKFS_UUID_TIME: {
+		/* version 1: 100 ns ticks since 1582-10-15, random clock and node */
+		struct timespec ts;
+		uint64_t t;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		t = (uint64_t)ts.tv_sec * 10000000 + (uint64_t)ts.tv_nsec / 100 +
+		    0x01B21DD213814000ull;
+		if ((err = random_bytes(m->uuid + 8, 8)))
+			return err;
+		m->uuid[0] = (uint8_t)(t >> 24), m->uuid[1] = (uint8_t)(t >> 16);
+		m->uuid[2] = (uint8_t)(t >> 8), m->uuid[3] = (uint8_t)t;
+		m->uuid[4] = (uint8_t)(t >> 40), m->uuid[5] = (uint8_t)(t >> 32);
+		m->uuid[6] = (uint8_t)(((t >> 56) & 0x0F) | 0x10), m->uuid[7] = (uint8_t)(t >> 48);
+		m->uuid[8] = (uint8_t)((m->uuid[8] & 0x3F) | 0x80);
+		m->uuid[10] |= 0x01;    /* multicast bit: not a real MAC address */
+		break;
+	}
+	case UEXT4_MKFS_UUID_RANDOM:
+		if ((err = random_bytes(m->uuid, 16)))
+			return err;
+		m->uuid[6] = (uint8_t)((m->uuid[6] & 0x0F) | 0x40);
+		m->uuid[8] = (uint8_t)((m->uuid[8] & 0x3F) | 0x80);
+		break;
+	default:
+		return fs_err(EINVAL, "mkfs: unknown UUID kind %d", o->uuid_kind);
+	}
+	if (o->hash_seed_set) {
+		memcpy(m->hash_seed, o->hash_seed, 16);
+	} else {
+		if ((err = random_bytes(m->hash_seed, 16)))
+			return err;
+		m->hash_seed[6] = (uint8_t)((m->hash_seed[6] & 0x0F) | 0x40);
+		m->hash_seed[8] = (uint8_t)((m->hash_seed[8] & 0x3F) | 0x80);
+	}
+	m->csum_seed = crc32c(~0u, m->uuid, 16);
+	return 0;
+}
+
+/* Open (or create, with a size) the target; its usable size in bytes. */
+static int open_target(struct mk *m, uint64_t *bytes, int *created)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+	struct stat st;
+	uint64_t have;
+
+	*created = 0;
+	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	if (m->fd < 0 && errno == ENOENT) {
+		if (!o->size)
+			return fs_err(ENOENT, "%s does not exist: give a SIZE to create it", m->path);
+		if (o->dry_run) {
+			*created = 1;
+			*bytes = o->size;
+			return 0;
+		}
+		m->fd = open(m->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (m->fd >= 0)
+			*created = 1;
+	}
+	if (m->fd < 0)
+		return fs_err(errno, "%s: cannot open: %s", m->path, strerror(errno));
+	if (fstat(m->fd, &st) < 0)
+		return fs_err(errno, "%s: fstat failed: %s", m->path, strerror(errno));
+	if (S_ISBLK(st.st_mode)) {
+		m->is_blockdev = 1;
+		if (ioctl(m->fd, BLKGETSIZE64, &have) < 0)
+			return fs_err(errno, "%s: BLKGETSIZE64 failed: %s", m->path, strerror(errno));
+	} else if (S_ISREG(st.st_mode)) {
+		have = (uint64_t)st.st_size;
+	} else {
+		return fs_err(EINVAL, "%s: not a regular file or block device", m->path);
+	}
+	if (o->size) {
+		*bytes = o->size;
+		if (m->is_blockdev && o->offset + o->size > have)
+			return fs_err(ENOSPC, "%s: %llu bytes from offset %llu do not fit in the "
+				      "device (%llu bytes)", m->path, (unsigned long long)o->size,
+				      (unsigned long long)o->offset, (unsigned long long)have);
+	} else {
+		if (have <= o->offset)
+			return fs_err(EINVAL, "%s: the file has %llu bytes, nothing after offset "
+				      "%llu: give a SIZE", m->path, (unsigned long long)have,
+				      (unsigned long long)o->offset);
+		*bytes = have - o->offset;
+	}
+	if (!*created && !o->force && !o->dry_run && have > o->offset) {
+		int err = probe_target(m, have - o->offset);
+
+		if (err)
+			return err;
+	}
+	if (!o->dry_run && S_ISREG(st.st_mode) && have < o->offset + *bytes &&
+	    ftruncate(m->fd, (off_t)(o->offset + *bytes)) < 0)
+		return fs_err(errno, "%s: cannot extend to %llu bytes: %s", m->path,
+			      (unsigned long long)(o->offset + *bytes), strerror(errno));
+	if (!o->dry_run && S_ISREG(st.st_mode))
+		m->zeroed = *created ||
+			    fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      (off_t)o->offset, (off_t)*bytes) == 0;
+	return 0;
+}
+
+static void fill_geometry(const struct mk *m, struct uext4_mkfs_geometry *g, uint64_t free_blocks,
+			  uint32_t free_inodes)
+{
+	memset(g, 0, sizeof(*g));
+	g->block_size = m->bs;
+	g->inode_size = m->inode_size;
+	g->desc_size = m->desc_size;
+	g->blocks_count = m->blocks;
+	g->reserved_blocks = m->r_blocks;
+	g->free_blocks = free_blocks;
+	g->overhead_blocks = m->overhead;
+	g->inodes_count = m->inodes_count;
+	g->free_inodes = free_inodes;
+	g->groups_count = m->ngroups;
+	g->blocks_per_group = m->bpg;
+	g->inodes_per_group = m->ipg;
+	g->inode_blocks_per_group = m->itb;
+	g->first_data_block = m->first_data;
+	g->reserved_gdt_blocks = m->rsv_gdt;
+	g->flex_bg_size = m->flex;
+	g->journal_blocks = m->journal_blocks;
+	g->orphan_file_blocks = m->orphan_blocks;
+	g->feature_compat = m->ft.f[0];
+	g->feature_incompat = m->ft.f[1];
+	g->feature_ro_compat = m->ft.f[2];
+	feature_string(&m->ft, g->features, sizeof(g->features));
+	memcpy(g->uuid, m->uuid, 16);
+	memcpy(g->hash_seed, m->hash_seed, 16);
+	g->zeroed = m->zeroed;
+	g->bytes_written = m->written;
+}
+
+uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t *groups,
+				  uint32_t max)
+{
+	struct mk m = { 0 };
+	uint32_t n = 0;
+
+	m.ft.f[2] = g->feature_ro_compat;
+	m.ngroups = g->groups_count;
+	for (uint32_t i = 1; i < g->groups_count; i++)
+		if (group_has_super(&m, i)) {
+			if (n < max)
+				groups[n] = i;
+			n++;
+		}
+	return n;
+}
+
+/* Everything after the geometry: tables, files, descriptors, superblocks. */
+static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
+{
+	uint32_t used_inodes = HAS_COMPAT(m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO;
+	uint32_t *dirs = calloc(m->ngroups, sizeof(*dirs));
+	uint64_t backups = 0;
+	int err;
+
+	m->gused = calloc(m->ngroups, sizeof(*m->gused));
+	m->gforeign = calloc(m->ngroups, 1);
+	m->bb = calloc(m->ngroups, sizeof(*m->bb));
+	m->ib = calloc(m->ngroups, sizeof(*m->ib));
+	m->it = calloc(m->ngroups, sizeof(*m->it));
+	m->gdt = calloc(m->desc_blocks, m->bs);
+	if (!dirs || !m->gused || !m->gforeign || !m->bb || !m->ib || !m->it || !m->gdt) {
+		free(dirs);
+		return fs_err(ENOMEM, "mkfs: out of memory for %u groups", m->ngroups);
+	}
+	err = place_tables(m);
+	for (uint32_t g = 0; g < m->ngroups; g++)
+		backups += backup_len(m, g);
+	for (size_t i = 0; i < m->nruns; i++)
+		m->overhead += m->runs[i].len;
+	m->overhead += backups + m->first_data;
+	if (!err)
+		err = make_root_and_lpf(m);
+	if (!err)
+		err = make_resize_inode(m);
+	if (!err)
+		err = make_journal(m, &m->sb);
+	if (!err)
+		err = make_orphan_file(m);
+	if (!err)
+		err = make_reserved_inodes(m, used_inodes);
+	if (!err) {
+		dirs[(EXT4_ROOT_INO - 1) / m->ipg]++;
+		dirs[(MK_LPF_INO - 1) / m->ipg]++;
+		err = write_groups(m, used_inodes, dirs, free_blocks);
+	}
+	free(dirs);
+	*free_inodes = m->inodes_count - used_inodes;
+	return err;
+}
+
+static void mk_free(struct mk *m)
+{
+	free(m->runs);
+	free(m->gused);
+	free(m->gforeign);
+	free(m->bb);
+	free(m->ib);
+	free(m->it);
+	free(m->gdt);
+	if (m->fd >= 0)
+		close(m->fd);
+}
+
+/* Free blocks a dry run reports: the blocks minus the backups and tables
+ * and every file mkfs would make. */
+static uint64_t dry_free_blocks(const struct mk *m)
+{
+	uint64_t used = m->first_data, n = 0;
+
+	for (uint32_t g = 0; g < m->ngroups; g++)
+		used += backup_len(m, g);
+	used += (uint64_t)m->ngroups * (2 + m->itb);
+	n = m->journal_blocks;
+	used += n + (m->extents ? (n / MK_MAX_EXTENT_LEN > 4 ? 1 : 0) : indirect_count(m, n));
+	used += 1 + lpf_blocks(m) + (HAS_COMPAT(m, RESIZE_INODE) ? 1 : 0);
+	used += m->orphan_blocks + (m->extents ? 0 : indirect_count(m, m->orphan_blocks));
+	return m->blocks - used;
+}
+
+int uext4_mkfs(const char *path, const struct uext4_mkfs_opts *o, struct uext4_mkfs_geometry *out)
+{
+	struct uext4_mkfs_opts none = { 0 };
+	struct mk m = { 0 };
+	uint64_t bytes = 0, free_blocks = 0;
+	uint32_t free_inodes = 0;
+	int created = 0, err;
+
+	fs_clear_err();
+	if (!path)
+		return fs_err(EINVAL, "uext4_mkfs: no image path given");
+	m.o = o ? o : &none;
+	m.path = path;
+	m.fd = -1;
+	m.base = m.o->offset;
+	m.now = m.o->use_fixed_time ? m.o->fixed_time : (int64_t)time(NULL);
+	if (m.now < 0)
+		return fs_err(EINVAL, "mkfs: time %lld is before 1970", (long long)m.now);
+	if (m.o->label && strlen(m.o->label) > 16)
+		return fs_err(EINVAL, "-L %s: a label has at most 16 bytes", m.o->label);
+	if (m.o->label)
+		memcpy(m.label, m.o->label, strlen(m.o->label));
+	if ((err = open_target(&m, &bytes, &created)) || (err = setup_geometry(&m, bytes)) ||
+	    (err = make_uuid(&m)))
+		goto out;
+	if (m.o->dry_run) {
+		m.overhead = 0;
+		fill_geometry(&m, out ? out : &(struct uext4_mkfs_geometry){ 0 },
+			      dry_free_blocks(&m), m.inodes_count -
+			      (HAS_COMPAT(&m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO));
+		if (out)
+			out->created = created;
+		goto out;
+	}
+	if ((err = build(&m, &free_blocks, &free_inodes)))
+		goto out;
+	fill_super(&m, &m.sb, free_blocks, free_inodes);
+	if ((err = write_supers(&m, &m.sb)))
+		goto out;
+	if (fdatasync(m.fd) < 0) {
+		err = fs_err(errno, "%s: fdatasync failed: %s", path, strerror(errno));
+		goto out;
+	}
+	if (out) {
+		fill_geometry(&m, out, free_blocks, free_inodes);
+		out->created = created;
+	}
+out:
+	mk_free(&m);
+	if (err && created && !m.o->dry_run)
+		unlink(path);
+	return err;
+}
