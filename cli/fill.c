@@ -67,7 +67,9 @@ static void draw_bar(struct progress *pr, struct timespec now)
 			 human(p->bytes_total, b2, sizeof(b2)));
 	else
 		snprintf(bytes, sizeof(bytes), "%s", human(p->bytes_done, b1, sizeof(b1)));
-	if (p->bytes_total && rate > 0 && p->bytes_done <= p->bytes_total) {
+	if (secs < 1.0) {
+		/* Too early for a rate worth extrapolating. */
+	} else if (p->bytes_total && rate > 0 && p->bytes_done <= p->bytes_total) {
 		double left = (p->bytes_total - p->bytes_done) / rate;
 
 		snprintf(eta, sizeof(eta), ", %d:%02d left", (int)left / 60, (int)left % 60);

@@ -1,17 +1,23 @@
 #!/bin/bash
-# populate_tar.sh - tarballs into images (uext4_populate_archive, through
-# the populate_tar driver into mke2fs-made images):
+# populate_tar.sh - tarballs into images: uext4 mkfs -d, and
+# uext4_populate_archive() through the populate_tar driver into mke2fs-made
+# images:
 #   - the lite tree archived by GNU tar (xattrs, ACLs, sparse, pax) as .tar,
-#     .tar.gz, .tar.xz, .tar.zst and through stdin: each image compared
-#     with the source (walk lib against walk posix of the tree), and the
-#     .tar one with the kernel's view of it (walk posix on a read-only loop
-#     mount against walk lib), e2fsck -fn clean;
-#   - twice with a fixed time, UUID and hash seed: identical bytes;
+#     .tar.gz, .tar.xz, .tar.zst and through stdin (mkfs -d -): each image
+#     compared with the source (walk lib against walk posix of the tree),
+#     and the .tar one with the kernel's view of it (walk posix on a
+#     read-only loop mount against walk lib), e2fsck -fn clean; the
+#     driver's progress reports count every member and reach the end;
+#   - a 5 GiB sparse file; --root-owner and --no-copy-xattrs;
+#   - twice with SOURCE_DATE_EPOCH, -U and hash_seed: identical bytes;
 #   - bad tarballs (python3 tarfile): absolute paths, ../ escapes,
 #     duplicates, hard links to missing targets, garbage, truncation: the
 #     documented result, a message naming the member, e2fsck clean;
 #   - out of inodes and out of blocks: the message names the member and
-#     what ran out; marked (-m) the superblock shows the error.
+#     what ran out; an image mkfs created is removed, an existing one
+#     (and the driver's, -m) is marked: dumpe2fs -h shows the error;
+#   - progress: a bar on a terminal (script), only the summary on a pipe,
+#     nothing with -q.
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -71,42 +77,58 @@ for z in xz zstd; do
 done
 ls -l "$WORK"/t.tar*
 
-# fill_check NAME ARCHIVE|- [stdin-file]: fill a fresh image, compare with the source.
-fill_check() {
-	local name=$1 src=$2 img=$WORK/$1.img
-	new_image "$img"
-	if [ "$src" = - ]; then
-		"$DRV" "$img" - < "$3" > "$WORK/$name.out" 2> "$WORK/$name.err"
-	else
-		"$DRV" "$img" "$src" > "$WORK/$name.out" 2> "$WORK/$name.err"
-	fi || { bad "$name: fill failed: $(cat "$WORK/$name.err")"; return 1; }
-	"$WALK" "${SRC_OPTS[@]}" lib "$img" | src_filter > "$WORK/$name.txt" ||
-		bad "$name: walk lib reported errors"
-	compare "$name: source tree vs walk lib" "$WORK/src.txt" "$WORK/$name.txt"
-	fsck_clean "$img" || bad "$name: e2fsck"
-	# The progress callback ran, counted every member, and read to the end.
-	read -r _ calls files bytes total rest < "$WORK/$name.out"
-	[ "$calls" -gt 0 ] && [ "$files" -ge "$(wc -l < "$WORK/src.txt")" ] && [ -z "$rest" ] ||
-		bad "$name: progress reports: $(cat "$WORK/$name.out")"
-	if [ "$src" != - ]; then
-		[ "$total" = "$(stat -c %s "$src")" ] && [ "$bytes" = "$total" ] ||
-			bad "$name: progress bytes $bytes/$total, archive $(stat -c %s "$src") bytes"
-	fi
+# mkfs_d IMG SOURCE [mkfs options]: uext4 mkfs -q -d SOURCE into a new IMG.
+mkfs_d() {
+	local img=$1 src=$2
+	shift 2
+	rm -f "$img"
+	"$UEXT4" mkfs -q -b 4096 -N 8192 -U "$UUID" -E "hash_seed=$SEED" "$@" -d "$src" "$img" 256M
 }
 
-note "fills"
-fill_check tar "$TAR"
-fill_check gz "$TAR.gz"
-[ -e "$TAR.xz" ] && fill_check xz "$TAR.xz"
-[ -e "$TAR.zst" ] && fill_check zst "$TAR.zst"
-fill_check stdin - "$TAR.gz"
+# check_image NAME IMG: compare with the source, e2fsck.
+check_image() {
+	"$WALK" "${SRC_OPTS[@]}" lib "$2" | src_filter > "$WORK/$1.txt" ||
+		bad "$1: walk lib reported errors"
+	compare "$1: source tree vs walk lib" "$WORK/src.txt" "$WORK/$1.txt"
+	fsck_clean "$2" || bad "$1: e2fsck"
+}
+
+note "uext4 mkfs -d of each archive"
+for z in "" .gz .xz .zst; do
+	[ -e "$TAR$z" ] || continue
+	name=tar$z
+	if mkfs_d "$WORK/$name.img" "$TAR$z" 2> "$WORK/$name.err"; then
+		check_image "$name" "$WORK/$name.img"
+	else
+		bad "$name: mkfs -d failed: $(cat "$WORK/$name.err")"
+	fi
+done
+if mkfs_d "$WORK/stdin.img" - < "$TAR.xz" 2> "$WORK/stdin.err"; then
+	check_image "stdin (-d -)" "$WORK/stdin.img"
+else
+	bad "mkfs -d - failed: $(cat "$WORK/stdin.err")"
+fi
+
+note "the library through the driver, and its progress reports"
+new_image "$WORK/drv.img"
+if "$DRV" "$WORK/drv.img" "$TAR" > "$WORK/drv.out" 2> "$WORK/drv.err"; then
+	check_image driver "$WORK/drv.img"
+	# The callback ran, counted every member, never went back, read to the end.
+	read -r _ calls files bytes total rest < "$WORK/drv.out"
+	[ "$calls" -gt 0 ] && [ "$files" -ge "$(wc -l < "$WORK/src.txt")" ] && [ -z "$rest" ] ||
+		bad "driver: progress reports: $(cat "$WORK/drv.out")"
+	[ "$total" = "$(stat -c %s "$TAR")" ] && [ "$bytes" = "$total" ] ||
+		bad "driver: progress bytes $bytes/$total, archive $(stat -c %s "$TAR") bytes"
+else
+	bad "driver fill failed: $(cat "$WORK/drv.err")"
+fi
+"$DRV" "$WORK/drv2.img" - < "$TAR.gz" > "$WORK/drv2.out" 2>&1 && bad "driver: a missing image worked"
 
 note "a 5 GiB sparse file (mktree's sparse part at full size), owners and xattrs options"
 BIG=$(tree_get sparse) || fail "could not generate the sparse tree"
 tar -C "$BIG" --sparse --format=posix -cf "$WORK/sparse.tar" . || fail "tar -c sparse"
 ls -l "$WORK/sparse.tar"
-new_image "$WORK/sparse.img"
-if "$DRV" -r 4321:8765 -X "$WORK/sparse.img" "$WORK/sparse.tar" > /dev/null 2> "$WORK/sparse.err"; then
+if mkfs_d "$WORK/sparse.img" "$WORK/sparse.tar" --root-owner=4321:8765 2> "$WORK/sparse.err"; then
 	"$WALK" "${SRC_OPTS[@]}" posix "$BIG" | src_filter | grep -v '^\. ' > "$WORK/sparse-src.txt"
 	"$WALK" "${SRC_OPTS[@]}" lib "$WORK/sparse.img" | src_filter > "$WORK/sparse-lib.txt"
 	grep -v '^\. ' "$WORK/sparse-lib.txt" > "$WORK/sparse-lib-body.txt"
@@ -117,8 +139,8 @@ if "$DRV" -r 4321:8765 -X "$WORK/sparse.img" "$WORK/sparse.tar" > /dev/null 2> "
 else
 	bad "sparse: fill failed: $(cat "$WORK/sparse.err")"
 fi
-new_image "$WORK/nox.img"
-"$DRV" -X "$WORK/nox.img" "$TAR" > /dev/null 2> "$WORK/nox.err" || bad "-X fill: $(cat "$WORK/nox.err")"
+mkfs_d "$WORK/nox.img" "$TAR" --no-copy-xattrs 2> "$WORK/nox.err" ||
+	bad "--no-copy-xattrs: $(cat "$WORK/nox.err")"
 "$WALK" --no-ino lib "$WORK/nox.img" > "$WORK/nox.txt"
 n=$(grep -vc 'xattr=-$' "$WORK/nox.txt")
 [ "$n" = 0 ] || bad "-X (no_copy_xattrs): $n paths have xattrs or ACLs"
@@ -142,13 +164,22 @@ else
 	echo "NOTE: no loop device or not root: the kernel comparison did not run"
 fi
 
-note "reproducible: twice with a fixed time gives the same bytes"
+note "reproducible: twice with SOURCE_DATE_EPOCH, -U, hash_seed gives the same bytes"
 rfail=0
 for i in 1 2; do
-	new_image "$WORK/r$i.img"
-	"$DRV" -e "$EPOCH" "$WORK/r$i.img" "$TAR.gz" > /dev/null 2> "$WORK/r$i.err" ||
+	SOURCE_DATE_EPOCH=$EPOCH mkfs_d "$WORK/r$i.img" "$TAR.gz" 2> "$WORK/r$i.err" ||
 		{ bad "fixed-time fill $i: $(cat "$WORK/r$i.err")"; rfail=1; }
 done
+new_image "$WORK/r3.img"
+"$DRV" -e "$EPOCH" "$WORK/r3.img" "$TAR.gz" > /dev/null 2> "$WORK/r3.err" ||
+	{ bad "fixed-time driver fill: $(cat "$WORK/r3.err")"; rfail=1; }
+new_image "$WORK/r4.img"
+"$DRV" -e "$EPOCH" "$WORK/r4.img" - < "$TAR.zst" > /dev/null 2> "$WORK/r4.err" ||
+	{ bad "fixed-time driver fill: $(cat "$WORK/r4.err")"; rfail=1; }
+if [ $rfail = 0 ]; then
+	cmp "$WORK/r3.img" "$WORK/r4.img" && echo "ok: driver: .tar.gz and .tar.zst on stdin give the same bytes" ||
+		bad "driver: the same archive, .gz and .zst on stdin, gave different images"
+fi
 if [ $rfail = 1 ]; then
 	:
 elif cmp "$WORK/r1.img" "$WORK/r2.img"; then
@@ -325,6 +356,71 @@ for i in noino noblk; do
 	grep -Eq 'Inode|Block bitmap|count wrong|Unattached|Entry' <<< "$out" &&
 		bad "$i: e2fsck finds damage besides the error mark: $out"
 done
+
+note "failed uext4 mkfs -d: a created image is removed, an existing one marked"
+# cli_fail NAME PATTERN WHAT mkfs-args...: mkfs fails, the message matches
+# PATTERN, and says WHAT happened to the image (removed / marked).
+cli_fail() {
+	local name=$1 pat=$2 what=$3
+	shift 3
+	if "$UEXT4" mkfs -q "$@" > "$WORK/$name.cli.out" 2> "$WORK/$name.cli.err"; then
+		bad "cli $name: mkfs -d succeeded"
+	elif ! grep -Eq -- "$pat" "$WORK/$name.cli.err" || ! grep -q -- "$what" "$WORK/$name.cli.err"; then
+		bad "cli $name: the messages do not match /$pat/ and \"$what\": $(cat "$WORK/$name.cli.err")"
+	else
+		echo "ok: cli $name: $(tr '\n' ' ' < "$WORK/$name.cli.err")"
+	fi
+}
+cli_fail dotdot 'member "a/\.\./\.\./escape"' "removed" -d "$WORK/dotdot.tar" "$WORK/c1.img" 32M
+[ -e "$WORK/c1.img" ] && bad "cli dotdot: the image mkfs created is still there"
+cli_fail noblk 'member "big[0-9]".*no free blocks' "removed" -d "$WORK/big.tar" "$WORK/c2.img" 16M
+[ -e "$WORK/c2.img" ] && bad "cli noblk: the image mkfs created is still there"
+cli_fail nosource 'No such file' "removed" -d "$WORK/does-not-exist" "$WORK/c3.img" 16M
+[ -e "$WORK/c3.img" ] && bad "cli nosource: the image mkfs created is still there"
+truncate -s 16M "$WORK/c4.img"
+cli_fail noino-existing 'member "dir/file0[0-9]*".*no free inodes' "marked with an error" \
+	-N 128 -d "$WORK/many.tar" "$WORK/c4.img"
+if [ -e "$WORK/c4.img" ]; then
+	out=$(dumpe2fs -h "$WORK/c4.img" 2> /dev/null)
+	grep -q '^Filesystem state:.*with errors' <<< "$out" && grep -q '^FS Error count: *1' <<< "$out" ||
+		bad "cli noino-existing: the error is not recorded: $(grep -i -e state -e error <<< "$out")"
+	out=$(e2fsck -fn "$WORK/c4.img" 2>&1)
+	grep -Eq 'Inode|Block bitmap|count wrong|Unattached|Entry' <<< "$out" &&
+		bad "cli noino-existing: e2fsck finds damage besides the error mark: $out"
+else
+	bad "cli noino-existing: the existing image was removed"
+fi
+
+note "progress: a bar on a terminal, the summary alone on a pipe, nothing with -q"
+before=$FAILED
+if command -v script > /dev/null; then
+	rm -f "$WORK/p1.img"
+	script -qec "'$UEXT4' mkfs -b 4096 -d '$TAR.gz' '$WORK/p1.img' 256M" /dev/null > "$WORK/tty.out" 2>&1 ||
+		bad "mkfs -d under script failed: $(cat "$WORK/tty.out")"
+	grep -q $'\r[0-9]* files, .* MB/s' "$WORK/tty.out" && grep -q $'\033\[K' "$WORK/tty.out" ||
+		bad "no progress bar on a terminal: $(od -c "$WORK/tty.out" | head -20)"
+	grep -q 'members, .* in [0-9.]* s' "$WORK/tty.out" || bad "no summary on a terminal"
+	rm -f "$WORK/p2.img"
+	script -qec "'$UEXT4' mkfs -b 4096 -q -d '$TAR.gz' '$WORK/p2.img' 256M" /dev/null > "$WORK/ttyq.out" 2>&1 ||
+		bad "mkfs -q -d under script failed: $(cat "$WORK/ttyq.out")"
+	[ -s "$WORK/ttyq.out" ] && bad "-q on a terminal printed: $(od -c "$WORK/ttyq.out" | head)"
+	[ "$FAILED" = "$before" ] && echo "ok: a progress bar on a terminal ($(grep -o $'\r' "$WORK/tty.out" | wc -l) redraws), nothing with -q"
+else
+	echo "NOTE: script (util-linux) missing: the terminal checks did not run"
+fi
+before=$FAILED
+rm -f "$WORK/p3.img"
+"$UEXT4" mkfs -b 4096 -d "$TAR.gz" "$WORK/p3.img" 256M > "$WORK/pipe.out" 2> "$WORK/pipe.err" ||
+	bad "mkfs -d on a pipe failed: $(cat "$WORK/pipe.err")"
+[ -s "$WORK/pipe.err" ] && bad "progress on a pipe: stderr has $(od -c "$WORK/pipe.err" | head -5)"
+grep -q $'\r' "$WORK/pipe.out" && bad "a bar on a pipe"
+tail -1 "$WORK/pipe.out" | grep -q 'members, .* in [0-9.]* s' ||
+	bad "no summary on a pipe: $(tail -2 "$WORK/pipe.out")"
+rm -f "$WORK/p4.img"
+"$UEXT4" mkfs -b 4096 -q -d "$TAR.gz" "$WORK/p4.img" 256M > "$WORK/pipeq.out" 2>&1 ||
+	bad "mkfs -q -d failed: $(cat "$WORK/pipeq.out")"
+[ -s "$WORK/pipeq.out" ] && bad "-q printed: $(head -3 "$WORK/pipeq.out")"
+[ "$FAILED" = "$before" ] && echo "ok: on a pipe the summary only: $(tail -1 "$WORK/pipe.out")"
 
 [ "$FAILED" = 0 ] || fail "$FAILED check(s) failed"
 echo "PASS"
