@@ -8,9 +8,10 @@
  * the public write API under root's identity with umask 0, then given the
  * archive's attributes: xattrs and ACLs first (an access ACL sets the
  * permission bits), then one setattr with mode, owner, size (a trailing
- * hole of a sparse file) and times.  Directories get their times (and
- * inode flags, which could forbid filling them) at the end, as tar does:
- * creating their entries would change them.
+ * hole of a sparse file) and times.  Directories get their times at the
+ * end, as tar does (creating their entries would change them), and every
+ * inode its flags (immutable or append-only would refuse later members
+ * and hard links).
  *
  * The rules for odd members, as GNU tar applies them (uext4 mkfs --help
  * documents them):
@@ -48,11 +49,16 @@
 #define AR_READ_BLOCK (1u << 20)        /* libarchive's read size from fd */
 #define AR_WRITE_CHUNK (1u << 20)       /* data coalesced before a pwrite */
 
-/* A directory whose times and flags are set at the end. */
-struct ar_dir {
+/* What is set after the last member, as tar's fix-ups: a directory's
+ * times (its entries change them) and any inode's flags (immutable or
+ * append-only would refuse the members and links that follow). */
+struct ar_late {
 	uint64_t ino;
 	struct timespec atime, mtime;
 	uint32_t flags;
+	bool dir;           /* set atime and mtime */
+	bool gone;          /* removed by a later member: skip */
+	char *member;       /* for messages, when flags are set */
 };
 
 struct ar_fill {
@@ -63,8 +69,8 @@ struct ar_fill {
 	int fd;
 	const char *member;             /* the member being copied, for messages */
 	bool warned_abs;
-	struct ar_dir *dirs;
-	size_t ndirs, capdirs;
+	struct ar_late *late;
+	size_t nlate, caplate;
 	uint8_t *wbuf;                  /* AR_WRITE_CHUNK */
 	struct uext4_populate_progress prog;
 	/* The last parent directory resolved, as most members share it. */
@@ -491,7 +497,7 @@ static int set_attrs(struct ar_fill *f, uint64_t ino, struct archive_entry *e, b
 	return 0;
 }
 
-/* The inode flags the archive records (libarchive's Linux FS_*_FL). */
+/* The inode flags the archive sets (libarchive's Linux FS_*_FL). */
 static uint32_t entry_flags(struct archive_entry *e)
 {
 	unsigned long set = 0, clear = 0;
@@ -500,58 +506,82 @@ static uint32_t entry_flags(struct archive_entry *e)
 	return (uint32_t)set;
 }
 
-static int set_flags(struct ar_fill *f, uint64_t ino, uint32_t flags)
+/* Add flags to what the inode has (extents, inline data, ... stay). */
+static int add_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 {
-	int err;
+	uint32_t cur;
+	int err = uext4_get_flags(fs, ino, &cur);
 
-	if (!flags)
+	return err ? err : uext4_set_flags(fs, ino, cur | flags);
+}
+
+/* Note ino for the end: times when a directory, flags when any. */
+static int defer(struct ar_fill *f, uint64_t ino, struct archive_entry *e, bool dir)
+{
+	uint32_t flags = entry_flags(e);
+	struct ar_late *l;
+
+	if (!dir && !flags)
 		return 0;
-	if ((err = uext4_set_flags(f->fs, ino, flags)))
-		return member_err(f, err, "setting its inode flags", false);
-	return 0;
-}
+	if (f->nlate == f->caplate) {
+		size_t cap = f->caplate ? 2 * f->caplate : 256;
 
-static int defer_dir(struct ar_fill *f, uint64_t ino, struct archive_entry *e)
-{
-	if (f->ndirs == f->capdirs) {
-		size_t cap = f->capdirs ? 2 * f->capdirs : 256;
-		struct ar_dir *d = realloc(f->dirs, cap * sizeof(*d));
-
-		if (!d)
+		if (!(l = realloc(f->late, cap * sizeof(*l))))
 			return fs_err(ENOMEM, "out of memory");
-		f->dirs = d;
-		f->capdirs = cap;
+		f->late = l;
+		f->caplate = cap;
 	}
-	f->dirs[f->ndirs++] = (struct ar_dir){ ino, entry_atime(f, e), entry_mtime(f, e),
-					       entry_flags(e) };
+	l = &f->late[f->nlate];
+	*l = (struct ar_late){ .ino = ino, .flags = flags, .dir = dir };
+	if (dir) {
+		l->atime = entry_atime(f, e);
+		l->mtime = entry_mtime(f, e);
+	}
+	if (flags && !(l->member = strdup(f->member)))
+		return fs_err(ENOMEM, "out of memory");
+	f->nlate++;
 	return 0;
 }
 
-/* Every directory's times, then flags, in archive order (a later member
- * for the same directory wins). */
-static int finish_dirs(struct ar_fill *f)
+/* ino was freed (a later member replaced it): its number may come back. */
+static void forget_late(struct ar_fill *f, uint64_t ino)
 {
-	for (size_t i = 0; i < f->ndirs; i++) {
-		struct ar_dir *d = &f->dirs[i];
-		struct uext4_setattr sa = { .valid = UEXT4_SET_ATIME | UEXT4_SET_MTIME,
-					    .atime = d->atime, .mtime = d->mtime };
-		int err = uext4_setattr(f->fs, d->ino, &sa, NULL);
+	for (size_t i = 0; i < f->nlate; i++)
+		if (f->late[i].ino == ino)
+			f->late[i].gone = true;
+}
 
-		if (err == -ENOENT)
-			continue;   /* replaced by a later member */
+/* Every directory's times, then every flag, in archive order (a later
+ * member for the same directory wins). */
+static int finish_late(struct ar_fill *f)
+{
+	for (size_t i = 0; i < f->nlate; i++) {
+		struct ar_late *l = &f->late[i];
+		struct uext4_setattr sa = { .valid = UEXT4_SET_ATIME | UEXT4_SET_MTIME,
+					    .atime = l->atime, .mtime = l->mtime };
+		int err = l->dir && !l->gone ? uext4_setattr(f->fs, l->ino, &sa, NULL) : 0;
+
 		if (err)
 			return fs_err(-err, "setting directory times (inode %llu): %s",
-				      (unsigned long long)d->ino, uext4_last_error());
+				      (unsigned long long)l->ino, uext4_last_error());
 	}
-	for (size_t i = 0; i < f->ndirs; i++) {
-		int err = f->dirs[i].flags ? uext4_set_flags(f->fs, f->dirs[i].ino,
-							     f->dirs[i].flags) : 0;
+	for (size_t i = 0; i < f->nlate; i++) {
+		struct ar_late *l = &f->late[i];
+		int err = l->flags && !l->gone ? add_flags(f->fs, l->ino, l->flags) : 0;
 
-		if (err && err != -ENOENT)
-			return fs_err(-err, "setting directory flags (inode %llu): %s",
-				      (unsigned long long)f->dirs[i].ino, uext4_last_error());
+		if (err) {
+			f->member = l->member;
+			return member_err(f, err, "setting its inode flags", false);
+		}
 	}
 	return 0;
+}
+
+static void free_late(struct ar_fill *f)
+{
+	for (size_t i = 0; i < f->nlate; i++)
+		free(f->late[i].member);
+	free(f->late);
 }
 
 /* ------------------------------------------------------------ progress */
@@ -668,7 +698,11 @@ static int make_room(struct ar_fill *f, uint64_t dir, const char *name, bool new
 	} else {
 		err = uext4_unlink(f->fs, dir, name);
 	}
-	return err ? member_err(f, err, "replacing the earlier member of that path", false) : 0;
+	if (err)
+		return member_err(f, err, "replacing the earlier member of that path", false);
+	if (S_ISDIR(st.mode) || st.nlink <= 1)
+		forget_late(f, st.ino);
+	return 0;
 }
 
 static int make_file(struct ar_fill *f, uint64_t dir, const char *name,
@@ -781,9 +815,7 @@ static int make_other(struct ar_fill *f, uint64_t dir, const char *name,
 	if ((err = copy_extended(f, ino, e, &acl)) ||
 	    (err = set_attrs(f, ino, e, false, NULL, acl)))
 		return err;
-	if (type == AE_IFDIR)
-		return defer_dir(f, ino, e);
-	return set_flags(f, ino, entry_flags(e));
+	return defer(f, ino, e, type == AE_IFDIR);
 }
 
 /* The member that names dir itself ("./"): its attributes. */
@@ -798,7 +830,7 @@ static int fill_root(struct ar_fill *f, struct archive_entry *e)
 	if ((err = copy_extended(f, f->root, e, &acl)) ||
 	    (err = set_attrs(f, f->root, e, true, NULL, acl)))
 		return err;
-	return defer_dir(f, f->root, e);
+	return defer(f, f->root, e, true);
 }
 
 static int fill_member(struct ar_fill *f, struct archive_entry *e)
@@ -833,7 +865,7 @@ static int fill_member(struct ar_fill *f, struct archive_entry *e)
 		goto out;
 	if (type == AE_IFREG) {
 		if (!(err = make_file(f, dir, name, e, &ino)))
-			err = set_flags(f, ino, entry_flags(e));
+			err = defer(f, ino, e, false);
 	} else {
 		err = make_other(f, dir, name, e, keep);
 	}
@@ -936,7 +968,7 @@ int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 	if (!err)
 		err = fill_all(&f);
 	if (!err)
-		err = finish_dirs(&f);
+		err = finish_late(&f);
 	if (!err) {
 		/* Done: the whole stream counts as read (libarchive stops at the
 		 * end-of-archive blocks, before the padding of the last record). */
@@ -949,7 +981,7 @@ int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 	}
 	if (f.a)
 		archive_read_free(f.a);
-	free(f.dirs);
+	free_late(&f);
 	free(f.wbuf);
 	free(f.last_parent);
 	return err;

@@ -200,9 +200,12 @@ mkbad() {
 import io, sys, tarfile
 out, kind = sys.argv[1], sys.argv[2]
 
-def add(t, name, data=None, type=tarfile.REGTYPE, link="", mode=0o644, mtime=1600000000):
+def add(t, name, data=None, type=tarfile.REGTYPE, link="", mode=0o644, mtime=1600000000,
+        fflags=None):
     i = tarfile.TarInfo(name)
     i.type, i.linkname, i.mode, i.mtime = type, link, mode, mtime
+    if fflags:
+        i.pax_headers = {"SCHILY.fflags": fflags}
     if data is not None:
         i.size = len(data)
         t.addfile(i, io.BytesIO(data))
@@ -244,6 +247,15 @@ with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as t:
     elif kind == "through-symlink":
         add(t, "s", type=tarfile.SYMTYPE, link="/etc")
         add(t, "s/passwd", b"overwritten?\n")
+    elif kind == "flags":
+        # SCHILY.fflags as bsdtar writes them; set after the last member, so
+        # a hard link to an immutable file and a file in an append-only
+        # directory still go in.
+        add(t, "imm", b"immutable\n", fflags="schg")
+        add(t, "imm-link", type=tarfile.LNKTYPE, link="imm")
+        add(t, "d", type=tarfile.DIRTYPE, mode=0o755, fflags="nodump,sappnd")
+        add(t, "d/in", b"x\n", fflags="nodump")
+        add(t, "na", b"y\n", fflags="noatime")
     elif kind in ("truncated", "garbage"):
         for i in range(20):
             add(t, "file%02d" % i, bytes([65 + i]) * 30000)
@@ -318,6 +330,12 @@ line_of "$I" late/parent | grep -q 'type=d mode=0705 .*mtime=1400000000\.' ||
 	bad "dup: a directory after its contents did not get its attributes: $(line_of "$I" late/parent)"
 line_of "$I" late | grep -q 'type=d mode=0755 nlink=[0-9]* uid=0 gid=0' ||
 	bad "dup: a made parent is not 0755 root: $(line_of "$I" late)"
+
+expect_ok flags
+for pf in imm:i imm-link:i d:a d:d d/in:d na:A; do
+	out=$("$UEXT4" lsattr "$WORK/bad-flags.img" "/${pf%:*}" 2>&1)
+	[[ "${out%% *}" == *"${pf#*:}"* ]] || bad "flags: /${pf%:*} lacks ${pf#*:}: $out"
+done
 
 note "out of inodes, out of blocks"
 python3 - "$WORK/many.tar" "$WORK/big.tar" <<'EOF' || fail "python3"
