@@ -32,6 +32,9 @@ FUSE_LIBS := $(shell pkg-config --libs fuse3 2>/dev/null || echo -lfuse3)
 # FUSE over io_uring (fuse/uring.c): liburing-dev
 URING_CFLAGS := $(shell pkg-config --cflags liburing 2>/dev/null)
 URING_LIBS := $(shell pkg-config --libs liburing 2>/dev/null || echo -luring)
+# Tarballs into images (src/archive.c): libarchive-dev
+ARCHIVE_CFLAGS := $(shell pkg-config --cflags libarchive 2>/dev/null)
+ARCHIVE_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null || echo -larchive)
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS := -std=c17 -D_GNU_SOURCE -pthread -fPIC $(WARN) $(MODE_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := -pthread $(MODE_LDFLAGS)
@@ -53,7 +56,7 @@ lib: $(B)/libuext4.a
 
 $(B)/obj/src/%.o: src/%.c src/*.h include/uext4.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iinclude -c $< -o $@
+	$(CC) $(CFLAGS) $(ARCHIVE_CFLAGS) -Iinclude -c $< -o $@
 
 $(B)/obj/fuse/%.o: fuse/%.c fuse/*.h include/uext4.h
 	@mkdir -p $(dir $@)
@@ -68,19 +71,19 @@ $(B)/libuext4.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(B)/libuext4.so: $(LIB_OBJ)
-	$(CC) -shared $(LDFLAGS) -o $@ $^
+	$(CC) -shared $(LDFLAGS) -o $@ $^ $(ARCHIVE_LIBS)
 
 $(B)/uext4: $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a
-	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a $(FUSE_LIBS) $(URING_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a $(FUSE_LIBS) $(URING_LIBS) $(ARCHIVE_LIBS)
 
 # Tests may use internal headers; they link the static library.
 $(B)/tests/%: tests/%.c tests/*.h $(B)/libuext4.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(B)/libuext4.a $(LDFLAGS)
+	$(CC) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(ARCHIVE_LIBS)
 
 $(B)/bench/%: bench/%.c fuse/loop.c fuse/uring.c $(B)/libuext4.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(URING_CFLAGS) -Iinclude -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(FUSE_LIBS) $(URING_LIBS)
+	$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(URING_CFLAGS) -Iinclude -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(FUSE_LIBS) $(URING_LIBS) $(ARCHIVE_LIBS)
 
 check:
 	$(MAKE) BUILD=release all

@@ -171,6 +171,14 @@ int uext4_info(uext4_fs *fs, struct uext4_info *info);
  * or holds no ext2/3/4 superblock. */
 int uext4_probe(const char *path, struct uext4_info *info);
 int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st);
+/* Mark the file system as having an error (EXT4_ERROR_FS and the
+ * superblock's error fields, as the kernel records them; e2fsck and mounts
+ * see it), written at once: a tool whose work failed half-way (a failed
+ * mkfs -d) so that the image never passes as complete.  err: the errno
+ * value recorded (positive or negative); what: the function name stored
+ * (at most 31 bytes kept).  Unlike an error met by the library, the
+ * errors= policy does not act: the mount stays writable. */
+int uext4_record_error(uext4_fs *fs, int err, const char *what);
 int uext4_get_counters(uext4_fs *fs, struct uext4_counters *c);
 
 /* Inode operations. */

@@ -338,3 +338,20 @@ int fs_error_seen(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, co
 		handle_error(fs, EUCLEAN, ino, block, func);
 	return err;
 }
+
+/* uext4_record_error(): as fs_error() records, but the policy does not
+ * act: the caller (a failed fill) still unmounts cleanly, and the fields
+ * folded into every later superblock write keep the mark. */
+int uext4_record_error(uext4_fs *fs, int err, const char *what)
+{
+	struct fs_errors *e = fs ? fs->errs : NULL;
+	int werr;
+
+	if (!e || !e->writable)
+		return fs_err(EROFS, "recording an error: the file system is mounted read-only");
+	ulock_lock(&e->lock);
+	record(e, err < 0 ? -err : err, 0, 0, what);
+	werr = write_image(fs, e);
+	ulock_unlock(&e->lock);
+	return werr ? fs_err(-werr, "recording an error in the superblock failed") : 0;
+}
