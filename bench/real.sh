@@ -25,9 +25,13 @@
 # 5x at 2; rsync, tar x, tar c and rm -rf within 2x of the kernel.  The
 # image of the last uext4 run of each workload is checked with e2fsck -fn.
 #
+# REQUESTS=1 adds, for each uext4 target and workload, one more run with
+# the server in the foreground under -o debug (libfuse's request trace),
+# untimed: the FUSE requests of the workload's timed part, per entry of SRC
+# (for rsync, tar x/c, rm -rf) and by opcode, in a second table.
 # Environment: RUNS, LOOPS, MOUNT_OPTS, TARGETS (default "uext4 fuse2fs
 # kernel"), WORKLOADS (default all), DBENCH_SECS (default 20), SRC, UEXT4,
-# OUT (default bench/results).  With RUNS=3 DBENCH_SECS=10 a full run took
+# OUT (default bench/results), REQUESTS.  With RUNS=3 DBENCH_SECS=10 a full run took
 # 19 minutes on the shared 2-core machine (load 3-4) before the unmount
 # wait used the image's flock, about 2 minutes less since; dbench is 60% of
 # it (DBENCH_SECS), and TARGETS without fuse2fs, fewer LOOPS or WORKLOADS,
@@ -43,6 +47,7 @@ WORKLOADS=${WORKLOADS:-dbench-1 dbench-2 dbench-8 rsync tar-x tar-c rm-rf git sq
 DBENCH_SECS=${DBENCH_SECS:-20}
 SRC=${SRC:-/usr/include}
 OUT=${OUT:-$TOP/bench/results}
+REQUESTS=${REQUESTS:-0}
 pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; }
 UEXT4=${UEXT4:-$(pick "$TOP/build/fast/uext4" "$TOP/build/uext4")}
 [ -x "$UEXT4" ] || { echo "real.sh: build uext4 first (make BUILD=fast)"; exit 1; }
@@ -102,10 +107,23 @@ target_list() {
 	done
 }
 
+# The request-counting run's server: foreground, -o debug, trace in TRACE.
+TRACE=
+mount_traced() {
+	local i
+	"$UEXT4" mount -f -o "debug,loop=${1#uext4-}${MOUNT_OPTS:+,$MOUNT_OPTS}" "$IMG" "$MNT" \
+		>"$TRACE" 2>&1 &
+	for ((i = 0; i < 300; i++)); do
+		mountpoint -q "$MNT" && return 0
+		sleep 0.1 # polling for the mount to appear, 30 s deadline
+	done
+	return 1
+}
 mount_target() {
 	case $1 in
 	uext4-*)
 		[ "$1" = uext4-uring ] && uring_switch on
+		if [ -n "$TRACE" ]; then mount_traced "$1"; return; fi
 		"$UEXT4" mount -o "loop=${1#uext4-}${MOUNT_OPTS:+,$MOUNT_OPTS}" "$IMG" "$MNT" 2>"$W/mount.err" ||
 			{ cat "$W/mount.err"; return 1; }
 		if grep -q "using the classic loop" "$W/mount.err"; then
@@ -145,6 +163,12 @@ umount_target() {
 }
 
 now() { date +%s.%N; }
+# start: the timed part of a workload begins (prints the time; marks where
+# its requests begin in the trace of a counting run).
+start() {
+	[ -n "$TRACE" ] && wc -l <"$TRACE" >"$W/trace.from"
+	now
+}
 elapsed() { echo "$(now) $1" | awk '{printf "%.3f", $1 - $2}'; }
 
 # settle DIR: sync -f DIR; a failure (the server refused to write something
@@ -165,25 +189,25 @@ run_workload() {
 			awk '/^Throughput/ {print $2; found=1} END {if (!found) print "-"}' ;;
 	rsync)
 		have rsync || { echo -; return; }
-		t0=$(now); rsync -a "$SRC/" "$MNT/inc/" || { echo -; return; }; settle "$MNT/inc"; elapsed "$t0" ;;
+		t0=$(start); rsync -a "$SRC/" "$MNT/inc/" || { echo -; return; }; settle "$MNT/inc"; elapsed "$t0" ;;
 	tar-x)
-		t0=$(now); tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"; elapsed "$t0" ;;
+		t0=$(start); tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"; elapsed "$t0" ;;
 	tar-c)
 		tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"
 		remount_cold || { echo -; return; }
-		t0=$(now); tar -C "$MNT" -cf - . | cat >/dev/null; elapsed "$t0" ;;
+		t0=$(start); tar -C "$MNT" -cf - . | cat >/dev/null; elapsed "$t0" ;;
 	rm-rf)
 		tar -C "$MNT" -xf "$TARBALL" || { echo -; return; }; settle "$MNT"
-		t0=$(now); rm -rf "${MNT:?}/$(basename "$SRC")" || { echo -; return; }; settle "$MNT"; elapsed "$t0" ;;
+		t0=$(start); rm -rf "${MNT:?}/$(basename "$SRC")" || { echo -; return; }; settle "$MNT"; elapsed "$t0" ;;
 	git)
 		[ -n "$GITSRC" ] || { echo -; return; }
-		t0=$(now)
+		t0=$(start)
 		git clone -q "$GITSRC" "$MNT/repo" && git -C "$MNT/repo" status --porcelain >/dev/null ||
 			{ echo -; return; }
 		settle "$MNT"; elapsed "$t0" ;;
 	sqlite)
 		have sqlite3 || { echo -; return; }
-		t0=$(now)
+		t0=$(start)
 		{ echo "CREATE TABLE t(a INTEGER, b TEXT); BEGIN;"
 		  seq 1 100000 | awk '{printf "INSERT INTO t VALUES(%d, \"row-%d\");\n", $1, $1}'
 		  echo "COMMIT;"; } | sqlite3 "$MNT/db.sqlite" || { echo -; return; }
@@ -234,6 +258,41 @@ for wl in $WORKLOADS; do
 	done
 done
 
+# count_requests WORKLOAD TARGET: the counting run; a line for REQ.
+REQ=$W/requests
+: >"$REQ"
+ENTRIES=$(tar -tf "$TARBALL" | wc -l)
+count_requests() {
+	local wl=$1 t=$2 from per
+	TRACE=$W/trace.log
+	: >"$TRACE"
+	echo 0 >"$W/trace.from"
+	fresh_image
+	drop_caches
+	CUR_TARGET=$t
+	if mount_target "$t"; then
+		run_workload "$wl" >/dev/null
+		umount_target "$t"
+		from=$(cat "$W/trace.from")
+		tail -n +"$((from + 1))" "$TRACE" | awk '/^unique: [0-9]+, opcode: / {n[$4]++; all++}
+			END {printf "%d", all; for (o in n) printf " %s=%d", o, n[o]; print ""}' >"$W/req.line"
+		per=-
+		case $wl in rsync | tar-x | tar-c | rm-rf) per=$(awk -v e="$ENTRIES" '{printf "%.2f", $1 / e}' "$W/req.line") ;; esac
+		echo "$wl $t $per $(cat "$W/req.line")" >>"$REQ"
+		printf '%-9s %-12s requests: %s (per entry of SRC: %s)\n' "$wl" "$t" "$(cut -d' ' -f1 "$W/req.line")" "$per"
+	else
+		echo "real.sh: counting run: mounting $t failed"
+	fi
+	TRACE=
+}
+if [ "$REQUESTS" = 1 ]; then
+	for wl in $WORKLOADS; do
+		for t in $(target_list); do
+			case $t in uext4-*) count_requests "$wl" "$t" ;; esac
+		done
+	done
+fi
+
 # The table: one row per workload, one column per target.
 report() {
 targets=$(target_list | tr '\n' ' ')
@@ -245,6 +304,15 @@ for wl in $WORKLOADS; do
 	for t in $targets; do printf ' %s |' "$(awk -v w="$wl" -v t="$t" '$1==w && $2==t {print $3 $4}' "$RES")"; done
 	echo
 done
+if [ -s "$REQ" ]; then
+	echo
+	echo "FUSE requests of the timed part (one untimed run under -o debug; per entry of SRC, $ENTRIES entries):"
+	echo
+	echo "| workload | target | per entry | requests | by opcode |"
+	echo "|---|---|---|---|---|"
+	awk '{ops = ""; for (i = 5; i <= NF; i++) ops = ops (i > 5 ? " " : "") $i
+		printf "| %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, ops}' "$REQ"
+fi
 if grep -q 'E$' "$RES"; then
 	echo
 	echo "E: the final sync -f of at least one run failed: the server refused to write something back"

@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/fs.h>     /* FS_IOC_GETFLAGS, struct fsxattr */
+#include <linux/fuse.h>   /* the kill-suid/sgid request flags libfuse drops */
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -195,8 +196,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Page-cache invalidation on mtime change is pointless when every
 	 * write passes through the kernel, and costs a GETATTR per open. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-	/* The library does not clear setuid/setgid on write, truncate or
-	 * chown: let the kernel do it (it sends a SETATTR of the mode). */
+	/* Not the first version of killpriv, where the server drops
+	 * setuid/setgid on every write, truncate and chown (even root's):
+	 * the loop claims FUSE_HANDLE_KILLPRIV_V2 instead (peek_request). */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	/* libfuse 3.14 turns max_write into max_pages (256 pages = 1 MiB, its
 	 * buffer size and the kernel's limit); reads are bounded by max_pages
@@ -274,6 +276,133 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 	buf[n] = '\0';
 	fuse_reply_readlink(req, buf);
+}
+
+/* ------------------------------------------------------ killing privileges */
+
+/*
+ * FUSE_HANDLE_KILLPRIV_V2 (claimed in INIT by the loop, fuse/loop.h, as
+ * libfuse 3.14 cannot): the server, not the kernel, drops setuid/setgid
+ * and security.capability when a file is written, truncated or chowned.
+ * The kernel then makes no mode change of its own around those (without
+ * it, a GETATTR and a SETATTR of the mode per chown or truncate), and asks
+ * for security.capability (a GETXATTR before a write) once per inode and
+ * attribute refresh instead of on every write(2): the mount is SB_NOSEC
+ * and the inode gets S_NOSEC.  It says when to drop them with a flag in
+ * the request, which libfuse 3.14 does not pass on:
+ *   WRITE    FUSE_WRITE_KILL_SUIDGID   the writer lacks CAP_FSETID;
+ *   SETATTR  FATTR_KILL_SUIDGID        a truncate by a caller lacking
+ *                                      CAP_FSETID, or any chown of a
+ *                                      non-directory;
+ *   OPEN     FUSE_OPEN_KILL_SUIDGID    O_TRUNC by an opener lacking it
+ *   (CREATE carries it too, for a file that does not exist yet: nothing
+ *   to drop.)
+ * So the loop shows each request to peek_request() before libfuse
+ * dispatches it, on the thread that then serves it, and the handlers read
+ * the flag from this thread-local.  What is dropped follows the VFS
+ * (setattr_should_drop_suidgid): setuid always, setgid only with group
+ * execute (without it, setgid marks mandatory locking), and the
+ * capability xattr.
+ */
+static __thread bool req_kill_privs;
+
+static void peek_request(const void *req, size_t len)
+{
+	const struct fuse_in_header *in = req;
+	const void *arg = in + 1;
+	size_t room = len - sizeof(*in);    /* len >= sizeof(*in): the loop checks */
+
+	req_kill_privs = false;
+	switch (in->opcode) {
+	case FUSE_WRITE:
+		if (room >= sizeof(struct fuse_write_in))
+			req_kill_privs = ((const struct fuse_write_in *)arg)->write_flags &
+					 FUSE_WRITE_KILL_SUIDGID;
+		break;
+	case FUSE_SETATTR:
+		if (room >= sizeof(struct fuse_setattr_in))
+			req_kill_privs = ((const struct fuse_setattr_in *)arg)->valid &
+					 FATTR_KILL_SUIDGID;
+		break;
+	case FUSE_OPEN:
+		if (room >= sizeof(struct fuse_open_in))
+			req_kill_privs = ((const struct fuse_open_in *)arg)->open_flags &
+					 FUSE_OPEN_KILL_SUIDGID;
+		break;
+	default:
+		break;
+	}
+}
+
+/* mode without what a write, truncate or chown drops; true if it changed. */
+static bool drop_suid_sgid(uint32_t *mode)
+{
+	uint32_t m = *mode & ~(uint32_t)S_ISUID;
+
+	if ((m & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		m &= ~(uint32_t)S_ISGID;
+	if (m == *mode)
+		return false;
+	*mode = m;
+	return true;
+}
+
+/* Add to a the mode change that drops setuid/setgid, if one is needed. */
+static int kill_mode_in(struct server *s, fuse_ino_t ino, struct uext4_setattr *a)
+{
+	struct uext4_stat u;
+	uint32_t mode;
+	int ret;
+
+	if (a->valid & UEXT4_SET_MODE) {
+		mode = a->mode;
+	} else {
+		if ((ret = uext4_getattr(s->fs, to_ext4(ino), &u)) < 0)
+			return ret;
+		mode = u.mode & 07777;
+	}
+	if (drop_suid_sgid(&mode)) {
+		a->valid |= UEXT4_SET_MODE;
+		a->mode = mode;
+	}
+	return 0;
+}
+
+/* Remove security.capability, if there is one.  Probed first: most files
+ * have none, and the probe only reads. */
+static int kill_capability(struct server *s, fuse_ino_t ino)
+{
+	static const char cap[] = "security.capability";
+	ssize_t n = uext4_getxattr(s->fs, to_ext4(ino), cap, NULL, 0);
+	int ret;
+
+	if (n == -ENODATA || n == -EOPNOTSUPP)
+		return 0;
+	if (n < 0)
+		return (int)n;
+	ret = uext4_removexattr(s->fs, to_ext4(ino), cap);
+	return ret == -ENODATA ? 0 : ret;
+}
+
+static void notify_attr_changed(const struct server *s, fuse_ino_t ino);
+
+/* Before a WRITE that asks for it: drop setuid/setgid and the capability
+ * before the data changes, as the VFS does (a refusal, e.g. on an
+ * append-only file, fails the write, as there). */
+static int kill_privs_for_write(struct server *s, fuse_ino_t ino)
+{
+	struct uext4_setattr a = { 0 };
+	struct uext4_stat u;
+	int ret = kill_mode_in(s, ino, &a);
+
+	if (ret >= 0 && a.valid)
+		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	if (ret >= 0)
+		ret = kill_capability(s, ino);
+	/* The kernel has the old mode cached, and a WRITE reply carries none. */
+	if (ret >= 0 && a.valid)
+		notify_attr_changed(s, ino);
+	return ret;
 }
 
 /* ---------------------------------------------------------------- files */
@@ -798,12 +927,20 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct server *s = begin_write(req);
 	struct uext4_setattr a;
 	struct uext4_stat u;
-	int ret;
+	bool kill = req_kill_privs;     /* FATTR_KILL_SUIDGID */
+	int ret = 0;
 
 	to_setattr(attr, to_set, &a);
 	mark_cached_mtime(s, to_set, &a);
+	/* A truncate or chown that drops privileges does it in the same call
+	 * (one transaction, and the reply carries the new mode). */
+	if (kill)
+		ret = kill_mode_in(s, ino, &a);
 	/* ftruncate(fi) changes the same inode: the library works on inodes. */
-	ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	if (ret >= 0)
+		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	if (ret >= 0 && kill)
+		ret = kill_capability(s, ino);
 	reply_attr_or_err(req, s, ret, &u);
 }
 
@@ -899,8 +1036,17 @@ static int truncate_on_open(struct server *s, fuse_ino_t ino)
 {
 	struct uext4_setattr a = { .valid = UEXT4_SET_SIZE | UEXT4_SET_MTIME_NOW, .size = 0 };
 	struct uext4_stat u;
+	bool kill = req_kill_privs;     /* FUSE_OPEN_KILL_SUIDGID */
+	int ret = kill ? kill_mode_in(s, ino, &a) : 0;
 
-	return uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	if (ret >= 0)
+		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	if (ret >= 0 && kill)
+		ret = kill_capability(s, ino);
+	/* The kernel refreshes the size it truncated, not the mode. */
+	if (ret >= 0 && (a.valid & UEXT4_SET_MODE))
+		notify_attr_changed(s, ino);
+	return ret;
 }
 
 /* Hand the open file to the kernel; if the opener was interrupted meanwhile
@@ -971,6 +1117,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		begin_write(req);
 	if (off < 0) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (req_kill_privs && (n = kill_privs_for_write(srv(req), ino)) < 0) {
+		reply_err(req, n);
 		return;
 	}
 	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
@@ -1585,6 +1735,9 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		/* the loop says when it serves: uring's fallback line must show */
 		.ready = o->ready_fd >= 0 ? ready_cb : NULL,
 		.ready_arg = (void *)&o->ready_fd,
+		/* the server drops setuid/setgid/capabilities (peek_request) */
+		.init_flags = o->read_only ? 0 : FUSE_HANDLE_KILLPRIV_V2,
+		.peek = o->read_only ? NULL : peek_request,
 	};
 	int ret;
 

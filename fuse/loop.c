@@ -4,10 +4,14 @@
 #include "loop.h"
 
 #include <errno.h>
+#include <linux/fuse.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int uext4_loop_parse(const char *s, enum uext4_loop_kind *kind)
 {
@@ -36,6 +40,99 @@ const char *uext4_loop_name(enum uext4_loop_kind kind)
 	case UEXT4_LOOP_AUTO: return "auto";
 	}
 	return "?";
+}
+
+/*
+ * Request hooks (loop.h): the session's, one per process.  init_flags and
+ * peek are set before the session reads its first request; the INIT
+ * fields are written while INIT is served, which the kernel lets no other
+ * request overtake, and only read afterwards (atomics, relaxed: the order
+ * comes from the kernel, which TSan cannot see).
+ */
+static struct {
+	uint32_t init_flags;
+	void (*peek)(const void *req, size_t len);
+	_Atomic uint64_t init_unique;   /* the INIT request's, 0 before/after it */
+	_Atomic uint32_t offered;       /* its fuse_init_in.flags */
+} hooks;
+
+void uext4_loop_hooks_set(const struct uext4_loop_opts *o)
+{
+	hooks.init_flags = o->init_flags;
+	hooks.peek = o->peek;
+	atomic_store_explicit(&hooks.init_unique, 0, memory_order_relaxed);
+	atomic_store_explicit(&hooks.offered, 0, memory_order_relaxed);
+}
+
+void uext4_loop_request(const void *req, size_t len)
+{
+	const struct fuse_in_header *in = req;
+
+	if (len < sizeof(*in))
+		return;
+	if (in->opcode == FUSE_INIT &&
+	    len >= sizeof(*in) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
+		const struct fuse_init_in *arg = (const void *)(in + 1);
+
+		atomic_store_explicit(&hooks.offered, arg->flags, memory_order_relaxed);
+		atomic_store_explicit(&hooks.init_unique, in->unique, memory_order_relaxed);
+	}
+	if (hooks.peek)
+		hooks.peek(req, len);
+}
+
+/* libfuse's INIT reply: add the flags it does not know, where offered. */
+void uext4_loop_init_reply(struct iovec *iov, int count)
+{
+	const struct fuse_out_header *oh = iov[0].iov_base;
+	uint64_t unique = atomic_load_explicit(&hooks.init_unique, memory_order_relaxed);
+	struct fuse_init_out *out;
+
+	if (!unique || oh->unique != unique)
+		return;
+	atomic_store_explicit(&hooks.init_unique, 0, memory_order_relaxed);
+	if (oh->error || count < 2 ||
+	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t))
+		return;
+	out = iov[1].iov_base;
+	out->flags |= hooks.init_flags & atomic_load_explicit(&hooks.offered, memory_order_relaxed);
+}
+
+static ssize_t classic_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t n = read(fd, buf, len);
+
+	(void)userdata;
+	if (n > 0)
+		uext4_loop_request(buf, (size_t)n);
+	return n;
+}
+
+static ssize_t classic_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	(void)userdata;
+	uext4_loop_init_reply(iov, count);
+	return writev(fd, iov, count);
+}
+
+/* Splice stays off where these are installed: the server turns SPLICE_READ
+ * off in its init, and replies go through writev. */
+static const struct fuse_custom_io classic_io = {
+	.writev = classic_writev,
+	.read = classic_read,
+};
+
+/* The classic loops get the hooks through the session's custom I/O, once
+ * (a URING session that fell back has its own hooks in place). */
+static int install_classic_hooks(struct fuse_session *se, const struct uext4_loop_opts *o)
+{
+	static int installed;
+
+	if (installed || (!o->init_flags && !o->peek))
+		return 0;
+	installed = 1;
+	uext4_loop_hooks_set(o);
+	return fuse_session_custom_io(se, &classic_io, fuse_session_fd(se));
 }
 
 static int run_mt(struct fuse_session *se, const struct uext4_loop_opts *o)
@@ -173,6 +270,8 @@ int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 	}
 	if (o->kind == UEXT4_LOOP_URING)
 		return uext4_uring_run(se, o);  /* calls o->ready itself */
+	if (!o->hooks_in_place && install_classic_hooks(se, o) < 0)
+		return -EIO;
 	if (o->ready)
 		o->ready(o->ready_arg);
 	switch (o->kind) {

@@ -27,6 +27,8 @@
 #define FUSE_USE_VERSION 312
 #endif
 #include <fuse_lowlevel.h>
+#include <stdint.h>
+#include <sys/uio.h>
 
 enum uext4_loop_kind { UEXT4_LOOP_ST = 0, UEXT4_LOOP_MT, UEXT4_LOOP_POOL, UEXT4_LOOP_URING,
 		       UEXT4_LOOP_AUTO };
@@ -41,6 +43,16 @@ struct uext4_loop_opts {
 	 * daemon's parent sees the fallback message before it exits. */
 	void (*ready)(void *arg);
 	void *ready_arg;
+	/* INIT flags (fuse_init_out.flags, bits below 32) to claim where the
+	 * kernel offers them, on top of what libfuse claims: flags libfuse
+	 * 3.14 does not know (FUSE_HANDLE_KILLPRIV_V2).  0 = none. */
+	uint32_t init_flags;
+	/* Called (if set) with each request as the kernel sent it (in-header
+	 * first, contiguous), on the thread that then serves it, right before
+	 * libfuse dispatches it: for request fields libfuse drops (the write,
+	 * open and setattr kill-suid/sgid flags). */
+	void (*peek)(const void *req, size_t len);
+	int hooks_in_place;     /* internal: uring.c's own hooks serve (fallback) */
 };
 
 /* Parse "st", "mt", "pool", "uring" or "auto"; returns -1 if unknown. */
@@ -53,6 +65,17 @@ int uext4_loop_run(struct fuse_session *se, const struct uext4_loop_opts *o);
 
 /* The classic (/dev/fuse) loop AUTO uses without io_uring. */
 enum uext4_loop_kind uext4_loop_classic(void);
+
+/* For fuse/uring.c, which serves through hooks of its own: what a loop
+ * with o's init_flags and peek does with a request it read (before libfuse
+ * sees it) and with libfuse's reply to INIT (before the kernel sees it).
+ * The state they share is written only while INIT is served (one thread,
+ * before any other request) and read-only afterwards. */
+void uext4_loop_request(const void *req, size_t len);
+void uext4_loop_init_reply(struct iovec *iov, int count);
+/* Install those two as the session's I/O for a classic loop (loop.c does
+ * it itself; uring.c, whose hooks call them, sets the state only). */
+void uext4_loop_hooks_set(const struct uext4_loop_opts *o);
 
 /* The URING loop (fuse/uring.c); uext4_loop_run calls it.  Without the
  * kernel's support it serves with the loop `fallback` (AUTO: quietly). */

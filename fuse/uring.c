@@ -166,6 +166,8 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata)
 		t->offered = (arg->flags & FUSE_INIT_EXT) &&
 			     (arg->flags2 & U4_OVER_IO_URING_FLAGS2);
 	}
+	if (n > 0)
+		uext4_loop_request(buf, (size_t)n);
 	return n;
 }
 
@@ -221,6 +223,7 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 		return capture_reply(e, iov, count);
 	if (t && out->unique && out->unique == t->init_unique && !t->init_replied) {
 		patch_init_reply(t, iov, count);
+		uext4_loop_init_reply(iov, count);
 		n = writev(fd, iov, count);
 		if (n >= 0 && out->error == 0)
 			t->init_replied = 1;
@@ -364,6 +367,7 @@ static void serve_ent(struct uring_ent *e)
 		e->unique = in.unique;
 		e->replied = 0;
 		cur_ent = e;
+		uext4_loop_request(start, in.len);
 		fuse_session_process_buf(e->q->t->se, &fbuf);
 		cur_ent = NULL;
 		if (!e->replied) {
@@ -643,6 +647,7 @@ int uext4_uring_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 		return uext4_loop_run(se, &classic);
 	}
 	the_transport = &t;
+	uext4_loop_hooks_set(o);        /* our hooks call the loop's */
 	ret = fuse_session_custom_io(se, &uring_io, t.fd);
 	if (ret < 0) {
 		the_transport = NULL;
@@ -653,6 +658,7 @@ int uext4_uring_run(struct fuse_session *se, const struct uext4_loop_opts *o)
 	up = ret == 0 && try_uring(&t) == 0;
 	call_ready(o);
 	classic.ready = NULL;
+	classic.hooks_in_place = 1;
 	if (up)
 		classic.kind = UEXT4_LOOP_ST;   /* beside the queues: one thread */
 	if (ret == 0)

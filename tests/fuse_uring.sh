@@ -14,7 +14,7 @@
 #      creates and stats really complete on those rings (the CqHead counters
 #      in /proc/PID/fdinfo grow by at least 300), with no classic
 #      read(2)-served fallback.  Content checks and e2fsck -fn as in 1.
-#   3. The FUSE tests fuse_rw.sh, fuse_ro.sh and fuse_kill.sh run as they
+#   3. The FUSE tests fuse_rw.sh, fuse_ro.sh, fuse_kill.sh and killpriv.sh run as they
 #      are, over io_uring (UEXT4_FUSE_LOOP=uring makes it the default loop).
 # test-timeout: 1500
 . "$(dirname "$0")/lib.sh"
@@ -130,7 +130,7 @@ echo 1 > "$PARAM"
 round uring
 
 note "3. the FUSE tests over io_uring"
-for t in fuse_rw fuse_ro fuse_kill; do
+for t in fuse_rw fuse_ro fuse_kill killpriv; do
 	UEXT4_FUSE_LOOP=uring bash "$TOP/tests/$t.sh" > "$T/$t.log" 2>&1
 	rc=$?
 	case $rc in
