@@ -756,6 +756,9 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	m->apb = bs / 4;
 	m->first_data = bs == 1024 ? 1 : 0;
 	m->blocks = bytes / bs;
+	/* mke2fs rounds the size down to whole pages; 4 KiB here whatever the
+	 * host's page size, so that the image does not depend on the host */
+	m->blocks &= ~(uint64_t)(4096 / bs - 1);
 	if ((err = setup_features(m, type)))
 		return err;
 	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;

@@ -18,6 +18,7 @@
 #      e2fsck -fn clean.
 #      A loop device full of random bytes (no zeros to rely on), made with
 #      the defaults, -t ext2 and -E lazy_itable_init=0: the same.
+#      uext4 itself writes into images of each type (put, mkdir, rm).
 #   4. resize2fs grows one offline; the kernel grows one online (resize2fs
 #      on the mounted loop device after growing the file and losetup -c);
 #      e2fsck -fn clean after each.
@@ -249,6 +250,19 @@ if can_loop; then
 else
 	echo "no loop devices or not root: the kernel and resize parts are not run"
 fi
+
+note "3c. uext4 writes into its own images"
+for k in "" "-t ext2" "-t ext3" "-b 1024 -N 2000"; do
+	img=$D/w.img
+	rm -f "$img"
+	# shellcheck disable=SC2086
+	"$UEXT4" mkfs -q $k "$img" 128M || fail "mkfs $k"
+	"$UEXT4" put "$img" "$TOP/src" /src || fail "uext4 put into mkfs $k"
+	"$UEXT4" mkdir -p "$img" /a/b/c && "$UEXT4" rm -r "$img" /src/ondisk.h || fail "uext4 writes into mkfs $k"
+	fsck_clean "$img" || fail "mkfs $k: e2fsck after uext4 wrote"
+	echo "mkfs ${k:-(defaults)}: uext4 wrote, e2fsck clean"
+done
+rm -f "$D/w.img"
 
 note "5. -F and -n"
 img=$D/f.img
