@@ -10,6 +10,8 @@
 #      SOURCE_DATE_EPOCH), but for the fields ARCHITECTURE.md documents:
 #      "Lifetime writes" (what each tool wrote) and "Checksum" (of the
 #      superblock, which holds that count); full `dumpe2fs` must run.
+#      Then random sizes (1 MiB to 3 GiB, not multiples of anything) with
+#      random block sizes and options, the seed printed (MKFS_SEED repeats).
 #   2. Sizes 8 MiB to 16 TiB (sparse; 16 TiB only where the directory's file
 #      system allows such a file): the same checks; the 16 TiB mkfs must take
 #      under 1 s in a release build (timed, printed).
@@ -128,6 +130,24 @@ if [ "$QUICK" = 0 ]; then
 	check_variant 1G -b 1024 -O ^flex_bg
 fi
 note "$VARIANTS variants clean and equal to mke2fs's"
+
+note "1b. random sizes and options against mke2fs"
+SEED_R=${MKFS_SEED:-$RANDOM}
+echo "seed $SEED_R (MKFS_SEED=$SEED_R repeats it)"
+RANDOM=$SEED_R
+ROPTS=("" "-t ext3" "-t ext2" "-O ^flex_bg" "-I 128" "-O ^metadata_csum,uninit_bg" "-G 2"
+	"-G 64" "-O ^resize_inode" "-O ^extent,^64bit" "-m 0")
+N_RANDOM=8
+[ "$QUICK" = 1 ] && N_RANDOM=2
+for ((i = 0; i < N_RANDOM; i++)); do
+	size=$(((RANDOM * 32768 + RANDOM) % 3000000 + 1100))K
+	# shellcheck disable=SC2206
+	opt=(-b $((1024 << (RANDOM % 3))) ${ROPTS[RANDOM % ${#ROPTS[@]}]})
+	[ $((RANDOM % 4)) = 0 ] && opt+=(-N $((RANDOM * 3 + 20)))
+	[ $((RANDOM % 4)) = 0 ] && opt+=(-i $((4096 << (RANDOM % 5))))
+	check_variant "$size" "${opt[@]}"
+	echo "  $size ${opt[*]}: clean, equal"
+done
 
 note "2. sizes"
 SIZES="8M 64M 511M 1G 100G 5T"
