@@ -210,7 +210,7 @@ if can_loop; then
 		mount -t ext4 "$dev" "$D/m" && write_tree "$D/m" ||
 			{ losetup -d "$dev"; fail "kernel write on the device made by mkfs $k"; }
 		out=$("$UEXT4" mkfs -q -F "$dev" 2>&1) && fail "mkfs -F of a mounted device worked"
-		echo "$out" | grep -q "in use" || fail "mkfs -F of a mounted device says: $out"
+		grep -q "in use" <<< "$out" || fail "mkfs -F of a mounted device says: $out"
 		umount "$D/m" || fail "umount $dev"
 		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck after the kernel"; }
 		echo "block device, mkfs ${k:-(defaults)}: e2fsck clean, kernel wrote, clean"
@@ -290,7 +290,7 @@ rm -f "$img"
 "$UEXT4" mkfs -q "$img" 64M || fail "mkfs"
 cp "$img" "$D/f.copy"
 out=$("$UEXT4" mkfs -q "$img" 2>&1) && fail "mkfs over an ext4 image without -F worked"
-echo "$out" | grep -q "already holds an ext4 file system" || fail "refusal says: $out"
+grep -q "already holds an ext4 file system" <<< "$out" || fail "refusal says: $out"
 cmp "$img" "$D/f.copy" || fail "a refused mkfs changed the image"
 out=$("$UEXT4" mkfs -q -n "$img" 2>&1) || fail "-n on an existing image: $out"
 cmp "$img" "$D/f.copy" || fail "-n changed the image"
@@ -301,7 +301,7 @@ grep -q "Inodes per group: 8192" "$D/n.out" || { cat "$D/n.out"; fail "-n geomet
 truncate -s 64M "$D/x.img"
 printf 'XFSB' | dd of="$D/x.img" conv=notrunc status=none
 out=$("$UEXT4" mkfs -q "$D/x.img" 2>&1) && fail "mkfs over an XFS magic worked"
-echo "$out" | grep -q "XFS" || fail "refusal says: $out"
+grep -q "XFS" <<< "$out" || fail "refusal says: $out"
 theirs "$D/t.img" 64M || fail "mke2fs"
 out=$("$UEXT4" mkfs -q "$D/t.img" 2>&1) && fail "mkfs over mke2fs's image worked"
 "$UEXT4" mkfs -q -F -U "$UUID" "$img" || fail "-F"
@@ -357,7 +357,7 @@ bad() { # bad WHAT-IN-MESSAGE ARGS...
 	out=$("$UEXT4" mkfs "$@" 2>&1)
 	rc=$?
 	[ "$rc" = 2 ] || fail "uext4 mkfs $*: exit $rc, want 2 ($out)"
-	echo "$out" | grep -qF -- "$want" || fail "uext4 mkfs $*: message '$out' does not say '$want'"
+	grep -qF -- "$want" <<< "$out" || fail "uext4 mkfs $*: message '$out' does not say '$want'"
 }
 rm -f "$D/bad.img"
 bad "-b 3000" -b 3000 "$D/bad.img" 64M
@@ -372,9 +372,9 @@ bad "too small" "$D/bad.img" 16K
 bad "missing IMAGE"
 bad "extents must be enabled" -O ^extent "$D/bad.img" 64M
 out=$(SOURCE_DATE_EPOCH=soon "$UEXT4" mkfs "$D/bad.img" 64M 2>&1)
-[ $? = 2 ] && echo "$out" | grep -q "SOURCE_DATE_EPOCH=soon" || fail "SOURCE_DATE_EPOCH=soon: $out"
+[ $? = 2 ] && grep -q "SOURCE_DATE_EPOCH=soon" <<< "$out" || fail "SOURCE_DATE_EPOCH=soon: $out"
 out=$("$UEXT4" mkfs "$D/absent.img" 2>&1) && fail "mkfs of a missing image without SIZE worked"
-echo "$out" | grep -q "give a SIZE" || fail "missing image: $out"
+grep -q "give a SIZE" <<< "$out" || fail "missing image: $out"
 [ -e "$D/bad.img" ] && fail "a refused mkfs left $D/bad.img"
 echo "bad arguments: exit 2, named"
 
@@ -387,7 +387,7 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	MOUNTS+=("$D/cm")
 	echo hello > "$D/cm/f" && [ "$(cat "$D/cm/f")" = hello ] || fail "write through the new mount"
 	out=$("$UEXT4" mkfs -q -F "$img" 2>&1) && fail "mkfs -F of an image a uext4 mount holds worked"
-	echo "$out" | grep -q "in use" || fail "mkfs -F of a mounted image says: $out"
+	grep -q "in use" <<< "$out" || fail "mkfs -F of a mounted image says: $out"
 	"$UEXT4" umount "$D/cm" || fail "umount"
 	fsck_clean "$img" || fail "e2fsck after mount --create"
 	"$UEXT4" mount --create 1G "$img" "$D/cm" || fail "mount --create of an existing image"
