@@ -164,6 +164,13 @@ if truncate -s 16T "$big" 2> /dev/null; then
 	*) [ "$ms" -lt 1000 ] || fail "16 TiB mkfs took $ms ms (want under 1 s)" ;;
 	esac
 	fsck_clean "$big" || fail "16 TiB: e2fsck"
+	if can_loop; then
+		mkdir -p "$D/m"
+		kmount "$big" "$D/m" rw && cp -a "$TOP/src" "$D/m/" && kumount "$D/m" ||
+			fail "the kernel's read-write mount of the 16 TiB image"
+		fsck_clean "$big" || fail "16 TiB: e2fsck after the kernel wrote"
+		echo "16 TiB: the kernel mounted it read-write and wrote; e2fsck clean"
+	fi
 	rm -f "$big"
 	[ "$QUICK" = 1 ] || check_variant 16T
 else
