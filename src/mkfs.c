@@ -719,19 +719,13 @@ retry:
 	return 0;
 }
 
-static int setup_geometry(struct mk *m, uint64_t bytes)
+/* Block size, inode ratio and inode size: by the size type unless given. */
+static int setup_sizes(struct mk *m, uint64_t bytes, uint32_t *ratio)
 {
 	const struct uext4_mkfs_opts *o = m->o;
-	int type = parse_type(o->fs_type);
-	uint32_t bs, ratio;
-	uint64_t inodes;
-	double reserved;
-	int err;
+	uint32_t bs;
 
-	if (!type)
-		return fs_err(EINVAL, "-t %s: unknown file system type (ext2, ext3 or ext4)",
-			      o->fs_type);
-	size_type(bytes, &bs, &ratio);
+	size_type(bytes, &bs, ratio);
 	if (o->block_size) {
 		if (o->block_size != 1024 && o->block_size != 2048 && o->block_size != 4096)
 			return fs_err(EINVAL, "-b %u: block size must be 1024, 2048 or 4096",
@@ -742,13 +736,12 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 		if (o->inode_ratio < 1024 || o->inode_ratio > 64 * 1024 * 1024)
 			return fs_err(EINVAL, "-i %u: bytes per inode must be 1024 to 67108864",
 				      o->inode_ratio);
-		ratio = o->inode_ratio;
+		*ratio = o->inode_ratio;
 	}
-	if (ratio < bs)
-		ratio = bs;
+	if (*ratio < bs)
+		*ratio = bs;
 	m->inode_size = o->inode_size ? o->inode_size : 256;
-	if (m->inode_size != 128 && m->inode_size != 256 &&
-	    (m->inode_size < 128 || m->inode_size > bs || (m->inode_size & (m->inode_size - 1))))
+	if (m->inode_size < 128 || m->inode_size > bs || (m->inode_size & (m->inode_size - 1)))
 		return fs_err(EINVAL, "-I %u: inode size must be a power of 2 from 128 to the block "
 			      "size", m->inode_size);
 	m->bs = bs;
@@ -756,53 +749,74 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	m->apb = bs / 4;
 	m->first_data = bs == 1024 ? 1 : 0;
 	m->blocks = bytes / bs;
-	if ((err = setup_features(m, type)))
-		return err;
-	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;
+	/* mke2fs rounds the size down to whole pages; 4 KiB here whatever the
+	 * host's page size, so that the image does not depend on the host */
+	m->blocks &= ~(uint64_t)(4096 / bs - 1);
 	if (m->blocks < 64)
 		return fs_err(EINVAL, "%llu bytes is too small for a file system (at least 64 "
 			      "blocks of %u bytes)", (unsigned long long)bytes, bs);
+	return 0;
+}
+
+/* Reserved blocks (-m) and the inode count (-N, or by the ratio). */
+static int setup_counts(struct mk *m, uint32_t ratio, uint64_t *inodes, double *reserved)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+
 	if (m->blocks > 0xffffffffull && !HAS_INCOMPAT(m, 64BIT))
 		return fs_err(EINVAL, "%llu blocks need the 64bit feature",
 			      (unsigned long long)m->blocks);
 	if (m->blocks > (1ull << 48))
 		return fs_err(EINVAL, "%llu blocks is beyond ext4's 2^48", (unsigned long long)m->blocks);
-	reserved = o->reserved_set ? o->reserved_percent : 5.0;
-	if (reserved < 0 || reserved > 50)
-		return fs_err(EINVAL, "-m %g: the reserved percentage must be 0 to 50", reserved);
-	m->r_blocks = (uint64_t)(reserved * (double)m->blocks / 100.0);
-	reserved = 100.0 * (double)m->r_blocks / (double)m->blocks;
-	inodes = o->inodes ? o->inodes : m->blocks * bs / ratio;
-	if (inodes > 0xffffffffull) {
+	*reserved = o->reserved_set ? o->reserved_percent : 5.0;
+	if (*reserved < 0 || *reserved > 50)
+		return fs_err(EINVAL, "-m %g: the reserved percentage must be 0 to 50", *reserved);
+	m->r_blocks = (uint64_t)(*reserved * (double)m->blocks / 100.0);
+	/* the ratio mke2fs keeps when it drops a too-small last group */
+	*reserved = 100.0 * (double)m->r_blocks / (double)m->blocks;
+	*inodes = o->inodes ? o->inodes : m->blocks * m->bs / ratio;
+	if (*inodes > 0xffffffffull) {
 		if (o->inodes || !HAS_INCOMPAT(m, 64BIT))
-			return fs_err(EINVAL, "%llu inodes: at most 2^32-1", (unsigned long long)inodes);
-		inodes = 0xffffffffull;
+			return fs_err(EINVAL, "%llu inodes: at most 2^32-1", (unsigned long long)*inodes);
+		*inodes = 0xffffffffull;
 	}
-	if (inodes * m->inode_size >= m->blocks * bs)
+	if (*inodes * m->inode_size >= m->blocks * m->bs)
 		return fs_err(EINVAL, "-N %llu: too many inodes for %llu blocks",
-			      (unsigned long long)inodes, (unsigned long long)m->blocks);
-	if ((err = setup_groups(m, inodes, reserved)))
-		return err;
-	if (HAS_COMPAT(m, RESIZE_INODE) && m->rsv_gdt == 0)
-		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;   /* as mke2fs at 2^32 blocks */
-	m->flex = 0;
-	if (HAS_INCOMPAT(m, FLEX_BG)) {
-		uint32_t f = o->flex_bg_size ? o->flex_bg_size : 16;
+			      (unsigned long long)*inodes, (unsigned long long)m->blocks);
+	return 0;
+}
 
-		if (f & (f - 1) || f > (1u << 31))
-			return fs_err(EINVAL, "-G %u: the flex_bg size must be a power of 2", f);
-		m->flex = f;
-		m->log_flex = (uint32_t)__builtin_ctz(f);
-	}
+static int setup_flex(struct mk *m)
+{
+	uint32_t f = m->o->flex_bg_size ? m->o->flex_bg_size : 16;
+
+	m->flex = 0;
+	if (!HAS_INCOMPAT(m, FLEX_BG))
+		return 0;
+	if (f & (f - 1) || f > (1u << 31))
+		return fs_err(EINVAL, "-G %u: the flex_bg size must be a power of 2", f);
+	m->flex = f;
+	m->log_flex = (uint32_t)__builtin_ctz(f);
+	return 0;
+}
+
+/* Journal (-J size=, or mke2fs's table; none when the file system is too
+ * small for one, as mke2fs) and orphan file sizes. */
+static int setup_journal(struct mk *m)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+
 	if (HAS_COMPAT(m, HAS_JOURNAL)) {
-		uint64_t j = o->journal_mib ? (uint64_t)o->journal_mib * 1024 * 1024 / bs
+		uint64_t j = o->journal_mib ? (uint64_t)o->journal_mib * 1024 * 1024 / m->bs
 					    : default_journal_blocks(m->blocks);
 
+		if (!o->journal_mib && !j) {
+			m->ft.f[0] &= ~(EXT4_FEATURE_COMPAT_HAS_JOURNAL | EXT4_FEATURE_COMPAT_ORPHAN_FILE);
+			return 0;
+		}
 		if (j < 1024 || j > 10240000)
-			return fs_err(EINVAL, o->journal_mib ? "-J size=%u: the journal must have "
-				      "1024 to 10240000 blocks" : "the file system is too small "
-				      "for a journal (%u MiB): use -O ^has_journal",
-				      o->journal_mib);
+			return fs_err(EINVAL, "-J size=%u: the journal must have 1024 to 10240000 "
+				      "blocks", o->journal_mib);
 		if (j > m->blocks / 2)
 			return fs_err(EINVAL, "the journal (%llu blocks) is too big for a file "
 				      "system of %llu blocks", (unsigned long long)j,
@@ -811,15 +825,41 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	}
 	if (HAS_COMPAT(m, ORPHAN_FILE)) {
 		uint64_t ob = o->orphan_file_blocks ? o->orphan_file_blocks
-			    : o->orphan_file_size ? div_ceil(o->orphan_file_size, bs)
+			    : o->orphan_file_size ? div_ceil(o->orphan_file_size, m->bs)
 			    : default_orphan_blocks(m->blocks);
 
-		if (ob * bs > 8 * 1024 * 1024)   /* the kernel's limit */
-			ob = 8 * 1024 * 1024 / bs;
-		if (ob < 1)
-			ob = 1;
-		m->orphan_blocks = (uint32_t)ob;
+		if (ob * m->bs > 8 * 1024 * 1024)   /* the kernel's limit */
+			ob = 8 * 1024 * 1024 / m->bs;
+		m->orphan_blocks = ob ? (uint32_t)ob : 1;
 	}
+	return 0;
+}
+
+static int setup_geometry(struct mk *m, uint64_t bytes)
+{
+	int type = parse_type(m->o->fs_type);
+	uint32_t ratio = 0;
+	uint64_t inodes = 0;
+	double reserved = 0;
+	int err;
+
+	if (!type)
+		return fs_err(EINVAL, "-t %s: unknown file system type (ext2, ext3 or ext4)",
+			      m->o->fs_type);
+	if ((err = setup_sizes(m, bytes, &ratio)) || (err = setup_features(m, type)))
+		return err;
+	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;
+	if ((err = setup_counts(m, ratio, &inodes, &reserved)) ||
+	    (err = setup_groups(m, inodes, reserved)))
+		return err;
+	if (HAS_COMPAT(m, RESIZE_INODE) && m->rsv_gdt == 0)
+		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;   /* as mke2fs at 2^32 blocks */
+	if ((err = setup_flex(m)) || (err = setup_journal(m)))
+		return err;
+	if (m->inodes_count < (HAS_COMPAT(m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO + 1))
+		return fs_err(EINVAL, "the file system is too small: %u inodes fit, fewer than "
+			      "the reserved ones, root and lost+found (use a larger size or -N)",
+			      m->inodes_count);
 	return 0;
 }
 
