@@ -27,8 +27,13 @@
  *   - a path through a symlink or a non-directory is an error (the fill
  *     never follows links: nothing can escape dir).
  *
+ * Times: a member without an atime (ustar; GNU tar's pax stores none)
+ * gets its mtime, so that the image depends on the archive alone; ctime and
+ * crtime are the library's "now" (the fixed time with use_fixed_time).
+ * clamp_times clamps atime and mtime, as mke2fs does.
+ *
  * Nothing here is shared between threads: the caller's one thread runs
- * the whole fill.
+ * the whole fill (and keeps the identity root, umask 0, that it sets).
  */
 #include "internal.h"
 #include "acl_int.h"
@@ -66,7 +71,6 @@ struct ar_fill {
 	uint64_t root;
 	const struct uext4_populate_opts *o;
 	struct archive *a;
-	int fd;
 	const char *member;             /* the member being copied, for messages */
 	bool warned_abs;
 	struct ar_late *late;
@@ -949,7 +953,7 @@ static int root_owner(struct ar_fill *f)
 int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 			   const struct uext4_populate_opts *o)
 {
-	struct ar_fill f = { .fs = fs, .root = dir, .o = o, .fd = fd };
+	struct ar_fill f = { .fs = fs, .root = dir, .o = o };
 	struct stat st;
 	int err;
 
