@@ -182,11 +182,16 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 			if (parse_fs_size(val, 1, &o->offset))
 				return bad_arg(c, "-E offset=", val, "not a byte offset");
 		} else if (!strcmp(e, "orphan_file_size") && val) {
+			/* as mke2fs: a bare number is blocks, a suffix makes it bytes */
 			uint64_t v;
 
-			if (parse_fs_size(val, 1, &v) || v > UINT32_MAX)
-				return bad_arg(c, "-E orphan_file_size=", val, "not a size in bytes");
-			o->orphan_file_size = (uint32_t)v;
+			if (parse_u64(val, &v) == 0 && v && v <= UINT32_MAX)
+				o->orphan_file_blocks = (uint32_t)v;
+			else if (parse_fs_size(val, 1, &v) == 0 && v)
+				o->orphan_file_size = v;
+			else
+				return bad_arg(c, "-E orphan_file_size=", val,
+					       "not a number of blocks or a size (N[K|M])");
 		} else {
 			fprintf(stderr, "uext4 %s: -E %s%s%s: unknown extended option (uext4 knows "
 				"hash_seed=, root_owner=, lazy_itable_init=, offset=, "
@@ -262,6 +267,18 @@ static void print_geometry(const struct uext4_mkfs_geometry *g, int dry_run)
 	       g->block_size, g->inode_size, g->groups_count, g->blocks_per_group,
 	       g->inodes_per_group, g->inode_blocks_per_group, g->reserved_blocks,
 	       g->reserved_gdt_blocks, g->flex_bg_size, g->journal_blocks, g->orphan_file_blocks);
+}
+
+/* The library's message; EINVAL is an option or size that cannot work
+ * (exit 2, with the usage line), anything else exit 1. */
+static int mkfs_failed(const struct command *c, const char *image, int ret)
+{
+	const char *msg = uext4_last_error();
+
+	if (!*msg)
+		return fail(c, image, ret);
+	fprintf(stderr, "uext4 %s: %s\n", c->name, msg);
+	return ret == -EINVAL ? usage_error(c, NULL) : 1;
 }
 
 enum { OPT_ROOT_OWNER = 1000, OPT_NO_XATTRS };
@@ -407,7 +424,7 @@ static int cmd_mkfs_run(const struct command *c, int argc, char **argv)
 	ret = uext4_mkfs(a.fa.image, &a.o, &g);
 	free(a.ext);
 	if (ret < 0)
-		return fail(c, a.fa.image, ret);
+		return mkfs_failed(c, a.fa.image, ret);
 	if (!a.quiet || a.o.dry_run)
 		print_geometry(&g, a.o.dry_run);
 	if (!a.fa.source)
@@ -444,7 +461,7 @@ int cli_mkfs_create(const struct command *c, const char *image, const char *size
 		return ret;
 	ret = uext4_mkfs(image, &o, &g);
 	if (ret < 0)
-		return fail(c, image, ret);
+		return mkfs_failed(c, image, ret);
 	*created = 1;
 	return 0;
 }

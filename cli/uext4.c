@@ -965,16 +965,49 @@ static int check_mountpoint(const struct command *c, const char *mnt)
 	return 0;
 }
 
+/* Takes "--create SIZE" (or --create=SIZE) out of argv: SIZE, or NULL. */
+static const char *take_create_opt(int *argc, char **argv, int *bad)
+{
+	const char *size = NULL;
+	int n = 1;
+
+	*bad = 0;
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--create")) {
+			if (i + 1 >= *argc) {
+				*bad = 1;
+				return NULL;
+			}
+			size = argv[++i];
+		} else if (!strncmp(argv[i], "--create=", 9)) {
+			size = argv[i] + 9;
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	*argc = n;
+	argv[n] = NULL;
+	return size;
+}
+
 static int cmd_mount(const struct command *c, int argc, char **argv)
 {
 	struct uext4_fuse_opts o;
-	int foreground = 0, ch, ret, status, umount_ret;
-	const char *image, *mnt;
+	int foreground = 0, ch, ret, status, umount_ret, bad, created;
+	const char *image, *mnt, *create;
 	static char image_abs[PATH_MAX];
 	char msg[1024] = "";
 	uext4_fs *fs;
 
 	uext4_fuse_opts_init(&o);
+	create = take_create_opt(&argc, argv, &bad);
+	if (bad)
+		return usage_error(c, "--create needs a SIZE");
 	while ((ch = next_opt(c, argc, argv, "fo:")) != -1) {
 		if (ch == 'f')
 			foreground = 1;
@@ -988,10 +1021,12 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 		return usage_error(c, argc - optind > 2 ? "too many arguments" : "missing IMAGE or MOUNTPOINT");
 	image = argv[optind];
 	mnt = argv[optind + 1];
-	/* The absolute path, as `uext4 umount` finds the image by it. */
-	o.fsname = realpath(image, image_abs) ? image_abs : image;
 	if (check_mountpoint(c, mnt))
 		return 1;
+	if (create && (ret = cli_mkfs_create(c, image, create, &created)))
+		return ret;
+	/* The absolute path, as `uext4 umount` finds the image by it. */
+	o.fsname = realpath(image, image_abs) ? image_abs : image;
 	if (!foreground) {
 		o.ready_fd = uext4_fuse_daemonize();   /* the parent exits inside */
 		if (o.ready_fd < 0)
@@ -1277,7 +1312,9 @@ static const struct command commands[] = {
 	  "                                       IMAGE (a partition of a disk\n"
 	  "                                       image); bytes before it are not\n"
 	  "                                       touched\n"
-	  "                  orphan_file_size=BYTES  size of the orphan file\n"
+	  "                  orphan_file_size=N   size of the orphan file: N blocks,\n"
+	  "                                       or bytes with K or M (at most\n"
+	  "                                       8 MiB, the kernel's limit)\n"
 	  "    -F            overwrite an existing file system\n"
 	  "    -n            dry run: print the geometry, write nothing\n"
 	  "    -d SOURCE     fill from a directory, a tarball or - (stdin)\n"
@@ -1295,7 +1332,7 @@ static const struct command commands[] = {
 	  "    SOURCE_DATE_EPOCH=0 uext4 mkfs -U 0f6e2ac8-7f1e-4d3b-9a52-1c2d3e4f5a6b \\\n"
 	  "        -E hash_seed=6b5a4f3e-2d1c-4259-a3d4-e5f6a7b8c9d0 -d rootfs.tar.zst disk.img 1G\n"
 	  "    uext4 mkfs -E offset=1048576 disk.img 1G   (a partition at 1 MiB)\n" },
-	{ "mount", cmd_mount, "[-f] [-o OPTION[,OPTION...]] IMAGE MOUNTPOINT",
+	{ "mount", cmd_mount, "[-f] [-o OPTION[,OPTION...]] [--create SIZE] IMAGE MOUNTPOINT",
 	  "mount an image with FUSE",
 	  "DESCRIPTION\n"
 	  "    Mounts IMAGE on MOUNTPOINT through FUSE.  Without -f the command\n"
@@ -1325,6 +1362,10 @@ static const struct command commands[] = {
 	  "    (uext4_fallocate) does both.\n"
 	  "\nOPTIONS\n"
 	  "    -f              stay in the foreground (Ctrl-C unmounts)\n"
+	  "    --create SIZE   if IMAGE does not exist, make it first: a new ext4\n"
+	  "                    of SIZE (K, M, G or T) with uext4 mkfs's defaults\n"
+	  "                    (see uext4 help mkfs); an existing IMAGE is mounted\n"
+	  "                    as it is\n"
 	  "    -o ro           read-only (the kernel mount is read-only too)\n"
 	  "    -o rw           read-write (the default)\n"
 	  "    -o allow_other  let other users access the mount (non-root needs\n"

@@ -400,7 +400,10 @@ struct uext4_mkfs_opts {
 	int root_owner_set;         /* -E root_owner=UID:GID; else 0:0 */
 	uint32_t root_uid, root_gid;
 	int itable_zero;            /* -E lazy_itable_init=0: write every inode table */
-	uint32_t orphan_file_size;  /* -E orphan_file_size= bytes; 0 = mke2fs's default */
+	/* -E orphan_file_size=: in blocks, or bytes (rounded up to blocks);
+	 * both 0 = mke2fs's default; at most 8 MiB (the kernel's limit) */
+	uint32_t orphan_file_blocks;
+	uint64_t orphan_file_size;
 	int force;                  /* -F: overwrite an existing file system */
 	int dry_run;                /* -n: compute and report the geometry, write nothing */
 	/* SOURCE_DATE_EPOCH: every time written (superblock, inodes) is this. */

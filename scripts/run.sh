@@ -1,11 +1,12 @@
 #!/bin/bash
-# scripts/run.sh (make run) - install dependencies, build, create uext4.img
-# if absent, and mount it on ./mnt with our FUSE server.
+# scripts/run.sh (make run) - install dependencies, build, and mount uext4.img
+# on ./mnt with our FUSE server; `uext4 mount --create 1G` makes the image
+# (ext4, uext4 mkfs's defaults) if it is absent.
 #
 # The mount is read-write; `uext4 mount -o ro` mounts read-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="build-essential pkg-config libfuse3-dev liburing-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod libarchive-dev xz-utils zstd"
+PKGS="build-essential pkg-config libfuse3-dev liburing-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod time libarchive-dev xz-utils zstd"
 
 missing=()
 for p in $PKGS; do
@@ -24,11 +25,7 @@ fi
 
 make
 
-if [ ! -e uext4.img ]; then
-	echo "creating uext4.img: 1 GiB sparse, ext4"
-	truncate -s 1G uext4.img
-	mke2fs -q -t ext4 uext4.img
-fi
+[ -e uext4.img ] || echo "creating uext4.img: 1 GiB sparse, ext4 (uext4 mount --create)"
 mkdir -p mnt
 if mountpoint -q mnt; then
 	echo "mnt is already a mount point (a previous 'make run'?):"
@@ -37,5 +34,5 @@ if mountpoint -q mnt; then
 	exit 1
 fi
 echo "mounting uext4.img on mnt (read-write)"
-build/uext4 mount uext4.img mnt
+build/uext4 mount --create 1G uext4.img mnt
 echo "mounted.  Unmount with:  build/uext4 umount mnt  (returns once everything is written back)"

@@ -140,6 +140,34 @@ static const struct bdev_ops file_ops = {
 	.close = file_close,
 };
 
+int bdev_copy_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off)
+{
+	struct file_dev *f;
+	loff_t in = (loff_t)src_off, out;
+	size_t done = 0;
+
+	if (d->ops != &file_ops)
+		return -EOPNOTSUPP;
+	if (d->read_only)
+		return fs_err(EROFS, "copy to a read-only device");
+	if (check_range(d, "write", len, off))
+		return -EIO;
+	f = to_file_dev(d);
+	out = (loff_t)(f->base + off);
+	while (done < len) {
+		ssize_t n = copy_file_range(src, &in, f->fd, &out, len - done, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return done ? (int)MIN(done, (size_t)INT32_MAX) : -errno;
+		if (n == 0)
+			break;  /* end of the source */
+		done += (size_t)n;
+	}
+	return (int)done;
+}
+
 /* Size in bytes of a regular file or block device. */
 static int fd_size(int fd, const char *path, uint64_t *size)
 {

@@ -142,6 +142,12 @@ static inline int bdev_write(struct bdev *d, const void *buf, size_t len, uint64
 { return d->ops->write(d, buf, len, off); }
 static inline int bdev_flush(struct bdev *d) { return d->ops->flush(d); }
 static inline void bdev_close(struct bdev *d) { d->ops->close(d); }
+/* Populate's data path: copy len bytes (len < 2 GiB) of host file src from
+ * src_off to the device at off with copy_file_range(2), the kernel moving the
+ * pages.  Bytes copied (fewer at the source's end), -errno from the copy
+ * (no message: the caller names the source), or -EOPNOTSUPP for a device
+ * that is not a file (the caller reads and writes instead). */
+int bdev_copy_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off);
 /* crashdev.c: a device whose writes stay in memory (reads see them) on top
  * of base, which it owns.  A read-only mount replays a dirty journal into
  * it, leaving the image untouched. */

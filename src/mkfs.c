@@ -253,6 +253,31 @@ static int group_has_super(const struct mk *m, uint32_t g)
 	return is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7);
 }
 
+/* The first power of base at or above g (UINT32_MAX if none fits). */
+static uint32_t power_at_least(uint32_t base, uint32_t g)
+{
+	uint64_t p = base;
+
+	while (p < g)
+		p *= base;
+	return p > UINT32_MAX ? UINT32_MAX : (uint32_t)p;
+}
+
+/* The first group at or after g that holds a superblock backup. */
+static uint32_t next_super_group(const struct mk *m, uint32_t g)
+{
+	uint32_t best;
+
+	if (g <= 1 || !HAS_RO(m, SPARSE_SUPER))
+		return g;
+	best = power_at_least(3, g);
+	if (power_at_least(5, g) < best)
+		best = power_at_least(5, g);
+	if (power_at_least(7, g) < best)
+		best = power_at_least(7, g);
+	return best;
+}
+
 /* Blocks at the start of group g taken by the superblock, GDT and reserved GDT. */
 static uint32_t backup_len(const struct mk *m, uint32_t g)
 {
@@ -311,11 +336,9 @@ static uint64_t free_len(const struct mk *m, uint64_t blk, uint64_t max)
 	if (i < m->nruns && m->runs[i].start < end)
 		end = m->runs[i].start;
 	/* the next backup region */
-	for (; g < m->ngroups && group_first(m, g) < end; g++)
-		if (backup_len(m, g)) {
-			end = group_first(m, g);
-			break;
-		}
+	g = next_super_group(m, g);
+	if (g < m->ngroups && backup_len(m, g) && group_first(m, g) < end)
+		end = group_first(m, g);
 	return end - blk < max ? end - blk : max;
 }
 
@@ -613,11 +636,9 @@ static int setup_features(struct mk *m, int type)
 			return fs_err(EINVAL, "the orphan_file feature needs a journal (has_journal)");
 		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_ORPHAN_FILE;
 	}
-	if (HAS_RO(m, EXTRA_ISIZE) && m->inode_size < EXT4_GOOD_OLD_INODE_SIZE + LARGE_INODE_EXTRA) {
-		if (asked.f[2] & EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE)
-			return fs_err(EINVAL, "extra_isize needs inodes larger than 128 bytes (-I 256)");
-		m->ft.f[2] &= ~EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE;
-	}
+	if (HAS_COMPAT(m, RESIZE_INODE) && !HAS_RO(m, SPARSE_SUPER))
+		return fs_err(EINVAL, "reserved online resize blocks are not supported on a "
+			      "non-sparse file system (as mke2fs): add -O ^resize_inode");
 	m->csum = HAS_RO(m, METADATA_CSUM);
 	m->gdt_csum = HAS_RO(m, GDT_CSUM);
 	m->extents = HAS_INCOMPAT(m, EXTENTS);
@@ -658,6 +679,8 @@ retry:
 			uint64_t itb = div_ceil(ipg * m->inode_size, m->bs);
 			uint64_t p = itb * m->bs / m->inode_size;
 
+			if (p < 8)
+				p = 8;
 			p &= ~7ull;
 			if (p * m->ngroups > 0xffffffffull) {
 				ipg--;
@@ -786,8 +809,9 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 		m->journal_blocks = (uint32_t)j;
 	}
 	if (HAS_COMPAT(m, ORPHAN_FILE)) {
-		uint64_t ob = o->orphan_file_size ? div_ceil(o->orphan_file_size, bs)
-						  : default_orphan_blocks(m->blocks);
+		uint64_t ob = o->orphan_file_blocks ? o->orphan_file_blocks
+			    : o->orphan_file_size ? div_ceil(o->orphan_file_size, bs)
+			    : default_orphan_blocks(m->blocks);
 
 		if (ob * bs > 8 * 1024 * 1024)   /* the kernel's limit */
 			ob = 8 * 1024 * 1024 / bs;
@@ -813,7 +837,10 @@ static int place_tables(struct mk *m)
 			uint32_t fg0 = g & ~(m->flex - 1);
 			uint32_t last = (g | (m->flex - 1)) < m->ngroups ? (g | (m->flex - 1))
 									 : m->ngroups - 1;
-			uint32_t slots = last - fg0 + 1;
+			/* room left for each kind of table: the flex group's size,
+			 * or in the last one the groups it has (alloc_tables.c
+			 * takes a full flex group when that is one group) */
+			uint32_t slots = (last & (m->flex - 1)) ? last - fg0 + 1 : m->flex;
 
 			if (g == fg0) {
 				gb = group_first(m, fg0);
@@ -1300,19 +1327,21 @@ static int make_journal(struct mk *m, struct ext4_super_block *sb)
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	struct fmap f = { 0 };
 	uint8_t *blk;
-	uint64_t before;
 	int err;
 
 	if (!HAS_COMPAT(m, HAS_JOURNAL))
 		return 0;
 	memset(raw, 0, sizeof(raw));
 	inode_init(m, in, 0100600, 1);
-	before = m->overhead;
-	if ((err = alloc_file(m, journal_goal(m), m->journal_blocks, &f)) ||
+	/* mke2fs puts an extent-mapped journal mid-disk, a block-mapped one
+	 * from the start */
+	if ((err = alloc_file(m, m->extents ? journal_goal(m) : m->first_data, m->journal_blocks,
+			      &f)) ||
 	    (err = map_file(m, EXT4_JOURNAL_INO, in, &f, (uint64_t)m->journal_blocks * m->bs)))
 		goto out;
-	/* the journal and its mapping blocks count as overhead, as in mke2fs */
-	m->overhead = before + le32(in->i_blocks_lo) / (m->bs / 512);
+	/* the journal's blocks (not its mapping blocks) count as overhead, as
+	 * mke2fs counts them */
+	m->overhead += m->journal_blocks;
 	if (!m->zeroed)
 		for (size_t i = 0; i < f.n && !err; i++)
 			err = wr_zero(m, f.r[i].start, f.r[i].len);
@@ -1515,7 +1544,7 @@ static int write_groups(struct mk *m, uint32_t used_inodes, uint32_t *dirs_in,
 		if (uninit) {
 			if (!used)
 				flags |= EXT4_BG_INODE_UNINIT;
-			if (!m->gforeign[g] && g + 1 < m->ngroups)
+			if (!m->gforeign[g] && !used && g + 1 < m->ngroups)
 				flags |= EXT4_BG_BLOCK_UNINIT;
 			if (m->zeroed || m->o->itable_zero)
 				flags |= EXT4_BG_INODE_ZEROED;
