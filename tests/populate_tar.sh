@@ -3,7 +3,8 @@
 # uext4_populate_archive() through the populate_tar driver into mke2fs-made
 # images:
 #   - the lite tree archived by GNU tar (xattrs, ACLs, sparse, pax) as .tar,
-#     .tar.gz, .tar.xz, .tar.zst and through stdin (mkfs -d -): each image
+#     .tar.gz, .tar.xz, .tar.zst, .tar.bz2, through stdin (mkfs -d -), and
+#     in GNU tar's own format (old GNU sparse, no xattrs): each image
 #     compared with the source (walk lib against walk posix of the tree),
 #     and the .tar one with the kernel's view of it (walk posix on a
 #     read-only loop mount against walk lib), e2fsck -fn clean; the
@@ -72,9 +73,12 @@ TAR=$WORK/t.tar
 tar -C "$TREE" --xattrs --xattrs-include='*' --acls --sparse --format=posix \
 	-cf "$TAR" . 2> "$WORK/tar.err" || { cat "$WORK/tar.err"; fail "tar -c"; }
 gzip -c "$TAR" > "$TAR.gz"
-for z in xz zstd; do
-	if command -v $z > /dev/null; then $z -q -c "$TAR" > "$TAR.${z/zstd/zst}"; fi
+for z in xz zstd bzip2; do
+	if command -v $z > /dev/null; then $z -q -c "$TAR" > "$TAR.$(sed 's/zstd/zst/;s/bzip2/bz2/' <<< $z)"; fi
 done
+# GNU tar's own format (old GNU sparse members, no xattrs, whole seconds).
+tar -C "$TREE" --sparse --format=gnu -cf "$WORK/gnu.tar" . 2> "$WORK/tar.err" ||
+	{ cat "$WORK/tar.err"; fail "tar -c --format=gnu"; }
 ls -l "$WORK"/t.tar*
 
 # mkfs_d IMG SOURCE [mkfs options]: uext4 mkfs -q -d SOURCE into a new IMG.
@@ -94,7 +98,7 @@ check_image() {
 }
 
 note "uext4 mkfs -d of each archive"
-for z in "" .gz .xz .zst; do
+for z in "" .gz .xz .zst .bz2; do
 	[ -e "$TAR$z" ] || continue
 	name=tar$z
 	if mkfs_d "$WORK/$name.img" "$TAR$z" 2> "$WORK/$name.err"; then
@@ -103,6 +107,17 @@ for z in "" .gz .xz .zst; do
 		bad "$name: mkfs -d failed: $(cat "$WORK/$name.err")"
 	fi
 done
+if mkfs_d "$WORK/gnu.img" "$WORK/gnu.tar" 2> "$WORK/gnu.err"; then
+	# Without xattrs the files that had an xattr block have one block less.
+	nox() { src_filter | sed -E '/^\.\/(xattrs|acls)\//s/ blocks=[0-9]+//'; }
+	"$WALK" "${SRC_OPTS[@]}" --no-xattr --no-nsec posix "$TREE" | nox > "$WORK/src-gnu.txt"
+	"$WALK" "${SRC_OPTS[@]}" --no-xattr --no-nsec lib "$WORK/gnu.img" | nox > "$WORK/gnu.txt" ||
+		bad "gnu: walk lib reported errors"
+	compare "gnu format: source tree vs walk lib (no xattrs, seconds)" "$WORK/src-gnu.txt" "$WORK/gnu.txt"
+	fsck_clean "$WORK/gnu.img" || bad "gnu: e2fsck"
+else
+	bad "gnu: mkfs -d failed: $(cat "$WORK/gnu.err")"
+fi
 if mkfs_d "$WORK/stdin.img" - < "$TAR.xz" 2> "$WORK/stdin.err"; then
 	check_image "stdin (-d -)" "$WORK/stdin.img"
 else
