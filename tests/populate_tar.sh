@@ -332,6 +332,26 @@ expect_fail through-symlink 'member "s/passwd".*symlink'
 expect_fail truncated 'member "file[0-9]*".*([Tt]runcat|[Ee]nd of file|[Uu]nexpected)'
 expect_fail garbage 'reading the archive|[Uu]nrecognized|not a readable'
 
+# Cut the compressed archive at random points: each fill fails with a
+# message (never a crash) and leaves a consistent image.
+RSEED=${POPULATE_TAR_SEED:-$RANDOM}
+echo "truncation points: seed $RSEED (POPULATE_TAR_SEED)"
+RANDOM=$RSEED
+gzsize=$(stat -c %s "$TAR.gz")
+for i in 1 2 3 4; do
+	cut=$(( 1 + (RANDOM * 32768 + RANDOM) % (gzsize - 1) ))
+	head -c "$cut" "$TAR.gz" > "$WORK/cut.tar.gz"
+	new_image "$WORK/cut.img" 64M
+	"$DRV" "$WORK/cut.img" "$WORK/cut.tar.gz" > /dev/null 2> "$WORK/cut.err"
+	rc=$?
+	if [ $rc != 1 ] || ! grep -q 'populate_tar: .*\(archive\|member\)' "$WORK/cut.err"; then
+		bad "the .tar.gz cut at $cut bytes: exit $rc: $(head -3 "$WORK/cut.err")"
+	else
+		echo "ok: cut at $cut bytes: $(head -1 "$WORK/cut.err")"
+	fi
+	fsck_clean "$WORK/cut.img" || bad "the .tar.gz cut at $cut: e2fsck"
+done
+
 expect_ok dup
 I=$WORK/bad-dup.img
 line_of "$I" f | grep -q 'mode=0600 .*size=7 ' || bad "dup: f is not the second version: $(line_of "$I" f)"
