@@ -63,7 +63,7 @@ struct ar_late {
 	uint32_t flags;
 	bool dir;           /* set atime and mtime */
 	bool gone;          /* removed by a later member: skip */
-	char *member;       /* for messages, when flags are set */
+	char *member;       /* for messages */
 };
 
 struct ar_fill {
@@ -541,7 +541,7 @@ static int defer(struct ar_fill *f, uint64_t ino, struct archive_entry *e, bool 
 		l->atime = entry_atime(f, e);
 		l->mtime = entry_mtime(f, e);
 	}
-	if (flags && !(l->member = strdup(f->member)))
+	if (!(l->member = strdup(f->member)))
 		return fs_err(ENOMEM, "out of memory");
 	f->nlate++;
 	return 0;
@@ -565,9 +565,10 @@ static int finish_late(struct ar_fill *f)
 					    .atime = l->atime, .mtime = l->mtime };
 		int err = l->dir && !l->gone ? uext4_setattr(f->fs, l->ino, &sa, NULL) : 0;
 
-		if (err)
-			return fs_err(-err, "setting directory times (inode %llu): %s",
-				      (unsigned long long)l->ino, uext4_last_error());
+		if (err) {
+			f->member = l->member;
+			return member_err(f, err, "setting the directory's times", false);
+		}
 	}
 	for (size_t i = 0; i < f->nlate; i++) {
 		struct ar_late *l = &f->late[i];
