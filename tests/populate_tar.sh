@@ -9,7 +9,8 @@
 #     and the .tar one with the kernel's view of it (walk posix on a
 #     read-only loop mount against walk lib), e2fsck -fn clean; the
 #     driver's progress reports count every member and reach the end;
-#   - a 5 GiB sparse file; --root-owner and --no-copy-xattrs;
+#   - a 5 GiB sparse file; --root-owner and --no-copy-xattrs; -E offset=
+#     (the kernel's view of the partition);
 #   - twice with SOURCE_DATE_EPOCH, -U and hash_seed: identical bytes;
 #   - bad tarballs (python3 tarfile): absolute paths, ../ escapes,
 #     duplicates, hard links to missing targets, garbage, truncation: the
@@ -177,6 +178,30 @@ if can_loop; then
 	fi
 else
 	echo "NOTE: no loop device or not root: the kernel comparison did not run"
+fi
+
+note "-E offset=: a file system 1 MiB into the image, seen by the kernel"
+if can_loop; then
+	rm -f "$WORK/off.img"
+	if "$UEXT4" mkfs -q -b 4096 -N 8192 -E offset=1048576 -d "$TAR.gz" "$WORK/off.img" 256M \
+		2> "$WORK/off.err"; then
+		LOOP=$(losetup -f --show -o 1048576 "$WORK/off.img")
+		fsck_clean "$LOOP" || bad "offset: e2fsck of the partition"
+		mkdir -p "$WORK/offmnt"
+		if mount -t ext4 -o ro,noload "$LOOP" "$WORK/offmnt"; then
+			MOUNTS+=("$WORK/offmnt")
+			"$WALK" "${SRC_OPTS[@]}" posix "$WORK/offmnt" | src_filter > "$WORK/off.txt"
+			umount "$WORK/offmnt"
+			compare "offset: source tree vs the kernel's view" "$WORK/src.txt" "$WORK/off.txt"
+		else
+			bad "offset: the kernel does not mount the partition"
+		fi
+		losetup -d "$LOOP"
+	else
+		bad "offset: mkfs -d failed: $(cat "$WORK/off.err")"
+	fi
+else
+	echo "NOTE: no loop device or not root: the offset check did not run"
 fi
 
 note "reproducible: twice with SOURCE_DATE_EPOCH, -U, hash_seed gives the same bytes"
