@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* "123", "64M", "1.5G"?  Integers only: N[K|M|G|T] (powers of 1024); a
- * bare number is KiB, or blocks when -b is given, as mke2fs takes it. */
+/* N[K|M|G|T] (integers, powers of 1024); a bare number is KiB, or blocks
+ * of block_size when that is given (-b), as mke2fs reads its SIZE. */
 static int parse_fs_size(const char *s, uint32_t block_size, uint64_t *out)
 {
 	char *end;
@@ -300,7 +300,6 @@ struct mkfs_args {
 static int parse_opt(const struct command *c, int ch, struct mkfs_args *a)
 {
 	struct uext4_mkfs_opts *o = &a->o;
-	uint64_t v;
 
 	switch (ch) {
 	case 'q': a->quiet = 1; a->fa.quiet = 1; return 0;
@@ -366,7 +365,6 @@ static int parse_opt(const struct command *c, int ch, struct mkfs_args *a)
 	case OPT_NO_XATTRS: a->fa.no_copy_xattrs = 1; return 0;
 	default: return usage_error(c, NULL);
 	}
-	(void)v;
 }
 
 static int parse_args(const struct command *c, int argc, char **argv, struct mkfs_args *a)

@@ -1365,7 +1365,7 @@ static const struct command commands[] = {
 	  "    --create SIZE   if IMAGE does not exist, make it first: a new ext4\n"
 	  "                    of SIZE (K, M, G or T) with uext4 mkfs's defaults\n"
 	  "                    (see uext4 help mkfs); an existing IMAGE is mounted\n"
-	  "                    as it is\n"
+	  "                    as it is.  make run mounts uext4.img this way\n"
 	  "    -o ro           read-only (the kernel mount is read-only too)\n"
 	  "    -o rw           read-write (the default)\n"
 	  "    -o allow_other  let other users access the mount (non-root needs\n"

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -718,19 +719,13 @@ retry:
 	return 0;
 }
 
-static int setup_geometry(struct mk *m, uint64_t bytes)
+/* Block size, inode ratio and inode size: by the size type unless given. */
+static int setup_sizes(struct mk *m, uint64_t bytes, uint32_t *ratio)
 {
 	const struct uext4_mkfs_opts *o = m->o;
-	int type = parse_type(o->fs_type);
-	uint32_t bs, ratio;
-	uint64_t inodes;
-	double reserved;
-	int err;
+	uint32_t bs;
 
-	if (!type)
-		return fs_err(EINVAL, "-t %s: unknown file system type (ext2, ext3 or ext4)",
-			      o->fs_type);
-	size_type(bytes, &bs, &ratio);
+	size_type(bytes, &bs, ratio);
 	if (o->block_size) {
 		if (o->block_size != 1024 && o->block_size != 2048 && o->block_size != 4096)
 			return fs_err(EINVAL, "-b %u: block size must be 1024, 2048 or 4096",
@@ -741,13 +736,12 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 		if (o->inode_ratio < 1024 || o->inode_ratio > 64 * 1024 * 1024)
 			return fs_err(EINVAL, "-i %u: bytes per inode must be 1024 to 67108864",
 				      o->inode_ratio);
-		ratio = o->inode_ratio;
+		*ratio = o->inode_ratio;
 	}
-	if (ratio < bs)
-		ratio = bs;
+	if (*ratio < bs)
+		*ratio = bs;
 	m->inode_size = o->inode_size ? o->inode_size : 256;
-	if (m->inode_size != 128 && m->inode_size != 256 &&
-	    (m->inode_size < 128 || m->inode_size > bs || (m->inode_size & (m->inode_size - 1))))
+	if (m->inode_size < 128 || m->inode_size > bs || (m->inode_size & (m->inode_size - 1)))
 		return fs_err(EINVAL, "-I %u: inode size must be a power of 2 from 128 to the block "
 			      "size", m->inode_size);
 	m->bs = bs;
@@ -755,53 +749,74 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	m->apb = bs / 4;
 	m->first_data = bs == 1024 ? 1 : 0;
 	m->blocks = bytes / bs;
-	if ((err = setup_features(m, type)))
-		return err;
-	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;
+	/* mke2fs rounds the size down to whole pages; 4 KiB here whatever the
+	 * host's page size, so that the image does not depend on the host */
+	m->blocks &= ~(uint64_t)(4096 / bs - 1);
 	if (m->blocks < 64)
 		return fs_err(EINVAL, "%llu bytes is too small for a file system (at least 64 "
 			      "blocks of %u bytes)", (unsigned long long)bytes, bs);
+	return 0;
+}
+
+/* Reserved blocks (-m) and the inode count (-N, or by the ratio). */
+static int setup_counts(struct mk *m, uint32_t ratio, uint64_t *inodes, double *reserved)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+
 	if (m->blocks > 0xffffffffull && !HAS_INCOMPAT(m, 64BIT))
 		return fs_err(EINVAL, "%llu blocks need the 64bit feature",
 			      (unsigned long long)m->blocks);
 	if (m->blocks > (1ull << 48))
 		return fs_err(EINVAL, "%llu blocks is beyond ext4's 2^48", (unsigned long long)m->blocks);
-	reserved = o->reserved_set ? o->reserved_percent : 5.0;
-	if (reserved < 0 || reserved > 50)
-		return fs_err(EINVAL, "-m %g: the reserved percentage must be 0 to 50", reserved);
-	m->r_blocks = (uint64_t)(reserved * (double)m->blocks / 100.0);
-	reserved = 100.0 * (double)m->r_blocks / (double)m->blocks;
-	inodes = o->inodes ? o->inodes : m->blocks * bs / ratio;
-	if (inodes > 0xffffffffull) {
+	*reserved = o->reserved_set ? o->reserved_percent : 5.0;
+	if (*reserved < 0 || *reserved > 50)
+		return fs_err(EINVAL, "-m %g: the reserved percentage must be 0 to 50", *reserved);
+	m->r_blocks = (uint64_t)(*reserved * (double)m->blocks / 100.0);
+	/* the ratio mke2fs keeps when it drops a too-small last group */
+	*reserved = 100.0 * (double)m->r_blocks / (double)m->blocks;
+	*inodes = o->inodes ? o->inodes : m->blocks * m->bs / ratio;
+	if (*inodes > 0xffffffffull) {
 		if (o->inodes || !HAS_INCOMPAT(m, 64BIT))
-			return fs_err(EINVAL, "%llu inodes: at most 2^32-1", (unsigned long long)inodes);
-		inodes = 0xffffffffull;
+			return fs_err(EINVAL, "%llu inodes: at most 2^32-1", (unsigned long long)*inodes);
+		*inodes = 0xffffffffull;
 	}
-	if (inodes * m->inode_size >= m->blocks * bs)
+	if (*inodes * m->inode_size >= m->blocks * m->bs)
 		return fs_err(EINVAL, "-N %llu: too many inodes for %llu blocks",
-			      (unsigned long long)inodes, (unsigned long long)m->blocks);
-	if ((err = setup_groups(m, inodes, reserved)))
-		return err;
-	if (HAS_COMPAT(m, RESIZE_INODE) && m->rsv_gdt == 0)
-		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;   /* as mke2fs at 2^32 blocks */
-	m->flex = 0;
-	if (HAS_INCOMPAT(m, FLEX_BG)) {
-		uint32_t f = o->flex_bg_size ? o->flex_bg_size : 16;
+			      (unsigned long long)*inodes, (unsigned long long)m->blocks);
+	return 0;
+}
 
-		if (f & (f - 1) || f > (1u << 31))
-			return fs_err(EINVAL, "-G %u: the flex_bg size must be a power of 2", f);
-		m->flex = f;
-		m->log_flex = (uint32_t)__builtin_ctz(f);
-	}
+static int setup_flex(struct mk *m)
+{
+	uint32_t f = m->o->flex_bg_size ? m->o->flex_bg_size : 16;
+
+	m->flex = 0;
+	if (!HAS_INCOMPAT(m, FLEX_BG))
+		return 0;
+	if (f & (f - 1) || f > (1u << 31))
+		return fs_err(EINVAL, "-G %u: the flex_bg size must be a power of 2", f);
+	m->flex = f;
+	m->log_flex = (uint32_t)__builtin_ctz(f);
+	return 0;
+}
+
+/* Journal (-J size=, or mke2fs's table; none when the file system is too
+ * small for one, as mke2fs) and orphan file sizes. */
+static int setup_journal(struct mk *m)
+{
+	const struct uext4_mkfs_opts *o = m->o;
+
 	if (HAS_COMPAT(m, HAS_JOURNAL)) {
-		uint64_t j = o->journal_mib ? (uint64_t)o->journal_mib * 1024 * 1024 / bs
+		uint64_t j = o->journal_mib ? (uint64_t)o->journal_mib * 1024 * 1024 / m->bs
 					    : default_journal_blocks(m->blocks);
 
+		if (!o->journal_mib && !j) {
+			m->ft.f[0] &= ~(EXT4_FEATURE_COMPAT_HAS_JOURNAL | EXT4_FEATURE_COMPAT_ORPHAN_FILE);
+			return 0;
+		}
 		if (j < 1024 || j > 10240000)
-			return fs_err(EINVAL, o->journal_mib ? "-J size=%u: the journal must have "
-				      "1024 to 10240000 blocks" : "the file system is too small "
-				      "for a journal (%u MiB): use -O ^has_journal",
-				      o->journal_mib);
+			return fs_err(EINVAL, "-J size=%u: the journal must have 1024 to 10240000 "
+				      "blocks", o->journal_mib);
 		if (j > m->blocks / 2)
 			return fs_err(EINVAL, "the journal (%llu blocks) is too big for a file "
 				      "system of %llu blocks", (unsigned long long)j,
@@ -810,15 +825,41 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	}
 	if (HAS_COMPAT(m, ORPHAN_FILE)) {
 		uint64_t ob = o->orphan_file_blocks ? o->orphan_file_blocks
-			    : o->orphan_file_size ? div_ceil(o->orphan_file_size, bs)
+			    : o->orphan_file_size ? div_ceil(o->orphan_file_size, m->bs)
 			    : default_orphan_blocks(m->blocks);
 
-		if (ob * bs > 8 * 1024 * 1024)   /* the kernel's limit */
-			ob = 8 * 1024 * 1024 / bs;
-		if (ob < 1)
-			ob = 1;
-		m->orphan_blocks = (uint32_t)ob;
+		if (ob * m->bs > 8 * 1024 * 1024)   /* the kernel's limit */
+			ob = 8 * 1024 * 1024 / m->bs;
+		m->orphan_blocks = ob ? (uint32_t)ob : 1;
 	}
+	return 0;
+}
+
+static int setup_geometry(struct mk *m, uint64_t bytes)
+{
+	int type = parse_type(m->o->fs_type);
+	uint32_t ratio = 0;
+	uint64_t inodes = 0;
+	double reserved = 0;
+	int err;
+
+	if (!type)
+		return fs_err(EINVAL, "-t %s: unknown file system type (ext2, ext3 or ext4)",
+			      m->o->fs_type);
+	if ((err = setup_sizes(m, bytes, &ratio)) || (err = setup_features(m, type)))
+		return err;
+	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;
+	if ((err = setup_counts(m, ratio, &inodes, &reserved)) ||
+	    (err = setup_groups(m, inodes, reserved)))
+		return err;
+	if (HAS_COMPAT(m, RESIZE_INODE) && m->rsv_gdt == 0)
+		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;   /* as mke2fs at 2^32 blocks */
+	if ((err = setup_flex(m)) || (err = setup_journal(m)))
+		return err;
+	if (m->inodes_count < (HAS_COMPAT(m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO + 1))
+		return fs_err(EINVAL, "the file system is too small: %u inodes fit, fewer than "
+			      "the reserved ones, root and lost+found (use a larger size or -N)",
+			      m->inodes_count);
 	return 0;
 }
 
@@ -900,10 +941,6 @@ static uint64_t journal_goal(const struct mk *m)
 }
 
 /* ------------------------------------------------------------ inodes */
-
-struct inode_buf {
-	uint8_t raw[1024];
-};
 
 static void inode_init(const struct mk *m, struct ext4_inode *in, uint16_t mode, uint16_t links)
 {
@@ -1415,9 +1452,9 @@ out:
 	return err;
 }
 
-/* Inodes 1, 3-6, 9, 10 (and 12 without the orphan file): reserved, empty,
- * with a valid checksum. */
-static int make_reserved_inodes(struct mk *m, uint32_t used)
+/* Inodes 1, 3-6, 9, 10: reserved, empty, with a valid checksum (inode 1,
+ * the bad blocks inode, with the times as mke2fs gives it). */
+static int make_reserved_inodes(struct mk *m)
 {
 	static const uint32_t ino[] = { 1, 3, 4, 5, 6, 9, 10 };
 	uint8_t raw[1024];
@@ -1436,7 +1473,6 @@ static int make_reserved_inodes(struct mk *m, uint32_t used)
 		if ((err = write_inode(m, ino[i], raw)))
 			return err;
 	}
-	(void)used;
 	return 0;
 }
 
@@ -1574,8 +1610,6 @@ static int write_groups(struct mk *m, uint32_t used_inodes, uint32_t *dirs_in,
 			}
 			err = wr(m, m->ib[g], map, m->bs);
 		}
-		if (!err && !m->zeroed && (m->o->itable_zero || !uninit))
-			err = wr_zero(m, m->it[g], m->itb);
 		gd_set_csum(m, g);
 	}
 	free(map);
@@ -1847,7 +1881,9 @@ static int open_target(struct mk *m, uint64_t *bytes, int *created)
 	uint64_t have;
 
 	*created = 0;
-	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	/* O_EXCL on a block device: EBUSY while it is mounted or in use */
+	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+		     (stat(m->path, &st) == 0 && S_ISBLK(st.st_mode) && !o->dry_run ? O_EXCL : 0));
 	if (m->fd < 0 && errno == ENOENT) {
 		if (!o->size)
 			return fs_err(ENOENT, "%s does not exist: give a SIZE to create it", m->path);
@@ -1860,8 +1896,14 @@ static int open_target(struct mk *m, uint64_t *bytes, int *created)
 		if (m->fd >= 0)
 			*created = 1;
 	}
+	if (m->fd < 0 && errno == EBUSY)
+		return fs_err(EBUSY, "%s is in use (mounted?): not overwritten", m->path);
 	if (m->fd < 0)
 		return fs_err(errno, "%s: cannot open: %s", m->path, strerror(errno));
+	/* the lock a read-write uext4 mount or command holds on its image */
+	if (!o->dry_run && flock(m->fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+		return fs_err(EBUSY, "%s is in use by another process writing it (a read-write "
+			      "mount?): not overwritten", m->path);
 	if (fstat(m->fd, &st) < 0)
 		return fs_err(errno, "%s: fstat failed: %s", m->path, strerror(errno));
 	if (S_ISBLK(st.st_mode)) {
@@ -1952,6 +1994,24 @@ uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t 
 	return n;
 }
 
+/* On a target that was not punched (a block device): zero the first 4 KiB
+ * (as mke2fs zaps them, so no old signature survives there) and, without
+ * lazy init (no uninit_bg or metadata_csum, or -E lazy_itable_init=0),
+ * every inode table, before any inode is written into them. */
+static int zero_stale(struct mk *m)
+{
+	/* the boot area and the old primary superblock: until the new one is
+	 * written last, a failed mkfs leaves no file system that looks whole */
+	static const uint8_t zero[4096];
+	int err = wr_bytes(m, 0, zero, sizeof(zero));
+
+	if (!(m->o->itable_zero || !(m->csum || m->gdt_csum)))
+		return err;
+	for (uint32_t g = 0; g < m->ngroups && !err; g++)
+		err = wr_zero(m, m->it[g], m->itb);
+	return err;
+}
+
 /* Everything after the geometry: tables, files, descriptors, superblocks. */
 static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 {
@@ -1971,6 +2031,8 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 		return fs_err(ENOMEM, "mkfs: out of memory for %u groups", m->ngroups);
 	}
 	err = place_tables(m);
+	if (!err && !m->zeroed)
+		err = zero_stale(m);
 	for (uint32_t g = 0; g < m->ngroups; g++)
 		backups += backup_len(m, g);
 	for (size_t i = 0; i < m->nruns; i++)
@@ -1985,7 +2047,7 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 	if (!err)
 		err = make_orphan_file(m);
 	if (!err)
-		err = make_reserved_inodes(m, used_inodes);
+		err = make_reserved_inodes(m);
 	if (!err) {
 		dirs[(EXT4_ROOT_INO - 1) / m->ipg]++;
 		dirs[(MK_LPF_INO - 1) / m->ipg]++;

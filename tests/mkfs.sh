@@ -10,18 +10,24 @@
 #      SOURCE_DATE_EPOCH), but for the fields ARCHITECTURE.md documents:
 #      "Lifetime writes" (what each tool wrote) and "Checksum" (of the
 #      superblock, which holds that count); full `dumpe2fs` must run.
+#      Then random sizes (1 MiB to 3 GiB, not multiples of anything) with
+#      random block sizes and options, the seed printed (MKFS_SEED repeats).
 #   2. Sizes 8 MiB to 16 TiB (sparse; 16 TiB only where the directory's file
 #      system allows such a file): the same checks; the 16 TiB mkfs must take
 #      under 1 s in a release build (timed, printed).
 #   3. The kernel mounts images read-write (default, 1k blocks, ext3, ext2,
 #      no metadata_csum), a tree is written and removed in part, unmount,
 #      e2fsck -fn clean.
+#      A loop device full of random bytes (no zeros to rely on), made with
+#      the defaults, -t ext2 and -E lazy_itable_init=0: the same.
+#      uext4 itself writes into images of each type (put, mkdir, rm).
 #   4. resize2fs grows one offline; the kernel grows one online (resize2fs
 #      on the mounted loop device after growing the file and losetup -c);
 #      e2fsck -fn clean after each.
 #   5. -F: without it an existing file system (ours, mke2fs's, an XFS magic)
 #      is refused, naming it, and the image stays byte-identical (cmp); with
-#      it the image is remade.  -n writes nothing and creates nothing.
+#      it the image is remade.  Even -F refuses a device the kernel has
+#      mounted and an image a uext4 mount holds.  -n writes nothing and creates nothing.
 #   6. -E offset=: the bytes before the offset are unchanged (cmp), the file
 #      system there is clean (e2fsck through losetup -o) and the kernel
 #      mounts it.
@@ -125,6 +131,24 @@ if [ "$QUICK" = 0 ]; then
 fi
 note "$VARIANTS variants clean and equal to mke2fs's"
 
+note "1b. random sizes and options against mke2fs"
+SEED_R=${MKFS_SEED:-$RANDOM}
+echo "seed $SEED_R (MKFS_SEED=$SEED_R repeats it)"
+RANDOM=$SEED_R
+ROPTS=("" "-t ext3" "-t ext2" "-O ^flex_bg" "-I 128" "-O ^metadata_csum,uninit_bg" "-G 2"
+	"-G 64" "-O ^resize_inode" "-O ^extent,^64bit" "-m 0")
+N_RANDOM=8
+[ "$QUICK" = 1 ] && N_RANDOM=2
+for ((i = 0; i < N_RANDOM; i++)); do
+	size=$(((RANDOM * 32768 + RANDOM) % 3000000 + 1100))K
+	# shellcheck disable=SC2206
+	opt=(-b $((1024 << (RANDOM % 3))) ${ROPTS[RANDOM % ${#ROPTS[@]}]})
+	[ $((RANDOM % 4)) = 0 ] && opt+=(-N $((RANDOM * 3 + 20)))
+	[ $((RANDOM % 4)) = 0 ] && opt+=(-i $((4096 << (RANDOM % 5))))
+	check_variant "$size" "${opt[@]}"
+	echo "  $size ${opt[*]}: clean, equal"
+done
+
 note "2. sizes"
 SIZES="8M 64M 511M 1G 100G 5T"
 [ "$QUICK" = 1 ] && SIZES="8M 1G 5T"
@@ -140,6 +164,13 @@ if truncate -s 16T "$big" 2> /dev/null; then
 	*) [ "$ms" -lt 1000 ] || fail "16 TiB mkfs took $ms ms (want under 1 s)" ;;
 	esac
 	fsck_clean "$big" || fail "16 TiB: e2fsck"
+	if can_loop; then
+		mkdir -p "$D/m"
+		kmount "$big" "$D/m" rw && cp -a "$TOP/src" "$D/m/" && kumount "$D/m" ||
+			fail "the kernel's read-write mount of the 16 TiB image"
+		fsck_clean "$big" || fail "16 TiB: e2fsck after the kernel wrote"
+		echo "16 TiB: the kernel mounted it read-write and wrote; e2fsck clean"
+	fi
 	rm -f "$big"
 	[ "$QUICK" = 1 ] || check_variant 16T
 else
@@ -174,6 +205,26 @@ if can_loop; then
 		fsck_clean "$img" || fail "mkfs $k: e2fsck after the kernel wrote"
 		echo "mkfs ${k:-(defaults)}: kernel wrote a tree, e2fsck clean"
 	done
+
+	note "3b. a block device holding random bytes"
+	head -c 128M /dev/urandom > "$D/bd.img"
+	dev=$(losetup -f --show "$D/bd.img") || fail "losetup"
+	for k in "" "-t ext2" "-E lazy_itable_init=0"; do
+		# shellcheck disable=SC2086
+		"$UEXT4" mkfs -q -F $k "$dev" || { losetup -d "$dev"; fail "mkfs $k on $dev"; }
+		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck"; }
+		mkdir -p "$D/m"
+		mount -t ext4 "$dev" "$D/m" && write_tree "$D/m" ||
+			{ losetup -d "$dev"; fail "kernel write on the device made by mkfs $k"; }
+		out=$("$UEXT4" mkfs -q -F "$dev" 2>&1) && fail "mkfs -F of a mounted device worked"
+		grep -q "in use" <<< "$out" || fail "mkfs -F of a mounted device says: $out"
+		umount "$D/m" || fail "umount $dev"
+		e2fsck -fn "$dev" > "$D/bd.fsck" 2>&1 || { cat "$D/bd.fsck"; losetup -d "$dev"; fail "mkfs $k on a device: e2fsck after the kernel"; }
+		echo "block device, mkfs ${k:-(defaults)}: e2fsck clean, kernel wrote, clean"
+	done
+	out=$("$UEXT4" mkfs -q "$dev" 2>&1) && { losetup -d "$dev"; fail "mkfs over the device's file system without -F worked"; }
+	losetup -d "$dev"
+	rm -f "$D/bd.img"
 
 	note "4. resize2fs offline and online"
 	if command -v resize2fs > /dev/null; then
@@ -227,13 +278,26 @@ else
 	echo "no loop devices or not root: the kernel and resize parts are not run"
 fi
 
+note "3c. uext4 writes into its own images"
+for k in "" "-t ext2" "-t ext3" "-b 1024 -N 2000"; do
+	img=$D/w.img
+	rm -f "$img"
+	# shellcheck disable=SC2086
+	"$UEXT4" mkfs -q $k "$img" 128M || fail "mkfs $k"
+	"$UEXT4" put "$img" "$TOP/src" /src || fail "uext4 put into mkfs $k"
+	"$UEXT4" mkdir -p "$img" /a/b/c && "$UEXT4" rm -r "$img" /src/ondisk.h || fail "uext4 writes into mkfs $k"
+	fsck_clean "$img" || fail "mkfs $k: e2fsck after uext4 wrote"
+	echo "mkfs ${k:-(defaults)}: uext4 wrote, e2fsck clean"
+done
+rm -f "$D/w.img"
+
 note "5. -F and -n"
 img=$D/f.img
 rm -f "$img"
 "$UEXT4" mkfs -q "$img" 64M || fail "mkfs"
 cp "$img" "$D/f.copy"
 out=$("$UEXT4" mkfs -q "$img" 2>&1) && fail "mkfs over an ext4 image without -F worked"
-echo "$out" | grep -q "already holds an ext4 file system" || fail "refusal says: $out"
+grep -q "already holds an ext4 file system" <<< "$out" || fail "refusal says: $out"
 cmp "$img" "$D/f.copy" || fail "a refused mkfs changed the image"
 out=$("$UEXT4" mkfs -q -n "$img" 2>&1) || fail "-n on an existing image: $out"
 cmp "$img" "$D/f.copy" || fail "-n changed the image"
@@ -244,7 +308,7 @@ grep -q "Inodes per group: 8192" "$D/n.out" || { cat "$D/n.out"; fail "-n geomet
 truncate -s 64M "$D/x.img"
 printf 'XFSB' | dd of="$D/x.img" conv=notrunc status=none
 out=$("$UEXT4" mkfs -q "$D/x.img" 2>&1) && fail "mkfs over an XFS magic worked"
-echo "$out" | grep -q "XFS" || fail "refusal says: $out"
+grep -q "XFS" <<< "$out" || fail "refusal says: $out"
 theirs "$D/t.img" 64M || fail "mke2fs"
 out=$("$UEXT4" mkfs -q "$D/t.img" 2>&1) && fail "mkfs over mke2fs's image worked"
 "$UEXT4" mkfs -q -F -U "$UUID" "$img" || fail "-F"
@@ -300,7 +364,7 @@ bad() { # bad WHAT-IN-MESSAGE ARGS...
 	out=$("$UEXT4" mkfs "$@" 2>&1)
 	rc=$?
 	[ "$rc" = 2 ] || fail "uext4 mkfs $*: exit $rc, want 2 ($out)"
-	echo "$out" | grep -qF -- "$want" || fail "uext4 mkfs $*: message '$out' does not say '$want'"
+	grep -qF -- "$want" <<< "$out" || fail "uext4 mkfs $*: message '$out' does not say '$want'"
 }
 rm -f "$D/bad.img"
 bad "-b 3000" -b 3000 "$D/bad.img" 64M
@@ -315,9 +379,9 @@ bad "too small" "$D/bad.img" 16K
 bad "missing IMAGE"
 bad "extents must be enabled" -O ^extent "$D/bad.img" 64M
 out=$(SOURCE_DATE_EPOCH=soon "$UEXT4" mkfs "$D/bad.img" 64M 2>&1)
-[ $? = 2 ] && echo "$out" | grep -q "SOURCE_DATE_EPOCH=soon" || fail "SOURCE_DATE_EPOCH=soon: $out"
+[ $? = 2 ] && grep -q "SOURCE_DATE_EPOCH=soon" <<< "$out" || fail "SOURCE_DATE_EPOCH=soon: $out"
 out=$("$UEXT4" mkfs "$D/absent.img" 2>&1) && fail "mkfs of a missing image without SIZE worked"
-echo "$out" | grep -q "give a SIZE" || fail "missing image: $out"
+grep -q "give a SIZE" <<< "$out" || fail "missing image: $out"
 [ -e "$D/bad.img" ] && fail "a refused mkfs left $D/bad.img"
 echo "bad arguments: exit 2, named"
 
@@ -329,6 +393,8 @@ if [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	"$UEXT4" mount --create 64M "$img" "$D/cm" || fail "mount --create"
 	MOUNTS+=("$D/cm")
 	echo hello > "$D/cm/f" && [ "$(cat "$D/cm/f")" = hello ] || fail "write through the new mount"
+	out=$("$UEXT4" mkfs -q -F "$img" 2>&1) && fail "mkfs -F of an image a uext4 mount holds worked"
+	grep -q "in use" <<< "$out" || fail "mkfs -F of a mounted image says: $out"
 	"$UEXT4" umount "$D/cm" || fail "umount"
 	fsck_clean "$img" || fail "e2fsck after mount --create"
 	"$UEXT4" mount --create 1G "$img" "$D/cm" || fail "mount --create of an existing image"
