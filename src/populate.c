@@ -1001,7 +1001,7 @@ static int alloc_range(struct pop *p, struct handle *h, struct inode *n, uint64_
 	while (first < end) {
 		struct block_map m;
 		int err = inode_map_blocks(h, n, first, MIN(end - first, (uint64_t)ALLOC_MAX_BLOCKS),
-					   MAP_CREATE, &m);
+					   MAP_CREATE | MAP_WHOLE, &m);
 
 		if (err)
 			return fail_lib(p, err, "allocating its blocks");

@@ -9,7 +9,8 @@
 #     copy's, by design; directory sizes and block counts are ext4's own);
 #   - sparseness: every file with holes has the source's data ranges
 #     (SEEK_DATA/SEEK_HOLE on the kernel mount) and no more blocks than its
-#     data needs (plus extent blocks);
+#     data needs (plus extent blocks); every file without holes is one
+#     physically contiguous run (FIEMAP);
 #   - chattr flags (+i +a +d +A where the source file system has them),
 #     --root-owner, clamped times, no_copy_xattrs;
 #   - e2fsck -fn clean after each fill.
@@ -112,6 +113,37 @@ for root, dirs, files in os.walk(src):
                   (p, qs.st_blocks * 512, st.st_blocks * 512))
 print("sparse files checked: %d, bad: %d" % (checked, bad))
 sys.exit(1 if bad or not checked else 0)
+EOF
+	# Each file's blocks contiguous (FIEMAP on the kernel mount): a file
+	# without holes has one physical run (split only where an extent ends).
+	python3 - "$TREE" "$MNT" <<'EOF' || bad "files are not contiguous"
+import fcntl, os, struct, sys
+src, mnt = sys.argv[1], sys.argv[2]
+FS_IOC_FIEMAP, N = 0xC020660B, 64
+def extents(p):
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        buf = bytearray(struct.pack("=QQIIII", 0, 2**64 - 1, 0, 0, N, 0) + bytes(56 * N))
+        fcntl.ioctl(fd, FS_IOC_FIEMAP, buf)
+        n = struct.unpack_from("=I", buf, 20)[0]
+        return [struct.unpack_from("=QQQ", buf, 32 + 56 * i) for i in range(n)]
+    finally:
+        os.close(fd)
+files = frag = 0
+for root, dirs, names in os.walk(src):
+    for f in names:
+        p = os.path.join(root, f)
+        st = os.lstat(p)
+        if not os.path.isfile(p) or os.path.islink(p) or st.st_size == 0 or st.st_blocks * 512 < st.st_size:
+            continue
+        files += 1
+        ex = extents(os.path.join(mnt, os.path.relpath(p, src)))
+        if any(ex[i][1] != ex[i - 1][1] + ex[i - 1][2] for i in range(1, len(ex))):
+            frag += 1
+            if frag <= 5:
+                print("FAIL: %s: extents %s" % (p, ex[:4]))
+print("files without holes: %d, not contiguous: %d" % (files, frag))
+sys.exit(1 if frag else 0)
 EOF
 	kumount "$MNT"
 else
