@@ -14,8 +14,9 @@
 #   - chattr flags (+i +a +d +A where the source file system has them),
 #     --root-owner, clamped times, no_copy_xattrs;
 #   - e2fsck -fn clean after each fill.
-# Until `uext4 mkfs -d` exists, images are made by mke2fs and filled by
-# build/bench/populate_bench (mount, uext4_populate, unmount).
+# Images are made by `uext4 mkfs -d` where cli/fill.c is built; before
+# that by `uext4 mkfs` (or mke2fs) and filled by build/bench/populate_bench
+# (mount, uext4_populate, unmount), with the same options.
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -30,6 +31,44 @@ case "$UEXT4_BUILD" in
 esac
 WORK=$(mktemp_dir)
 FAILED=0
+mkdir -p "$WORK/probe"
+MKFS=mke2fs
+if "$UEXT4" mkfs -q -F "$WORK/probe.img" 16M > /dev/null 2>&1; then
+	MKFS=uext4
+	"$UEXT4" mkfs -q -F -d "$WORK/probe" "$WORK/probe.img" 16M > /dev/null 2>&1 && MKFS=uext4-d
+fi
+rm -rf "$WORK/probe" "$WORK/probe.img"
+note "images made by: $MKFS"
+# fill IMG SIZE SRC [-N n] [-j n] [-r uid:gid] [-c clamp] [-x]: a new image
+# of SIZE holding SRC.
+fill() {
+	local img=$1 size=$2 src=$3 n=() j=0 jo=() r=() c= x=() pr=() pc=() px=()
+	shift 3
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-N) n=(-N "$2"); shift ;;
+		-j) j=$2; shift ;;
+		-r) r=("--root-owner=$2"); pr=(-r "$2"); shift ;;
+		-c) c=$2; pc=(-c "$2"); shift ;;
+		-x) x=(--no-copy-xattrs); px=(-x) ;;
+		esac
+		shift
+	done
+	rm -f "$img"
+	[ "$j" = 0 ] || jo=(-j "$j")   # uext4 mkfs without -j: every CPU
+	case "$MKFS" in
+	uext4-d)
+		if [ -n "$c" ]; then
+			SOURCE_DATE_EPOCH=$c "$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
+		else
+			"$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
+		fi ;;
+	uext4) "$UEXT4" mkfs -q "${n[@]}" "$img" "$size" &&
+		"$POP" -j "$j" "${pr[@]}" "${pc[@]}" "${px[@]}" "$img" "$src" ;;
+	*) mke2fs -q -F -t ext4 "${n[@]}" "$img" "$size" &&
+		"$POP" -j "$j" "${pr[@]}" "${pc[@]}" "${px[@]}" "$img" "$src" ;;
+	esac
+}
 bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 # compare NAME A B: diff two dumps, show the first differences.
@@ -56,14 +95,13 @@ dump posix "$TREE" "$WORK/src.txt"
 
 # ---------------------------------------------------------------- the tree
 IMG=$WORK/tree.img
-mke2fs -q -F -t ext4 -N 200000 "$IMG" 3G || fail "mke2fs"
 START=$(date +%s.%N)
-if ! "$POP" -j 0 "$IMG" "$TREE" > "$WORK/pop.out" 2>&1; then
+if ! fill "$IMG" 3G "$TREE" -N 200000 -j 0 > "$WORK/pop.out" 2>&1; then
 	cat "$WORK/pop.out"
 	fail "populate of the $KIND tree failed"
 fi
 cat "$WORK/pop.out"
-echo "populate + unmount: $(echo "$(date +%s.%N) - $START" | bc) s"
+echo "fill: $(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}') s"
 fsck_clean "$IMG" || bad "e2fsck -fn after populate"
 dump lib "$IMG" "$WORK/lib.txt" || bad "walk lib reported errors"
 compare "source vs walk lib" "$WORK/src.txt" "$WORK/lib.txt"
@@ -164,8 +202,7 @@ for f in "+i imm" "+a app" "+d d/nodump" "+i empty-imm" "+A noatime" "+d d"; do
 done
 IMG2=$WORK/opts.img
 CLAMP=$(date -d '2020-01-01 UTC' +%s)
-mke2fs -q -F -t ext4 "$IMG2" 64M || fail "mke2fs"
-"$POP" -j 2 -r 1234:5678 -c "$CLAMP" "$IMG2" "$SRC2" > "$WORK/pop2.out" 2>&1 ||
+fill "$IMG2" 64M "$SRC2" -j 2 -r 1234:5678 -c "$CLAMP" > "$WORK/pop2.out" 2>&1 ||
 	{ cat "$WORK/pop2.out"; bad "populate with options failed"; }
 fsck_clean "$IMG2" || bad "e2fsck -fn after populate with options"
 out=$("$UEXT4" stat "$IMG2" / 2>&1)
@@ -185,8 +222,7 @@ else
 fi
 for f in imm app empty-imm; do chattr -i -a "$SRC2/$f" 2> /dev/null; done
 # no_copy_xattrs
-mke2fs -q -F -t ext4 "$IMG2" 64M || fail "mke2fs"
-"$POP" -x "$IMG2" "$SRC2" > /dev/null 2>&1 || bad "populate -x failed"
+fill "$IMG2" 64M "$SRC2" -x > /dev/null 2>&1 || bad "populate -x failed"
 "$WALK" --no-ino --exclude=lost+found lib "$IMG2" | grep -v 'xattr=-' | grep . &&
 	bad "no_copy_xattrs: xattrs copied"
 fsck_clean "$IMG2" || bad "e2fsck -fn after populate -x"
