@@ -98,11 +98,13 @@ cmd_for() {
 	src=$(src_path "$s")
 	case "$m" in
 	uext4-j1 | uext4-jN)
-		j=1; [ "$m" = uext4-jN ] && j=0
+		# uext4 mkfs without -j uses every CPU; populate_bench -j 0 too.
+		j=1 jopt="-j 1"
+		[ "$m" = uext4-jN ] && j=0 jopt=
 		if [ "$s" = usr-share-tar ]; then
-			[ "$TAR_D" = yes ] && echo "'$UEXT4' mkfs -q -F -j $j -d '$src' '$img' $size"
+			[ "$TAR_D" = yes ] && echo "'$UEXT4' mkfs -q -F $jopt -d '$src' '$img' $size"
 		elif [ "$FILL_D" = yes ]; then
-			echo "'$UEXT4' mkfs -q -F -j $j -d '$src' '$img' $size"
+			echo "'$UEXT4' mkfs -q -F $jopt -d '$src' '$img' $size"
 		else
 			echo "'$UEXT4' mkfs -q -F '$img' $size && '$POP' -j $j '$img' '$src' > /dev/null"
 		fi ;;

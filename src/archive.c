@@ -27,8 +27,13 @@
  *   - a path through a symlink or a non-directory is an error (the fill
  *     never follows links: nothing can escape dir).
  *
+ * Times: a member without an atime (ustar; GNU tar's pax stores none)
+ * gets its mtime, so that the image depends on the archive alone; ctime and
+ * crtime are the library's "now" (the fixed time with use_fixed_time).
+ * clamp_times clamps atime and mtime, as mke2fs does.
+ *
  * Nothing here is shared between threads: the caller's one thread runs
- * the whole fill.
+ * the whole fill (and keeps the identity root, umask 0, that it sets).
  */
 #include "internal.h"
 #include "acl_int.h"
@@ -58,7 +63,7 @@ struct ar_late {
 	uint32_t flags;
 	bool dir;           /* set atime and mtime */
 	bool gone;          /* removed by a later member: skip */
-	char *member;       /* for messages, when flags are set */
+	char *member;       /* for messages */
 };
 
 struct ar_fill {
@@ -66,7 +71,6 @@ struct ar_fill {
 	uint64_t root;
 	const struct uext4_populate_opts *o;
 	struct archive *a;
-	int fd;
 	const char *member;             /* the member being copied, for messages */
 	bool warned_abs;
 	struct ar_late *late;
@@ -537,7 +541,7 @@ static int defer(struct ar_fill *f, uint64_t ino, struct archive_entry *e, bool 
 		l->atime = entry_atime(f, e);
 		l->mtime = entry_mtime(f, e);
 	}
-	if (flags && !(l->member = strdup(f->member)))
+	if (!(l->member = strdup(f->member)))
 		return fs_err(ENOMEM, "out of memory");
 	f->nlate++;
 	return 0;
@@ -561,9 +565,10 @@ static int finish_late(struct ar_fill *f)
 					    .atime = l->atime, .mtime = l->mtime };
 		int err = l->dir && !l->gone ? uext4_setattr(f->fs, l->ino, &sa, NULL) : 0;
 
-		if (err)
-			return fs_err(-err, "setting directory times (inode %llu): %s",
-				      (unsigned long long)l->ino, uext4_last_error());
+		if (err) {
+			f->member = l->member;
+			return member_err(f, err, "setting the directory's times", false);
+		}
 	}
 	for (size_t i = 0; i < f->nlate; i++) {
 		struct ar_late *l = &f->late[i];
@@ -949,7 +954,7 @@ static int root_owner(struct ar_fill *f)
 int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 			   const struct uext4_populate_opts *o)
 {
-	struct ar_fill f = { .fs = fs, .root = dir, .o = o, .fd = fd };
+	struct ar_fill f = { .fs = fs, .root = dir, .o = o };
 	struct stat st;
 	int err;
 

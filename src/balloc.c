@@ -480,6 +480,7 @@ struct alloc_req {
 	uint64_t goal;
 	uint32_t want;
 	bool streaming;             /* allocating at inode->alloc_goal */
+	bool whole;                 /* only a free run of all `want` blocks */
 	uint64_t first;             /* result */
 	uint32_t got;
 };
@@ -551,6 +552,8 @@ static int try_group(struct alloc_req *r, uint32_t g, uint32_t start, uint32_t e
 	if ((err = balloc_bitmap_locked(r->h, g, &b)))
 		goto out;
 	off = find_run(fs, bg, respect, g, b->data, start, end, r->want, &len);
+	while (r->whole && off < end && len < r->want)
+		off = find_run(fs, bg, respect, g, b->data, off + len, end, r->want, &len);
 	if (off >= end || !len) {
 		err = 1;
 		goto out;
@@ -681,11 +684,11 @@ static int check_reserved(struct uext4_fs *fs, uint32_t *want)
 	return 0;
 }
 
-int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
-		 uint64_t *first, uint32_t *got)
+static int alloc_blocks(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
+			bool whole, uint64_t *first, uint32_t *got)
 {
 	struct uext4_fs *fs = h->fs;
-	struct alloc_req r = { .h = h, .inode = inode, .want = want ? want : 1 };
+	struct alloc_req r = { .h = h, .inode = inode, .want = want ? want : 1, .whole = whole };
 	struct balloc_pa *pa = inode ? inode->pa : NULL;
 	int err, first_err = 0;
 
@@ -728,6 +731,21 @@ int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t 
 	if (inode && !(pa && pa->len && goal != pa->start))
 		inode->alloc_goal = r.first + r.got;
 	return 0;
+}
+
+int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
+		 uint64_t *first, uint32_t *got)
+{
+	return alloc_blocks(h, inode, goal, want, false, first, got);
+}
+
+int balloc_alloc_whole(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
+		       uint64_t *first, uint32_t *got)
+{
+	int err = alloc_blocks(h, inode, goal, want, true, first, got);
+
+	/* No free run that long anywhere: the first-fit pieces. */
+	return err == -ENOSPC ? alloc_blocks(h, inode, goal, want, false, first, got) : err;
 }
 
 /* ------------------------------------------------------------ freeing */

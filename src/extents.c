@@ -902,7 +902,9 @@ int extent_map_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint
 		return inode_write(h, inode);
 	}
 	want = (uint32_t)MIN(MIN(m->len, max_len), ext_max_len(uw));
-	err = balloc_alloc(h, inode, alloc_goal(fs, inode, (uint32_t)lblk), want, &first, &got);
+	err = (flags & MAP_WHOLE)
+		? balloc_alloc_whole(h, inode, alloc_goal(fs, inode, (uint32_t)lblk), want, &first, &got)
+		: balloc_alloc(h, inode, alloc_goal(fs, inode, (uint32_t)lblk), want, &first, &got);
 	if (err)
 		return err;
 	ext_set(&nx, (uint32_t)lblk, got, first, uw);

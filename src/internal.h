@@ -841,6 +841,8 @@ int64_t file_seek_data(struct uext4_fs *fs, struct inode *inode, uint64_t off, b
 #define MAP_CREATE 1u       /* allocate the hole at lblk (up to max_len blocks) */
 #define MAP_UNWRITTEN 2u    /* with MAP_CREATE: new blocks are unwritten (fallocate) */
 #define MAP_CONVERT 4u      /* with MAP_CREATE: an unwritten run becomes written */
+#define MAP_WHOLE 8u        /* with MAP_CREATE: one free run of max_len blocks where
+			     * there is one (balloc_alloc_whole(); extents only) */
 int inode_map_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uint64_t max_len,
 		     unsigned flags, struct block_map *m);
 /* Free every block at or after logical block first (truncate). */
@@ -968,6 +970,11 @@ int ialloc_free_undo(struct handle *h, uint64_t ino, bool was_dir, const struct 
  */
 int balloc_alloc(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
 		 uint64_t *first, uint32_t *got);
+/* The same, but the first free run of all `want` blocks (capped at a group)
+ * from the goal on, where there is one anywhere; else as balloc_alloc():
+ * a bulk fill keeps each file in one piece (populate, MAP_WHOLE). */
+int balloc_alloc_whole(struct handle *h, struct inode *inode, uint64_t goal, uint32_t want,
+		       uint64_t *first, uint32_t *got);
 #define BALLOC_METADATA 1u  /* the blocks held metadata: forget cached copies */
 int balloc_free(struct handle *h, struct inode *inode, uint64_t first, uint32_t count,
 		unsigned flags);

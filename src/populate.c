@@ -1001,7 +1001,7 @@ static int alloc_range(struct pop *p, struct handle *h, struct inode *n, uint64_
 	while (first < end) {
 		struct block_map m;
 		int err = inode_map_blocks(h, n, first, MIN(end - first, (uint64_t)ALLOC_MAX_BLOCKS),
-					   MAP_CREATE, &m);
+					   MAP_CREATE | MAP_WHOLE, &m);
 
 		if (err)
 			return fail_lib(p, err, "allocating its blocks");
@@ -1118,7 +1118,12 @@ static int copy_directory(struct pop *p, const struct sent *e, uint64_t dino, ui
 	struct uext4_stat st;
 	int err;
 
-	if ((err = uext4_mkdir(p->fs, dino, e->name, e->sx.stx_mode & 07777, &st)))
+	err = uext4_mkdir(p->fs, dino, e->name, e->sx.stx_mode & 07777, &st);
+	/* A directory the image already has (lost+found at the top, as a
+	 * source that is a file system's root holds it): fill that one. */
+	if (err == -EEXIST && uext4_lookup(p->fs, dino, e->name, &st) == 0 && S_ISDIR(st.mode))
+		err = 0;
+	if (err)
 		return fail_lib(p, err, "creating the directory");
 	*ino = st.ino;
 	if ((err = copy_dir(p, e->sub, st.ino)))

@@ -9,12 +9,14 @@
 #     copy's, by design; directory sizes and block counts are ext4's own);
 #   - sparseness: every file with holes has the source's data ranges
 #     (SEEK_DATA/SEEK_HOLE on the kernel mount) and no more blocks than its
-#     data needs (plus extent blocks);
+#     data needs (plus extent blocks); every file without holes is one
+#     physically contiguous run (FIEMAP);
 #   - chattr flags (+i +a +d +A where the source file system has them),
 #     --root-owner, clamped times, no_copy_xattrs;
 #   - e2fsck -fn clean after each fill.
-# Until `uext4 mkfs -d` exists, images are made by mke2fs and filled by
-# build/bench/populate_bench (mount, uext4_populate, unmount).
+# Images are made by `uext4 mkfs -d` where cli/fill.c is built; before
+# that by `uext4 mkfs` (or mke2fs) and filled by build/bench/populate_bench
+# (mount, uext4_populate, unmount), with the same options.
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -29,6 +31,44 @@ case "$UEXT4_BUILD" in
 esac
 WORK=$(mktemp_dir)
 FAILED=0
+mkdir -p "$WORK/probe"
+MKFS=mke2fs
+if "$UEXT4" mkfs -q -F "$WORK/probe.img" 16M > /dev/null 2>&1; then
+	MKFS=uext4
+	"$UEXT4" mkfs -q -F -d "$WORK/probe" "$WORK/probe.img" 16M > /dev/null 2>&1 && MKFS=uext4-d
+fi
+rm -rf "$WORK/probe" "$WORK/probe.img"
+note "images made by: $MKFS"
+# fill IMG SIZE SRC [-N n] [-j n] [-r uid:gid] [-c clamp] [-x]: a new image
+# of SIZE holding SRC.
+fill() {
+	local img=$1 size=$2 src=$3 n=() j=0 jo=() r=() c= x=() pr=() pc=() px=()
+	shift 3
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-N) n=(-N "$2"); shift ;;
+		-j) j=$2; shift ;;
+		-r) r=("--root-owner=$2"); pr=(-r "$2"); shift ;;
+		-c) c=$2; pc=(-c "$2"); shift ;;
+		-x) x=(--no-copy-xattrs); px=(-x) ;;
+		esac
+		shift
+	done
+	rm -f "$img"
+	[ "$j" = 0 ] || jo=(-j "$j")   # uext4 mkfs without -j: every CPU
+	case "$MKFS" in
+	uext4-d)
+		if [ -n "$c" ]; then
+			SOURCE_DATE_EPOCH=$c "$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
+		else
+			"$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
+		fi ;;
+	uext4) "$UEXT4" mkfs -q "${n[@]}" "$img" "$size" &&
+		"$POP" -j "$j" "${pr[@]}" "${pc[@]}" "${px[@]}" "$img" "$src" ;;
+	*) mke2fs -q -F -t ext4 "${n[@]}" "$img" "$size" &&
+		"$POP" -j "$j" "${pr[@]}" "${pc[@]}" "${px[@]}" "$img" "$src" ;;
+	esac
+}
 bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 # compare NAME A B: diff two dumps, show the first differences.
@@ -55,14 +95,13 @@ dump posix "$TREE" "$WORK/src.txt"
 
 # ---------------------------------------------------------------- the tree
 IMG=$WORK/tree.img
-mke2fs -q -F -t ext4 -N 200000 "$IMG" 3G || fail "mke2fs"
 START=$(date +%s.%N)
-if ! "$POP" -j 0 "$IMG" "$TREE" > "$WORK/pop.out" 2>&1; then
+if ! fill "$IMG" 3G "$TREE" -N 200000 -j 0 > "$WORK/pop.out" 2>&1; then
 	cat "$WORK/pop.out"
 	fail "populate of the $KIND tree failed"
 fi
 cat "$WORK/pop.out"
-echo "populate + unmount: $(echo "$(date +%s.%N) - $START" | bc) s"
+echo "fill: $(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}') s"
 fsck_clean "$IMG" || bad "e2fsck -fn after populate"
 dump lib "$IMG" "$WORK/lib.txt" || bad "walk lib reported errors"
 compare "source vs walk lib" "$WORK/src.txt" "$WORK/lib.txt"
@@ -113,6 +152,37 @@ for root, dirs, files in os.walk(src):
 print("sparse files checked: %d, bad: %d" % (checked, bad))
 sys.exit(1 if bad or not checked else 0)
 EOF
+	# Each file's blocks contiguous (FIEMAP on the kernel mount): a file
+	# without holes has one physical run (split only where an extent ends).
+	python3 - "$TREE" "$MNT" <<'EOF' || bad "files are not contiguous"
+import fcntl, os, struct, sys
+src, mnt = sys.argv[1], sys.argv[2]
+FS_IOC_FIEMAP, N = 0xC020660B, 64
+def extents(p):
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        buf = bytearray(struct.pack("=QQIIII", 0, 2**64 - 1, 0, 0, N, 0) + bytes(56 * N))
+        fcntl.ioctl(fd, FS_IOC_FIEMAP, buf)
+        n = struct.unpack_from("=I", buf, 20)[0]
+        return [struct.unpack_from("=QQQ", buf, 32 + 56 * i) for i in range(n)]
+    finally:
+        os.close(fd)
+files = frag = 0
+for root, dirs, names in os.walk(src):
+    for f in names:
+        p = os.path.join(root, f)
+        st = os.lstat(p)
+        if not os.path.isfile(p) or os.path.islink(p) or st.st_size == 0 or st.st_blocks * 512 < st.st_size:
+            continue
+        files += 1
+        ex = extents(os.path.join(mnt, os.path.relpath(p, src)))
+        if any(ex[i][1] != ex[i - 1][1] + ex[i - 1][2] for i in range(1, len(ex))):
+            frag += 1
+            if frag <= 5:
+                print("FAIL: %s: extents %s" % (p, ex[:4]))
+print("files without holes: %d, not contiguous: %d" % (files, frag))
+sys.exit(1 if frag else 0)
+EOF
 	kumount "$MNT"
 else
 	echo "NOTE: not root or no loop device: the kernel's view was not compared"
@@ -132,8 +202,7 @@ for f in "+i imm" "+a app" "+d d/nodump" "+i empty-imm" "+A noatime" "+d d"; do
 done
 IMG2=$WORK/opts.img
 CLAMP=$(date -d '2020-01-01 UTC' +%s)
-mke2fs -q -F -t ext4 "$IMG2" 64M || fail "mke2fs"
-"$POP" -j 2 -r 1234:5678 -c "$CLAMP" "$IMG2" "$SRC2" > "$WORK/pop2.out" 2>&1 ||
+fill "$IMG2" 64M "$SRC2" -j 2 -r 1234:5678 -c "$CLAMP" > "$WORK/pop2.out" 2>&1 ||
 	{ cat "$WORK/pop2.out"; bad "populate with options failed"; }
 fsck_clean "$IMG2" || bad "e2fsck -fn after populate with options"
 out=$("$UEXT4" stat "$IMG2" / 2>&1)
@@ -153,8 +222,7 @@ else
 fi
 for f in imm app empty-imm; do chattr -i -a "$SRC2/$f" 2> /dev/null; done
 # no_copy_xattrs
-mke2fs -q -F -t ext4 "$IMG2" 64M || fail "mke2fs"
-"$POP" -x "$IMG2" "$SRC2" > /dev/null 2>&1 || bad "populate -x failed"
+fill "$IMG2" 64M "$SRC2" -x > /dev/null 2>&1 || bad "populate -x failed"
 "$WALK" --no-ino --exclude=lost+found lib "$IMG2" | grep -v 'xattr=-' | grep . &&
 	bad "no_copy_xattrs: xattrs copied"
 fsck_clean "$IMG2" || bad "e2fsck -fn after populate -x"

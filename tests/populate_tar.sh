@@ -3,12 +3,14 @@
 # uext4_populate_archive() through the populate_tar driver into mke2fs-made
 # images:
 #   - the lite tree archived by GNU tar (xattrs, ACLs, sparse, pax) as .tar,
-#     .tar.gz, .tar.xz, .tar.zst and through stdin (mkfs -d -): each image
+#     .tar.gz, .tar.xz, .tar.zst, .tar.bz2, through stdin (mkfs -d -), and
+#     in GNU tar's own format (old GNU sparse, no xattrs): each image
 #     compared with the source (walk lib against walk posix of the tree),
 #     and the .tar one with the kernel's view of it (walk posix on a
 #     read-only loop mount against walk lib), e2fsck -fn clean; the
 #     driver's progress reports count every member and reach the end;
-#   - a 5 GiB sparse file; --root-owner and --no-copy-xattrs;
+#   - a 5 GiB sparse file; --root-owner and --no-copy-xattrs; -E offset=
+#     (the kernel's view of the partition);
 #   - twice with SOURCE_DATE_EPOCH, -U and hash_seed: identical bytes;
 #   - bad tarballs (python3 tarfile): absolute paths, ../ escapes,
 #     duplicates, hard links to missing targets, garbage, truncation: the
@@ -72,9 +74,12 @@ TAR=$WORK/t.tar
 tar -C "$TREE" --xattrs --xattrs-include='*' --acls --sparse --format=posix \
 	-cf "$TAR" . 2> "$WORK/tar.err" || { cat "$WORK/tar.err"; fail "tar -c"; }
 gzip -c "$TAR" > "$TAR.gz"
-for z in xz zstd; do
-	if command -v $z > /dev/null; then $z -q -c "$TAR" > "$TAR.${z/zstd/zst}"; fi
+for z in xz zstd bzip2; do
+	if command -v $z > /dev/null; then $z -q -c "$TAR" > "$TAR.$(sed 's/zstd/zst/;s/bzip2/bz2/' <<< $z)"; fi
 done
+# GNU tar's own format (old GNU sparse members, no xattrs, whole seconds).
+tar -C "$TREE" --sparse --format=gnu -cf "$WORK/gnu.tar" . 2> "$WORK/tar.err" ||
+	{ cat "$WORK/tar.err"; fail "tar -c --format=gnu"; }
 ls -l "$WORK"/t.tar*
 
 # mkfs_d IMG SOURCE [mkfs options]: uext4 mkfs -q -d SOURCE into a new IMG.
@@ -94,7 +99,7 @@ check_image() {
 }
 
 note "uext4 mkfs -d of each archive"
-for z in "" .gz .xz .zst; do
+for z in "" .gz .xz .zst .bz2; do
 	[ -e "$TAR$z" ] || continue
 	name=tar$z
 	if mkfs_d "$WORK/$name.img" "$TAR$z" 2> "$WORK/$name.err"; then
@@ -103,6 +108,17 @@ for z in "" .gz .xz .zst; do
 		bad "$name: mkfs -d failed: $(cat "$WORK/$name.err")"
 	fi
 done
+if mkfs_d "$WORK/gnu.img" "$WORK/gnu.tar" 2> "$WORK/gnu.err"; then
+	# Without xattrs the files that had an xattr block have one block less.
+	nox() { src_filter | sed -E '/^\.\/(xattrs|acls)\//s/ blocks=[0-9]+//'; }
+	"$WALK" "${SRC_OPTS[@]}" --no-xattr --no-nsec posix "$TREE" | nox > "$WORK/src-gnu.txt"
+	"$WALK" "${SRC_OPTS[@]}" --no-xattr --no-nsec lib "$WORK/gnu.img" | nox > "$WORK/gnu.txt" ||
+		bad "gnu: walk lib reported errors"
+	compare "gnu format: source tree vs walk lib (no xattrs, seconds)" "$WORK/src-gnu.txt" "$WORK/gnu.txt"
+	fsck_clean "$WORK/gnu.img" || bad "gnu: e2fsck"
+else
+	bad "gnu: mkfs -d failed: $(cat "$WORK/gnu.err")"
+fi
 if mkfs_d "$WORK/stdin.img" - < "$TAR.xz" 2> "$WORK/stdin.err"; then
 	check_image "stdin (-d -)" "$WORK/stdin.img"
 else
@@ -162,6 +178,30 @@ if can_loop; then
 	fi
 else
 	echo "NOTE: no loop device or not root: the kernel comparison did not run"
+fi
+
+note "-E offset=: a file system 1 MiB into the image, seen by the kernel"
+if can_loop; then
+	rm -f "$WORK/off.img"
+	if "$UEXT4" mkfs -q -b 4096 -N 8192 -E offset=1048576 -d "$TAR.gz" "$WORK/off.img" 256M \
+		2> "$WORK/off.err"; then
+		LOOP=$(losetup -f --show -o 1048576 "$WORK/off.img")
+		fsck_clean "$LOOP" || bad "offset: e2fsck of the partition"
+		mkdir -p "$WORK/offmnt"
+		if mount -t ext4 -o ro,noload "$LOOP" "$WORK/offmnt"; then
+			MOUNTS+=("$WORK/offmnt")
+			"$WALK" "${SRC_OPTS[@]}" posix "$WORK/offmnt" | src_filter > "$WORK/off.txt"
+			umount "$WORK/offmnt"
+			compare "offset: source tree vs the kernel's view" "$WORK/src.txt" "$WORK/off.txt"
+		else
+			bad "offset: the kernel does not mount the partition"
+		fi
+		losetup -d "$LOOP"
+	else
+		bad "offset: mkfs -d failed: $(cat "$WORK/off.err")"
+	fi
+else
+	echo "NOTE: no loop device or not root: the offset check did not run"
 fi
 
 note "reproducible: twice with SOURCE_DATE_EPOCH, -U, hash_seed gives the same bytes"
@@ -316,6 +356,26 @@ expect_fail missing-link 'member "hl".*hard link to "not-there"'
 expect_fail through-symlink 'member "s/passwd".*symlink'
 expect_fail truncated 'member "file[0-9]*".*([Tt]runcat|[Ee]nd of file|[Uu]nexpected)'
 expect_fail garbage 'reading the archive|[Uu]nrecognized|not a readable'
+
+# Cut the compressed archive at random points: each fill fails with a
+# message (never a crash) and leaves a consistent image.
+RSEED=${POPULATE_TAR_SEED:-$RANDOM}
+echo "truncation points: seed $RSEED (POPULATE_TAR_SEED)"
+RANDOM=$RSEED
+gzsize=$(stat -c %s "$TAR.gz")
+for i in 1 2 3 4; do
+	cut=$(( 1 + (RANDOM * 32768 + RANDOM) % (gzsize - 1) ))
+	head -c "$cut" "$TAR.gz" > "$WORK/cut.tar.gz"
+	new_image "$WORK/cut.img" 64M
+	"$DRV" "$WORK/cut.img" "$WORK/cut.tar.gz" > /dev/null 2> "$WORK/cut.err"
+	rc=$?
+	if [ $rc != 1 ] || ! grep -q 'populate_tar: .*\(archive\|member\)' "$WORK/cut.err"; then
+		bad "the .tar.gz cut at $cut bytes: exit $rc: $(head -3 "$WORK/cut.err")"
+	else
+		echo "ok: cut at $cut bytes: $(head -1 "$WORK/cut.err")"
+	fi
+	fsck_clean "$WORK/cut.img" || bad "the .tar.gz cut at $cut: e2fsck"
+done
 
 expect_ok dup
 I=$WORK/bad-dup.img
