@@ -12,6 +12,13 @@
 #            + close from THREADS client threads
 #   nullfs   bench/nullfs --create: a FUSE server that does no work, the
 #            ceiling of any FUSE create path on this machine
+#   fuse-uring, nullfs-uring  the same two served over io_uring (-o
+#            loop=uring; as root, create.sh turns enable_uring on for the
+#            mount and restores it after; a point whose server fell back to
+#            the classic loop fails).  fuse-uring against nullfs is issue
+#            10's target (above the classic loop's null ceiling at 8
+#            clients); against nullfs-uring it shows what the server's own
+#            work costs on the same transport
 #   kernel   the kernel's ext4 on a loop device (root only)
 #   fuse2fs  fuse2fs (-o fakeroot) on a fresh image; slow, so it runs fewer
 #            files (FUSE2FS_FILES) and fewer thread counts
@@ -22,11 +29,12 @@
 # libfuse/kernel teardown that nullfs pays too).
 # Median of RUNS runs (default 3; RUNS=5 for more), a table, and ratios
 # against the targets: lib >= 300k creates/s on one thread; FUSE >= 80% of
-# nullfs at 8 clients; FUSE >= 5x fuse2fs.  The last image each of lib and
+# nullfs at 8 clients; FUSE >= 5x fuse2fs; fuse-uring above nullfs at 8.  The last image each of lib and
 # fuse wrote is checked with e2fsck -fn.
 #
 # Environment: RUNS, FILES (per thread, default 20000), FUSE2FS_FILES
-# (default 2000), TARGETS (default "lib fuse nullfs kernel fuse2fs"),
+# (default 2000), TARGETS (default "lib fuse nullfs kernel fuse2fs"; also
+# fuse-uring, nullfs-uring),
 # CREATE_BENCH, NULLFS, UEXT4 (binaries), OUT (default bench/results),
 # CREATE_THREADS (client counts for the mounts, default "1 2 4 8 16";
 # UEXT4_FUSE_LOOP=st|pool|mt|uring picks the loop of uext4 and nullfs),
@@ -65,6 +73,7 @@ IMG=$W/create.img
 mkdir -p "$MNT" "$OUT"
 cleanup() {
 	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }
+	uring_switch restore
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -72,6 +81,18 @@ trap 'echo "create.sh: interrupted"; exit 1' INT TERM
 
 ROOT=0
 [ "$(id -u)" = 0 ] && ROOT=1
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_OLD=
+[ -r "$URING_PARAM" ] && URING_OLD=$(cat "$URING_PARAM")
+# uring_switch on|restore: enable_uring for the *-uring targets (root only).
+uring_switch() {
+	[ $ROOT = 1 ] && [ -w "$URING_PARAM" ] && [ -n "$URING_OLD" ] || return 0
+	case $1 in
+	on) echo 1 >"$URING_PARAM" ;;
+	restore) case $URING_OLD in Y | 1) echo 1 >"$URING_PARAM" ;; *) echo 0 >"$URING_PARAM" ;; esac ;;
+	esac
+}
+uring_possible() { [ -e "$URING_PARAM" ] && { [ $ROOT = 1 ] || [ "$URING_OLD" = Y ]; }; }
 drop_caches() {
 	sync
 	[ $ROOT = 1 ] && echo 3 >/proc/sys/vm/drop_caches
@@ -91,6 +112,8 @@ can_run() {
 	lib) return 0 ;;
 	fuse) [ -x "$UEXT4" ] && [ -c /dev/fuse ] ;;
 	nullfs) [ -x "$NULLFS" ] && [ -c /dev/fuse ] ;;
+	fuse-uring) can_run fuse && uring_possible ;;
+	nullfs-uring) can_run nullfs && uring_possible ;;
 	kernel) [ $ROOT = 1 ] && losetup -f >/dev/null 2>&1 ;;
 	fuse2fs) command -v fuse2fs >/dev/null && [ -c /dev/fuse ] ;;
 	*) return 1 ;;
@@ -110,6 +133,15 @@ mount_target() {
 		*,ro,*) echo "create.sh: uext4 mount $IMG is read-only"; umount_target fuse; return 1 ;;
 		esac ;;
 	nullfs) "$NULLFS" --create "$MNT" ;;
+	fuse-uring)
+		uring_switch on
+		"$UEXT4" mount -o loop=uring "$IMG" "$MNT" 2>"$W/mount.err" || { cat "$W/mount.err"; return 1; }
+		SERVER_PID=$(pgrep -n -f -x "$UEXT4 mount -o loop=uring $IMG $MNT")
+		if fell_back; then umount_target "$1"; return 1; fi ;;
+	nullfs-uring)
+		uring_switch on
+		UEXT4_FUSE_LOOP=uring "$NULLFS" --create "$MNT" 2>"$W/mount.err" || { cat "$W/mount.err"; return 1; }
+		if fell_back; then umount_target "$1"; return 1; fi ;;
 	kernel) mount -t ext4 -o loop "$IMG" "$MNT" ;;
 	fuse2fs)
 		local o=fakeroot
@@ -118,12 +150,18 @@ mount_target() {
 	esac || return 1
 	mountpoint -q "$MNT"
 }
+# A *-uring server that says it uses the classic loop does not count.
+fell_back() {
+	grep -q "using the classic loop" "$W/mount.err" || return 1
+	echo "create.sh: $(cat "$W/mount.err")"
+}
 umount_target() {
 	local i
 	case $1 in
 	kernel) umount "$MNT" ;;
 	*) fusermount3 -u "$MNT" || umount -l "$MNT" ;;
 	esac
+	case $1 in *-uring) uring_switch restore ;; esac
 	if [ -n "$SERVER_PID" ]; then
 		for ((i = 0; i < 24000; i++)); do
 			kill -0 "$SERVER_PID" 2>/dev/null || break
@@ -176,7 +214,7 @@ run_point() {
 
 # check_image TARGET: e2fsck -fn of the image the target just wrote.
 check_image() {
-	case $1 in lib | fuse | kernel | fuse2fs) ;; *) return 0 ;; esac
+	case $1 in lib | fuse | fuse-uring | kernel | fuse2fs) ;; *) return 0 ;; esac
 	if e2fsck -fn "$IMG" >"$W/fsck.out" 2>&1; then
 		echo "$1: e2fsck -fn clean after the last run" >>"$FSCK_REPORT"
 	else
@@ -221,14 +259,14 @@ cp "$RAW" "$OUT/create-$STAMP.raw"
 		if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
 	}
 	END {
-		printf "%-8s %7s %10s %12s %10s %9s %9s %10s %7s\n", "target", "threads", "files/thr",
+		printf "%-12s %7s %10s %12s %10s %9s %9s %10s %7s\n", "target", "threads", "files/thr",
 		       "creates/s", "secs", "sync_s", "umount_s", "itable_rd", "errors"
 		for (k = 1; k <= nk; k++) {
 			key = order[k]; split(key, f, SUBSEP)
 			m = median(S[key]); if (m <= 0) m = 1e-9
 			R[key] = f[2] * NF_[key] / m
 			ir = median(IR[key])
-			printf "%-8s %7s %10s %12.0f %10.4f %9.4f %9.4f %10s %7d\n", f[1], f[2], NF_[key],
+			printf "%-12s %7s %10s %12.0f %10.4f %9.4f %9.4f %10s %7d\n", f[1], f[2], NF_[key],
 			       R[key], m, median(Y[key]), median(U[key]), ir < 0 ? "-" : ir, ERR[key]
 		}
 		print ""
@@ -241,6 +279,15 @@ cp "$RAW" "$OUT/create-$STAMP.raw"
 		if ((a in R) && (b in R))
 			printf "  FUSE / nullfs, 8 clients:     %9.0f%%   (target >= 80%%) %s\n",
 			       100 * R[a] / R[b], (R[a] >= 0.8 * R[b] ? "met" : "NOT MET")
+		a = "fuse-uring" SUBSEP 8; b = "nullfs" SUBSEP 8
+		if ((a in R) && (b in R))
+			printf "  FUSE over io_uring / nullfs (its loop), 8 clients: %5.0f%%   (target > 100%%) %s\n",
+			       100 * R[a] / R[b], (R[a] > R[b] ? "met" : "NOT MET")
+		for (t = 1; t <= 16; t *= 2) {
+			a = "fuse-uring" SUBSEP t; b = "nullfs-uring" SUBSEP t
+			if ((a in R) && (b in R))
+				printf "  FUSE / nullfs, both over io_uring, %2d clients: %5.0f%%\n", t, 100 * R[a] / R[b]
+		}
 		for (t = 1; t <= 16; t *= 2) {
 			a = "fuse" SUBSEP t; b = "fuse2fs" SUBSEP t
 			if ((a in R) && (b in R))

@@ -334,34 +334,62 @@ static void peek_request(const void *req, size_t len)
 	}
 }
 
-/* mode without what a write, truncate or chown drops; true if it changed. */
-static bool drop_suid_sgid(uint32_t *mode)
+/* Is the caller of req in group gid (its fsgid or a supplementary group)?
+ * Asked only for a setgid file without group-exec, so the /proc read of
+ * fuse_req_getgroups() stays off the hot path.  If it fails: no (the
+ * setgid bit then goes, the safe way). */
+static bool caller_in_group(fuse_req_t req, uint32_t gid)
+{
+	gid_t list[64];
+	int n;
+
+	if (fuse_req_ctx(req)->gid == gid)
+		return true;
+	n = fuse_req_getgroups(req, 64, list);
+	for (int i = 0; i < n && i < 64; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * mode without what the request drops; true if it changed.  As the VFS
+ * (setattr_should_drop_suidgid, setattr_should_drop_sgid): setuid always;
+ * setgid with group-exec always, without it (mandatory locking's mark) only
+ * for a caller outside the file's group and without CAP_FSETID.  The
+ * kernel flags a write, truncate or O_TRUNC only for a caller without
+ * CAP_FSETID, a chown for any caller: there root stands for CAP_FSETID.
+ */
+static bool drop_suid_sgid(fuse_req_t req, bool chown, const struct uext4_stat *u,
+			   uint32_t *mode)
 {
 	uint32_t m = *mode & ~(uint32_t)S_ISUID;
 
-	if ((m & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-		m &= ~(uint32_t)S_ISGID;
+	if (m & S_ISGID) {
+		bool capable = chown && fuse_req_ctx(req)->uid == 0;
+
+		if ((m & S_IXGRP) || (!capable && !caller_in_group(req, u->gid)))
+			m &= ~(uint32_t)S_ISGID;
+	}
 	if (m == *mode)
 		return false;
 	*mode = m;
 	return true;
 }
 
-/* Add to a the mode change that drops setuid/setgid, if one is needed. */
-static int kill_mode_in(struct server *s, fuse_ino_t ino, struct uext4_setattr *a)
+/* Add to a the mode change that drops setuid/setgid, if one is needed
+ * (the mode a sets, else the inode's). */
+static int kill_mode_in(fuse_req_t req, struct server *s, fuse_ino_t ino, struct uext4_setattr *a)
 {
+	bool chown = a->valid & (UEXT4_SET_UID | UEXT4_SET_GID);
 	struct uext4_stat u;
 	uint32_t mode;
 	int ret;
 
-	if (a->valid & UEXT4_SET_MODE) {
-		mode = a->mode;
-	} else {
-		if ((ret = uext4_getattr(s->fs, to_ext4(ino), &u)) < 0)
-			return ret;
-		mode = u.mode & 07777;
-	}
-	if (drop_suid_sgid(&mode)) {
+	if ((ret = uext4_getattr(s->fs, to_ext4(ino), &u)) < 0)
+		return ret;
+	mode = (a->valid & UEXT4_SET_MODE) ? a->mode : u.mode & 07777;
+	if (drop_suid_sgid(req, chown, &u, &mode)) {
 		a->valid |= UEXT4_SET_MODE;
 		a->mode = mode;
 	}
@@ -389,11 +417,11 @@ static void notify_attr_changed(const struct server *s, fuse_ino_t ino);
 /* Before a WRITE that asks for it: drop setuid/setgid and the capability
  * before the data changes, as the VFS does (a refusal, e.g. on an
  * append-only file, fails the write, as there). */
-static int kill_privs_for_write(struct server *s, fuse_ino_t ino)
+static int kill_privs_for_write(fuse_req_t req, struct server *s, fuse_ino_t ino)
 {
 	struct uext4_setattr a = { 0 };
 	struct uext4_stat u;
-	int ret = kill_mode_in(s, ino, &a);
+	int ret = kill_mode_in(req, s, ino, &a);
 
 	if (ret >= 0 && a.valid)
 		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
@@ -424,7 +452,7 @@ static uext4_file *fh_file(const struct fuse_file_info *fi)
 }
 
 static struct server *begin_write(fuse_req_t req);
-static int truncate_on_open(struct server *s, fuse_ino_t ino);
+static int truncate_on_open(fuse_req_t req, struct server *s, fuse_ino_t ino);
 static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 			struct fuse_file_info *fi, const struct fuse_entry_param *e);
 
@@ -467,7 +495,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		reply_err(req, ret);
 		return;
 	}
-	if ((fi->flags & O_TRUNC) && (ret = truncate_on_open(s, ino)) < 0) {
+	if ((fi->flags & O_TRUNC) && (ret = truncate_on_open(req, s, ino)) < 0) {
 		uext4_release(f);
 		reply_err(req, ret);
 		return;
@@ -935,7 +963,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	/* A truncate or chown that drops privileges does it in the same call
 	 * (one transaction, and the reply carries the new mode). */
 	if (kill)
-		ret = kill_mode_in(s, ino, &a);
+		ret = kill_mode_in(req, s, ino, &a);
 	/* ftruncate(fi) changes the same inode: the library works on inodes. */
 	if (ret >= 0)
 		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
@@ -1032,12 +1060,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 /* O_TRUNC arrives with the open (FUSE_CAP_ATOMIC_O_TRUNC): truncate here,
  * updating mtime and ctime like open(2) does. */
-static int truncate_on_open(struct server *s, fuse_ino_t ino)
+static int truncate_on_open(fuse_req_t req, struct server *s, fuse_ino_t ino)
 {
 	struct uext4_setattr a = { .valid = UEXT4_SET_SIZE | UEXT4_SET_MTIME_NOW, .size = 0 };
 	struct uext4_stat u;
 	bool kill = req_kill_privs;     /* FUSE_OPEN_KILL_SUIDGID */
-	int ret = kill ? kill_mode_in(s, ino, &a) : 0;
+	int ret = kill ? kill_mode_in(req, s, ino, &a) : 0;
 
 	if (ret >= 0)
 		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
@@ -1119,7 +1147,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (req_kill_privs && (n = kill_privs_for_write(srv(req), ino)) < 0) {
+	if (req_kill_privs && (n = kill_privs_for_write(req, srv(req), ino)) < 0) {
 		reply_err(req, n);
 		return;
 	}

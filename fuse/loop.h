@@ -73,8 +73,9 @@ enum uext4_loop_kind uext4_loop_classic(void);
  * before any other request) and read-only afterwards. */
 void uext4_loop_request(const void *req, size_t len);
 void uext4_loop_init_reply(struct iovec *iov, int count);
-/* Install those two as the session's I/O for a classic loop (loop.c does
- * it itself; uring.c, whose hooks call them, sets the state only). */
+/* Take o's init_flags and peek for those two (before the session reads
+ * its first request).  uext4_loop_run does it for the classic loops, which
+ * it serves through custom I/O calling them; uring.c for its own hooks. */
 void uext4_loop_hooks_set(const struct uext4_loop_opts *o);
 
 /* The URING loop (fuse/uring.c); uext4_loop_run calls it.  Without the

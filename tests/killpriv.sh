@@ -12,11 +12,13 @@
 # On each, for every case
 #     STATE x OP x USER
 #   STATE: 4755 (setuid), 2755 (setgid, group-exec), 2745 (setgid without
-#          group-exec: kept on write and truncate), 6755, 0755 with a
-#          security.capability, 4755 with one;
+#          group-exec: kept for a caller in the file's group), x2745 (the
+#          same in a group the user is not in: dropped for the user, kept
+#          for root), 6755, 0755 with a security.capability, 4755 with one;
 #   OP:    write (appending), pwrite (in place), truncate (truncate -s),
 #          otrunc (open O_TRUNC), chown (to the owner it has);
-#   USER:  a non-root owner (setpriv: no CAP_FSETID) and root,
+#   USER:  a non-root owner (setpriv: no CAP_FSETID), the same owner with
+#          the x2745 files' group as a supplementary group, and root,
 # root makes a file owned by the user with that mode (and setcap), the user
 # runs the operation, and the mode (stat through the mount, right after:
 # the kernel's cache must not be stale) and whether a capability is left
@@ -44,15 +46,17 @@ work=$(mktemp_dir)
 chmod 755 "$work"
 san_logs_in "$work"
 UID_A=2101 GID_A=3101
-STATES="4755 2755 2745 6755 c0755 c4755"
+STATES="4755 2755 2745 x2745 6755 c0755 c4755"
+OTHER_GID=3999  # a group the user is not in
 OPS="write pwrite truncate otrunc chown"
-USERS="user root"
+USERS="user member root"
 
 as() { # as USER CMD...
 	local who=$1
 	shift
 	case $who in
 	user) setpriv --reuid=$UID_A --regid=$GID_A --clear-groups "$@" ;;
+	member) setpriv --reuid=$UID_A --regid=$GID_A --groups=$OTHER_GID "$@" ;;
 	root) "$@" ;;
 	esac
 }
@@ -69,14 +73,16 @@ run_op() { # run_op OP FILE
 
 # cases ROOT: make every case's file, run its operation, print the table.
 cases() {
-	local root=$1 st op who f mode rc cap
+	local root=$1 st op who f mode rc group
 	mkdir "$root/t" && chmod 755 "$root/t" || return 1
 	for st in $STATES; do
 		for op in $OPS; do
 			for who in $USERS; do
 				f=$root/t/$st.$op.$who
-				printf 'hello\n' > "$f" && chown "$UID_A:$GID_A" "$f" || return 1
-				mode=${st#c}
+				group=$GID_A
+				case $st in x*) group=$OTHER_GID ;; esac
+				printf 'hello\n' > "$f" && chown "$UID_A:$group" "$f" || return 1
+				mode=${st#[cx]}
 				chmod "$mode" "$f" || return 1
 				case $st in c*) setcap cap_net_raw+ep "$f" || return 1 ;; esac
 				if as "$who" bash -c "$(declare -f run_op); UID_A=$UID_A GID_A=$GID_A run_op $op '$f'" 2> /dev/null; then
@@ -120,7 +126,7 @@ for i in k wb nowb; do
 	cases "$work/$i" > "$work/$i.table" || bad "setting up the cases on $i"
 done
 n=$(wc -l < "$work/k.table")
-[ "$n" = $((6 * 5 * 2)) ] || bad "the kernel's table has $n lines, not 60"
+[ "$n" = $((7 * 5 * 3)) ] || bad "the kernel's table has $n lines, not 105"
 echo "case (state op user): kernel | uext4 writeback | uext4 nowriteback   (result mode capability)"
 paste -d'|' "$work/k.table" <(cut -d: -f2 "$work/wb.table") <(cut -d: -f2 "$work/nowb.table")
 for i in wb nowb; do
@@ -138,6 +144,9 @@ expect "4755 write user" "ok 755 nocap"          # setuid dropped for a writer w
 expect "4755 write root" "ok 4755 nocap"         # kept for root
 expect "2755 truncate user" "ok 755 nocap"       # setgid with group-exec dropped
 expect "2745 write user" "ok 2745 nocap"         # setgid without group-exec kept
+expect "x2745 truncate user" "ok 745 nocap"      # ... but not for a caller outside the group
+expect "x2745 chown root" "ok 2745 nocap"        # (root may keep it)
+expect "x2745 write member" "ok 2745 nocap"      # (and a member of the group)
 expect "4755 chown root" "ok 755 nocap"          # chown drops setuid even for root
 expect "c0755 write root" "ok 755 nocap"         # a capability goes on any write
 expect "c0755 otrunc user" "ok 755 nocap"
