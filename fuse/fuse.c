@@ -59,6 +59,7 @@
 #include <string.h>
 #include <linux/fs.h>     /* FS_IOC_GETFLAGS, struct fsxattr */
 #include <linux/fuse.h>   /* the kill-suid/sgid request flags libfuse drops */
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -1639,7 +1640,8 @@ static void ready_cb(void *arg)
  * may hold dirty pages of files that are still open: ending the session at
  * once would lose them (an unmount writes them back first; a signal does
  * not).  So the handler only wakes the stopper thread, which syncfs()es the
- * mount while the loop keeps serving the WRITEs that brings, then ends the
+ * mount and fsyncs its open files (fsync_open_files) while the loop keeps
+ * serving the WRITEs that brings, then ends the
  * session and interrupts the loop's thread with the same signal (the loops
  * stop when a signal interrupts them and the session has exited).  A second
  * signal ends the session at once.  One mount per process at a time: the
@@ -1674,6 +1676,81 @@ static void on_stop_signal(int sig)
 	errno = saved;
 }
 
+/* fsync one file some process holds open (/proc/PID/fd/N) if it is a
+ * regular file of the mount (dev), once per inode (seen, n, cap). */
+static void fsync_held_file(const char *path, dev_t dev, ino_t *seen, size_t *n, size_t cap)
+{
+	size_t i, ml = strlen(stopper.mnt);
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t len;
+	int fd;
+
+	/* By name first: a stat of a file on another (perhaps hung) FUSE
+	 * mount could block the stop. */
+	len = readlink(path, target, sizeof target - 1);
+	if (len <= 0)
+		return;
+	target[len] = '\0';
+	if ((size_t)len < ml || memcmp(target, stopper.mnt, ml) ||
+	    (target[ml] != '/' && ml > 1))
+		return;
+	if (stat(path, &st) || st.st_dev != dev || !S_ISREG(st.st_mode))
+		return;
+	for (i = 0; i < *n; i++)
+		if (seen[i] == st.st_ino)
+			return;
+	if (*n < cap)
+		seen[(*n)++] = st.st_ino;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/*
+ * syncfs() starts the write-back of every dirty page but, for FUSE, does
+ * not wait for it: the kernel skips FUSE mappings in its wait, so the
+ * WRITEs may still be queued when it returns, and a server that exited
+ * then would lose them.  fsync() does wait (for the inode's writes, then
+ * its FSYNC).  So every regular file of the mount that a process still
+ * holds open, the only ones whose pages can still be dirty, is reopened
+ * through /proc/PID/fd and fsynced.  Best effort: a process the server
+ * may not inspect (another user's, when not root) keeps only syncfs's
+ * guarantee; pages of a mapping whose descriptor was closed are not found.
+ */
+static void fsync_open_files(const char *mnt)
+{
+	enum { SEEN_MAX = 4096 };
+	static ino_t seen[SEEN_MAX];    /* the stopper thread's own */
+	char path[64];
+	size_t n = 0;
+	struct stat mst;
+	struct dirent *p, *f;
+	DIR *procs, *fds;
+
+	if (stat(mnt, &mst) || !(procs = opendir("/proc")))
+		return;
+	while ((p = readdir(procs))) {
+		if (p->d_name[0] < '1' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof path, "/proc/%.20s/fd", p->d_name);
+		if (!(fds = opendir(path)))
+			continue;
+		while ((f = readdir(fds))) {
+			if (f->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof path, "/proc/%.20s/fd/%.20s", p->d_name, f->d_name);
+			fsync_held_file(path, mst.st_dev, seen, &n, SEEN_MAX);
+		}
+		closedir(fds);
+	}
+	closedir(procs);
+}
+
 static void *stopper_thread(void *arg)
 {
 	char c = 0;
@@ -1689,6 +1766,7 @@ static void *stopper_thread(void *arg)
 			syncfs(fd);
 			close(fd);
 		}
+		fsync_open_files(stopper.mnt);
 		pthread_mutex_lock(&stopper.lock);
 		if (!stopper.done) {
 			fuse_session_exit(stopper.se);

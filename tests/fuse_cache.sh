@@ -277,11 +277,19 @@ note "6. SIGTERM to the server with a file open and not synced"
 # it, so its handle is not freed (LeakSanitizer would say so).
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 rw_mount "$img" "$mnt" ||
 	fail "read-write mount"
+# The writer keeps the file open until the server has exited, so only the
+# server's stop (not the close's flush) can have written the pages.
 timeout 60 python3 -c '
-import os, signal, sys
+import os, select, signal, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
 os.write(fd, b"s" * 300000)              # in the kernel page cache only
+server = os.pidfd_open(int(sys.argv[2]))
 os.kill(int(sys.argv[2]), signal.SIGTERM)
+select.select([server], [], [])          # readable once the server exited
+try:
+    os.close(fd)                         # the mount is gone: may fail
+except OSError:
+    pass
 ' "$mnt/open-at-term" "$FUSE_PID" || bad "writer of open-at-term"
 wait "$FUSE_PID" 2> /dev/null
 FUSE_PID=
