@@ -26,6 +26,11 @@ void uext4_set_umask(uint32_t umask)
 	cur_umask = umask & 0777;
 }
 
+uint32_t caller_umask(void)
+{
+	return cur_umask;
+}
+
 /* ------------------------------------------------------------ format */
 
 struct acl_entry {

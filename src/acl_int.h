@@ -13,6 +13,9 @@ struct uext4_fs;
 struct handle;
 struct inode;
 
+/* The calling thread's umask (uext4_set_umask()). */
+uint32_t caller_umask(void);
+
 /*
  * On disk (the kernel's fs/ext4/acl.h): a 4-byte header (version 1), then
  * entries of 4 bytes (tag, perm) for USER_OBJ/GROUP_OBJ/MASK/OTHER, or 8

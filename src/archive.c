@@ -963,6 +963,9 @@ int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 		f.prog.bytes_total = (uint64_t)st.st_size;
 	if (!(f.wbuf = malloc(AR_WRITE_CHUNK)))
 		return fs_err(ENOMEM, "out of memory");
+	/* The fill acts as root with no umask; the caller's own identity and
+	 * umask come back at the end. */
+	uint32_t uid = caller_uid(), gid = caller_gid(), umask = caller_umask();
 	uext4_set_caller(0, 0);
 	uext4_set_umask(0);
 	if ((err = open_stream(&f, fd)))
@@ -989,5 +992,7 @@ int uext4_populate_archive(uext4_fs *fs, uint64_t dir, int fd,
 	free_late(&f);
 	free(f.wbuf);
 	free(f.last_parent);
+	uext4_set_caller(uid, gid);
+	uext4_set_umask(umask);
 	return err;
 }
