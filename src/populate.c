@@ -152,6 +152,10 @@ struct scratch {
 	char path[POP_PATH_MAX];
 	char *xlist, *xval;
 	uint8_t *buf;           /* COPY_BUF */
+	/* The source directory of the last copy, open (O_PATH): a batch's
+	 * files mostly share one, and openat() from it skips the path walk. */
+	const struct sdir *dir;
+	int dirfd;
 };
 
 struct pop {
@@ -288,11 +292,15 @@ static int scratch_init(struct scratch *s)
 	s->xlist = malloc(XATTR_BUF);
 	s->xval = malloc(XATTR_BUF);
 	s->buf = malloc(COPY_BUF);
+	s->dir = NULL;
+	s->dirfd = -1;
 	return s->xlist && s->xval && s->buf ? 0 : -ENOMEM;
 }
 
 static void scratch_free(struct scratch *s)
 {
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	free(s->xlist);
 	free(s->xval);
 	free(s->buf);
@@ -798,7 +806,15 @@ static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
 			 j->ent->name);
 		return;
 	}
-	if ((fd = open_source(AT_FDCWD, s->path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)) < 0) {
+	if (s->dir != j->dir) {
+		if (s->dirfd >= 0)
+			close(s->dirfd);
+		s->dir = j->dir;
+		s->dirfd = open(j->dir->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	fd = open_source(s->dirfd >= 0 ? s->dirfd : AT_FDCWD, s->dirfd >= 0 ? j->ent->name : s->path,
+			 O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
 		pop_fail(p, errno, "populate: %s: cannot open it for reading: %s", s->path,
 			 strerror(errno));
 		return;
