@@ -658,6 +658,8 @@ static void pool_push_batch(struct pop *p, struct batch *b)
 }
 
 static void copy_job(struct pop *p, struct scratch *s, const struct job *j);
+struct batch;
+static void copy_batch(struct pop *p, struct scratch *s, const struct batch *b);
 
 static void job_free(struct job *j)
 {
@@ -686,11 +688,9 @@ static void pool_work(struct pop *p, struct scratch *s, bool drain)
 			if (!(p->pool.data_head = b->next))
 				p->pool.data_tail = NULL;
 			pthread_mutex_unlock(&p->pool.lock);
-			for (size_t i = 0; i < b->n; i++) {
-				if (!stopped(p))
-					copy_job(p, s, b->jobs[i]);
+			copy_batch(p, s, b);
+			for (size_t i = 0; i < b->n; i++)
 				job_free(b->jobs[i]);
-			}
 			free(b);
 			pthread_mutex_lock(&p->pool.lock);
 		} else if (p->pool.closed || drain) {
@@ -797,14 +797,16 @@ static int copy_run(struct pop *p, struct scratch *s, int fd, const struct job *
 	return 0;
 }
 
-static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
+/* Open a job's source (s->path names it) and note its flags; -1 after
+ * recording the error. */
+static int open_job_source(struct pop *p, struct scratch *s, const struct job *j)
 {
 	int fd, fl = 0;
 
 	if (!join_path(s->path, sizeof(s->path), j->dir->path, j->ent->name)) {
 		pop_fail(p, ENAMETOOLONG, "populate: %s/%s: path too long", j->dir->path,
 			 j->ent->name);
-		return;
+		return -1;
 	}
 	if (s->dir != j->dir) {
 		if (s->dirfd >= 0)
@@ -817,14 +819,92 @@ static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
 	if (fd < 0) {
 		pop_fail(p, errno, "populate: %s: cannot open it for reading: %s", s->path,
 			 strerror(errno));
-		return;
+		return -1;
 	}
 	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
 		j->ent->flags = (uint32_t)fl & COPY_FLAGS;
+	return fd;
+}
+
+static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
+{
+	int fd = open_job_source(p, s, j);
+
+	if (fd < 0)
+		return;
 	for (size_t i = 0; i < j->nruns && !stopped(p); i++)
 		if (copy_run(p, s, fd, j, &j->runs[i]))
 			break;
 	close(fd);
+}
+
+/*
+ * Small files of a batch lie one after another in the image (the namespace
+ * thread allocated them in order), so their blocks are gathered in the
+ * scratch buffer and written with one pwrite.  Writes to the image file
+ * take its inode lock, and with a write per small file the workers spent
+ * 14% of the time spinning on it.
+ */
+struct gather {
+	uint64_t dev;           /* device offset of s->buf[0] */
+	size_t len;             /* bytes gathered */
+};
+
+static int gather_flush(struct pop *p, struct scratch *s, struct gather *g)
+{
+	int err = g->len ? bdev_write(p->fs->dev, s->buf, g->len, g->dev) : 0;
+
+	g->len = 0;
+	if (err < 0)
+		return pop_fail(p, -err, "populate: writing file data at byte %llu of the image: %s",
+				(unsigned long long)g->dev, uext4_last_error());
+	return 0;
+}
+
+/* One small file's blocks into the gather buffer (flushed first when
+ * they do not follow what it holds). */
+static int gather_job(struct pop *p, struct scratch *s, struct gather *g, const struct job *j)
+{
+	unsigned shift = p->fs->log_block_size;
+	uint64_t dev = j->runs[0].pblk << shift, off = j->runs[0].lblk << shift;
+	size_t blen = (size_t)(j->runs[0].len << shift);
+	size_t n = (size_t)MIN(j->size - off, (uint64_t)blen);  /* off < size: a run holds data */
+	int fd, err;
+
+	if (g->len && (g->dev + g->len != dev || g->len + blen > COPY_BUF) &&
+	    (err = gather_flush(p, s, g)))
+		return err;
+	if ((fd = open_job_source(p, s, j)) < 0)
+		return -1;
+	if (!g->len)
+		g->dev = dev;
+	err = read_full(fd, s->buf + g->len, n, off);
+	close(fd);
+	if (err)
+		return pop_fail(p, -err, "populate: %s: read: %s", s->path, strerror(-err));
+	memset(s->buf + g->len + n, 0, blen - n);
+	g->len += blen;
+	atomic_fetch_add_explicit(&p->bytes_done, n, memory_order_relaxed);
+	return 0;
+}
+
+/* A batch of jobs: small single-run files gathered, the rest one by one. */
+static void copy_batch(struct pop *p, struct scratch *s, const struct batch *b)
+{
+	struct gather g = {0};
+
+	for (size_t i = 0; i < b->n && !stopped(p); i++) {
+		const struct job *j = b->jobs[i];
+
+		if (j->nruns == 1 && (j->runs[0].len << p->fs->log_block_size) < COPY_RANGE_MIN) {
+			if (gather_job(p, s, &g, j))
+				return;
+		} else if (!gather_flush(p, s, &g)) {
+			copy_job(p, s, j);
+		}
+	}
+	if (!stopped(p))
+		gather_flush(p, s, &g);
 }
 
 /* ------------------------------------------------------------ metadata (namespace thread) */
