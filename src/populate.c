@@ -83,6 +83,10 @@ struct sent {
 	 * writes it before the pool's threads are joined; read after). */
 	uint32_t flags;
 	uint64_t ino;           /* the image inode (namespace thread only) */
+	/* Regular files with data: the copy (which opens them anyway) reads
+	 * their xattrs into xattrs/xlen, the same way as flags, and they are
+	 * set after the copy, in plan order, with the flags. */
+	bool late_xattrs;
 	bool sparse;            /* regular files with holes: the data is ranges[] */
 	struct range *ranges;
 	size_t nranges;
@@ -394,9 +398,9 @@ static void entry_error(struct sent *e, int err, const char *what)
 
 /*
  * A regular file: xattrs, and if it has holes its data ranges.  Files with
- * data are opened once, by the copy, which reads their flags then; the
- * scan opens only those it must (holes: SEEK_DATA) or that have no copy
- * (empty).
+ * data are opened once, by the copy, which reads their flags and xattrs
+ * then; the scan opens only those it must (holes: SEEK_DATA) or that have
+ * no copy (empty).
  */
 static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent *e)
 {
@@ -405,8 +409,7 @@ static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent 
 	const char *what = NULL;
 
 	if (!sparse && e->sx.stx_size > 0) {
-		if ((err = read_xattrs(p, s, -1, s->path, &e->xattrs, &e->xlen, &what)))
-			entry_error(e, err, what);
+		e->late_xattrs = true;
 		return;
 	}
 	fd = open_source(dfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
@@ -823,6 +826,16 @@ static int open_job_source(struct pop *p, struct scratch *s, const struct job *j
 	}
 	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
 		j->ent->flags = (uint32_t)fl & COPY_FLAGS;
+	if (j->ent->late_xattrs) {
+		const char *what = NULL;
+		int err = read_xattrs(p, s, fd, NULL, &j->ent->xattrs, &j->ent->xlen, &what);
+
+		if (err) {
+			close(fd);
+			pop_fail(p, -err, "populate: %s: %s: %s", s->path, what, strerror(-err));
+			return -1;
+		}
+	}
 	return fd;
 }
 
@@ -1000,18 +1013,25 @@ static int set_flags(struct pop *p, const char *dir, const char *name, uint64_t 
 	return 0;
 }
 
-/* Every inode's flags, in plan order, once all data is in. */
-static int apply_flags(struct pop *p, const struct sdir *d, uint64_t ino)
+/* Once all data is in, in plan order: the xattrs the copies read, and
+ * every inode's flags. */
+static int finish_plan(struct pop *p, const struct sdir *d, uint64_t ino)
 {
 	int err = 0;
 
 	for (size_t i = 0; i < d->n && !err; i++) {
 		const struct sent *e = &d->ents[i];
 
-		if (e->sub)
-			err = apply_flags(p, e->sub, e->ino);
-		else if (S_ISREG(e->sx.stx_mode) && e->ino)
-			err = set_flags(p, d->path, e->name, e->ino, e->flags);
+		if (e->sub) {
+			err = finish_plan(p, e->sub, e->ino);
+		} else if (S_ISREG(e->sx.stx_mode) && e->ino) {
+			if (e->late_xattrs && e->xlen) {
+				snprintf(p->path, sizeof(p->path), "%s/%s", d->path, e->name);
+				err = set_xattrs(p, e->ino, e->xattrs, e->xlen);
+			}
+			if (!err)
+				err = set_flags(p, d->path, e->name, e->ino, e->flags);
+		}
 	}
 	return err ? err : set_flags(p, d->path, NULL, ino, d->flags);
 }
@@ -1200,7 +1220,7 @@ static int copy_regular(struct pop *p, const struct sdir *d, struct sent *e,
 	j->ent = e;
 	j->size = e->sx.stx_size;
 	if ((err = alloc_file(p, st.ino, e, j)) ||
-	    (err = set_xattrs(p, st.ino, e->xattrs, e->xlen)) || !j->nruns) {
+	    (!e->late_xattrs && (err = set_xattrs(p, st.ino, e->xattrs, e->xlen))) || !j->nruns) {
 		job_free(j);
 		return err;
 	}
@@ -1345,7 +1365,7 @@ static void *namespace_main(void *arg)
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
 	if (!stopped(p))
-		apply_flags(p, p->root, p->top);
+		finish_plan(p, p->root, p->top);
 	free(workers);
 	pthread_mutex_lock(&p->done_lock);
 	p->done = true;
