@@ -83,6 +83,10 @@ struct sent {
 	 * writes it before the pool's threads are joined; read after). */
 	uint32_t flags;
 	uint64_t ino;           /* the image inode (namespace thread only) */
+	/* Regular files with data: the copy (which opens them anyway) reads
+	 * their xattrs into xattrs/xlen, the same way as flags, and they are
+	 * set after the copy, in plan order, with the flags. */
+	bool late_xattrs;
 	bool sparse;            /* regular files with holes: the data is ranges[] */
 	struct range *ranges;
 	size_t nranges;
@@ -152,6 +156,10 @@ struct scratch {
 	char path[POP_PATH_MAX];
 	char *xlist, *xval;
 	uint8_t *buf;           /* COPY_BUF */
+	/* The source directory of the last copy, open (O_PATH): a batch's
+	 * files mostly share one, and openat() from it skips the path walk. */
+	const struct sdir *dir;
+	int dirfd;
 };
 
 struct pop {
@@ -288,11 +296,15 @@ static int scratch_init(struct scratch *s)
 	s->xlist = malloc(XATTR_BUF);
 	s->xval = malloc(XATTR_BUF);
 	s->buf = malloc(COPY_BUF);
+	s->dir = NULL;
+	s->dirfd = -1;
 	return s->xlist && s->xval && s->buf ? 0 : -ENOMEM;
 }
 
 static void scratch_free(struct scratch *s)
 {
+	if (s->dirfd >= 0)
+		close(s->dirfd);
 	free(s->xlist);
 	free(s->xval);
 	free(s->buf);
@@ -386,9 +398,9 @@ static void entry_error(struct sent *e, int err, const char *what)
 
 /*
  * A regular file: xattrs, and if it has holes its data ranges.  Files with
- * data are opened once, by the copy, which reads their flags then; the
- * scan opens only those it must (holes: SEEK_DATA) or that have no copy
- * (empty).
+ * data are opened once, by the copy, which reads their flags and xattrs
+ * then; the scan opens only those it must (holes: SEEK_DATA) or that have
+ * no copy (empty).
  */
 static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent *e)
 {
@@ -397,8 +409,7 @@ static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent 
 	const char *what = NULL;
 
 	if (!sparse && e->sx.stx_size > 0) {
-		if ((err = read_xattrs(p, s, -1, s->path, &e->xattrs, &e->xlen, &what)))
-			entry_error(e, err, what);
+		e->late_xattrs = true;
 		return;
 	}
 	fd = open_source(dfd, e->name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
@@ -650,6 +661,8 @@ static void pool_push_batch(struct pop *p, struct batch *b)
 }
 
 static void copy_job(struct pop *p, struct scratch *s, const struct job *j);
+struct batch;
+static void copy_batch(struct pop *p, struct scratch *s, const struct batch *b);
 
 static void job_free(struct job *j)
 {
@@ -678,11 +691,9 @@ static void pool_work(struct pop *p, struct scratch *s, bool drain)
 			if (!(p->pool.data_head = b->next))
 				p->pool.data_tail = NULL;
 			pthread_mutex_unlock(&p->pool.lock);
-			for (size_t i = 0; i < b->n; i++) {
-				if (!stopped(p))
-					copy_job(p, s, b->jobs[i]);
+			copy_batch(p, s, b);
+			for (size_t i = 0; i < b->n; i++)
 				job_free(b->jobs[i]);
-			}
 			free(b);
 			pthread_mutex_lock(&p->pool.lock);
 		} else if (p->pool.closed || drain) {
@@ -789,26 +800,124 @@ static int copy_run(struct pop *p, struct scratch *s, int fd, const struct job *
 	return 0;
 }
 
-static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
+/* Open a job's source (s->path names it) and note its flags; -1 after
+ * recording the error. */
+static int open_job_source(struct pop *p, struct scratch *s, const struct job *j)
 {
 	int fd, fl = 0;
 
 	if (!join_path(s->path, sizeof(s->path), j->dir->path, j->ent->name)) {
 		pop_fail(p, ENAMETOOLONG, "populate: %s/%s: path too long", j->dir->path,
 			 j->ent->name);
-		return;
+		return -1;
 	}
-	if ((fd = open_source(AT_FDCWD, s->path, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK)) < 0) {
+	if (s->dir != j->dir) {
+		if (s->dirfd >= 0)
+			close(s->dirfd);
+		s->dir = j->dir;
+		s->dirfd = open(j->dir->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
+	fd = open_source(s->dirfd >= 0 ? s->dirfd : AT_FDCWD, s->dirfd >= 0 ? j->ent->name : s->path,
+			 O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
 		pop_fail(p, errno, "populate: %s: cannot open it for reading: %s", s->path,
 			 strerror(errno));
-		return;
+		return -1;
 	}
 	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
 		j->ent->flags = (uint32_t)fl & COPY_FLAGS;
+	if (j->ent->late_xattrs) {
+		const char *what = NULL;
+		int err = read_xattrs(p, s, fd, NULL, &j->ent->xattrs, &j->ent->xlen, &what);
+
+		if (err) {
+			close(fd);
+			pop_fail(p, -err, "populate: %s: %s: %s", s->path, what, strerror(-err));
+			return -1;
+		}
+	}
+	return fd;
+}
+
+static void copy_job(struct pop *p, struct scratch *s, const struct job *j)
+{
+	int fd = open_job_source(p, s, j);
+
+	if (fd < 0)
+		return;
 	for (size_t i = 0; i < j->nruns && !stopped(p); i++)
 		if (copy_run(p, s, fd, j, &j->runs[i]))
 			break;
 	close(fd);
+}
+
+/*
+ * Small files of a batch lie one after another in the image (the namespace
+ * thread allocated them in order), so their blocks are gathered in the
+ * scratch buffer and written with one pwrite.  Writes to the image file
+ * take its inode lock, and with a write per small file the workers spent
+ * 14% of the time spinning on it.
+ */
+struct gather {
+	uint64_t dev;           /* device offset of s->buf[0] */
+	size_t len;             /* bytes gathered */
+};
+
+static int gather_flush(struct pop *p, struct scratch *s, struct gather *g)
+{
+	int err = g->len ? bdev_write(p->fs->dev, s->buf, g->len, g->dev) : 0;
+
+	g->len = 0;
+	if (err < 0)
+		return pop_fail(p, -err, "populate: writing file data at byte %llu of the image: %s",
+				(unsigned long long)g->dev, uext4_last_error());
+	return 0;
+}
+
+/* One small file's blocks into the gather buffer (flushed first when
+ * they do not follow what it holds). */
+static int gather_job(struct pop *p, struct scratch *s, struct gather *g, const struct job *j)
+{
+	unsigned shift = p->fs->log_block_size;
+	uint64_t dev = j->runs[0].pblk << shift, off = j->runs[0].lblk << shift;
+	size_t blen = (size_t)(j->runs[0].len << shift);
+	size_t n = (size_t)MIN(j->size - off, (uint64_t)blen);  /* off < size: a run holds data */
+	int fd, err;
+
+	if (g->len && (g->dev + g->len != dev || g->len + blen > COPY_BUF) &&
+	    (err = gather_flush(p, s, g)))
+		return err;
+	if ((fd = open_job_source(p, s, j)) < 0)
+		return -1;
+	if (!g->len)
+		g->dev = dev;
+	err = read_full(fd, s->buf + g->len, n, off);
+	close(fd);
+	if (err)
+		return pop_fail(p, -err, "populate: %s: read: %s", s->path, strerror(-err));
+	memset(s->buf + g->len + n, 0, blen - n);
+	g->len += blen;
+	atomic_fetch_add_explicit(&p->bytes_done, n, memory_order_relaxed);
+	return 0;
+}
+
+/* A batch of jobs: small single-run files gathered, the rest one by one. */
+static void copy_batch(struct pop *p, struct scratch *s, const struct batch *b)
+{
+	struct gather g = {0};
+
+	for (size_t i = 0; i < b->n && !stopped(p); i++) {
+		const struct job *j = b->jobs[i];
+
+		if (j->nruns == 1 && (j->runs[0].len << p->fs->log_block_size) < COPY_RANGE_MIN) {
+			if (gather_job(p, s, &g, j))
+				return;
+		} else if (!gather_flush(p, s, &g)) {
+			copy_job(p, s, j);
+		}
+	}
+	if (!stopped(p))
+		gather_flush(p, s, &g);
 }
 
 /* ------------------------------------------------------------ metadata (namespace thread) */
@@ -904,18 +1013,25 @@ static int set_flags(struct pop *p, const char *dir, const char *name, uint64_t 
 	return 0;
 }
 
-/* Every inode's flags, in plan order, once all data is in. */
-static int apply_flags(struct pop *p, const struct sdir *d, uint64_t ino)
+/* Once all data is in, in plan order: the xattrs the copies read, and
+ * every inode's flags. */
+static int finish_plan(struct pop *p, const struct sdir *d, uint64_t ino)
 {
 	int err = 0;
 
 	for (size_t i = 0; i < d->n && !err; i++) {
 		const struct sent *e = &d->ents[i];
 
-		if (e->sub)
-			err = apply_flags(p, e->sub, e->ino);
-		else if (S_ISREG(e->sx.stx_mode) && e->ino)
-			err = set_flags(p, d->path, e->name, e->ino, e->flags);
+		if (e->sub) {
+			err = finish_plan(p, e->sub, e->ino);
+		} else if (S_ISREG(e->sx.stx_mode) && e->ino) {
+			if (e->late_xattrs && e->xlen) {
+				snprintf(p->path, sizeof(p->path), "%s/%s", d->path, e->name);
+				err = set_xattrs(p, e->ino, e->xattrs, e->xlen);
+			}
+			if (!err)
+				err = set_flags(p, d->path, e->name, e->ino, e->flags);
+		}
 	}
 	return err ? err : set_flags(p, d->path, NULL, ino, d->flags);
 }
@@ -1104,7 +1220,7 @@ static int copy_regular(struct pop *p, const struct sdir *d, struct sent *e,
 	j->ent = e;
 	j->size = e->sx.stx_size;
 	if ((err = alloc_file(p, st.ino, e, j)) ||
-	    (err = set_xattrs(p, st.ino, e->xattrs, e->xlen)) || !j->nruns) {
+	    (!e->late_xattrs && (err = set_xattrs(p, st.ino, e->xattrs, e->xlen))) || !j->nruns) {
 		job_free(j);
 		return err;
 	}
@@ -1249,7 +1365,7 @@ static void *namespace_main(void *arg)
 	for (unsigned i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
 	if (!stopped(p))
-		apply_flags(p, p->root, p->top);
+		finish_plan(p, p->root, p->top);
 	free(workers);
 	pthread_mutex_lock(&p->done_lock);
 	p->done = true;
