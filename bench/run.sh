@@ -10,6 +10,8 @@
 #   real.sh        dbench, rsync, tar x/c, rm -rf, git, sqlite on the mount
 #                  (each loop), fuse2fs and the kernel (apt-get install
 #                  dbench rsync sqlite3 git)
+#   mkfs.sh        uext4 mkfs -d (1 thread, all) against mke2fs -d and the
+#                  kernel's cp -a / tar x into a loop mount
 # BENCHES="create read_bench" runs only those.
 set -u
 cd "$(dirname "$0")/.." || exit 1
