@@ -14,11 +14,6 @@
 # resident set of the command's processes).  Ratios against mke2fs -d and
 # against the kernel.  Writes bench/results/mkfs-DATE.md.
 #
-# Until `uext4 mkfs -d` works (cli/fill.c), the uext4 methods run
-# `uext4 mkfs IMAGE SIZE` then build/bench/populate_bench (mount,
-# uext4_populate, unmount) and say so; the tarball is skipped when
-# `uext4 mkfs -d x.tar` is not built (ENOSYS).
-#
 # Environment: BUILD (build dir, default build), RUNS, MKE2FS_RUNS, SOURCES
 # (subset of "gen usr-share usr-share-tar"), METHODS, WORKDIR (a tmpfs,
 # default /dev/shm), GEN_FILES, GEN_BYTES.
@@ -27,14 +22,13 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 B=${BUILD:-$TOP/build}
 case "$B" in /*) ;; *) B=$TOP/$B ;; esac
 UEXT4=$B/uext4
-POP=$B/bench/populate_bench
 RUNS=${RUNS:-3}
 MKE2FS_RUNS=${MKE2FS_RUNS:-$RUNS}
 SOURCES=${SOURCES:-gen usr-share usr-share-tar}
 METHODS=${METHODS:-uext4-j1 uext4-jN mke2fs-d kernel}
 WORKDIR=${WORKDIR:-/dev/shm}
 TIME=/usr/bin/time
-[ -x "$UEXT4" ] && [ -x "$POP" ] || { echo "build first: make (need $UEXT4 and $POP)"; exit 1; }
+[ -x "$UEXT4" ] || { echo "build first: make (need $UEXT4)"; exit 1; }
 [ -x "$TIME" ] || { echo "needs GNU time (apt-get install time)"; exit 1; }
 W=$(mktemp -d "$WORKDIR/uext4-mkfs-bench.XXXXXX")
 MNT=$W/mnt
@@ -74,21 +68,10 @@ img_size() {
 }
 
 # ---------------------------------------------------------------- methods
-FILL_D=unknown   # yes: uext4 mkfs -d works; no: mkfs + populate_bench
-probe_fill() {
+# probe_mke2fs_tar: can this mke2fs read a tarball (1.47.1 and later)?
+probe_mke2fs_tar() {
 	mkdir -p "$W/probe" && echo x > "$W/probe/f"
-	if "$UEXT4" mkfs -q -F -d "$W/probe" "$W/probe.img" 16M > "$W/probe.out" 2>&1; then
-		FILL_D=yes
-	else
-		FILL_D=no
-		NOTES+=("uext4 mkfs -d is not built on this branch ($(head -1 "$W/probe.out")): the uext4 rows time \`uext4 mkfs IMAGE SIZE\` followed by build/bench/populate_bench (mount, uext4_populate(), unmount) with the same options cli/fill.c sets (bulk mode).")
-	fi
 	tar cf "$W/probe.tar" -C "$W/probe" f
-	if [ "$FILL_D" = yes ] && "$UEXT4" mkfs -q -F -d "$W/probe.tar" "$W/probe.img" 16M > /dev/null 2>&1; then
-		TAR_D=yes
-	else
-		TAR_D=no
-	fi
 	if mke2fs -q -F -t ext4 -d "$W/probe.tar" "$W/probe.img" 16M > /dev/null 2>&1; then
 		MKE2FS_TAR=yes
 	else
@@ -99,20 +82,14 @@ probe_fill() {
 
 # cmd_for METHOD SOURCE IMAGE SIZE: the shell command to time, or "" to skip.
 cmd_for() {
-	local m=$1 s=$2 img=$3 size=$4 src j
+	local m=$1 s=$2 img=$3 size=$4 src jopt
 	src=$(src_path "$s")
 	case "$m" in
 	uext4-j1 | uext4-jN)
-		# uext4 mkfs without -j uses every CPU; populate_bench -j 0 too.
-		j=1 jopt="-j 1"
-		[ "$m" = uext4-jN ] && j=0 jopt=
-		if [ "$s" = usr-share-tar ]; then
-			[ "$TAR_D" = yes ] && echo "'$UEXT4' mkfs -q -F $jopt -d '$src' '$img' $size"
-		elif [ "$FILL_D" = yes ]; then
-			echo "'$UEXT4' mkfs -q -F $jopt -d '$src' '$img' $size"
-		else
-			echo "'$UEXT4' mkfs -q -F '$img' $size && '$POP' -j $j '$img' '$src' > /dev/null"
-		fi ;;
+		# uext4 mkfs without -j uses every CPU.
+		jopt="-j 1"
+		[ "$m" = uext4-jN ] && jopt=
+		echo "'$UEXT4' mkfs -q -F $jopt -d '$src' '$img' $size" ;;
 	mke2fs-d)
 		[ "$s" = usr-share-tar ] && [ "$MKE2FS_TAR" = no ] && return 0
 		echo "mke2fs -q -F -t ext4 -d '$src' '$img' $size" ;;
@@ -155,7 +132,7 @@ median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) /
 # ---------------------------------------------------------------- run
 echo "bench/mkfs.sh: sources: $SOURCES; methods: $METHODS; runs: $RUNS (mke2fs -d: $MKE2FS_RUNS); work dir $W"
 prepare_sources
-probe_fill
+probe_mke2fs_tar
 declare -A MED RSS SKIP
 for s in $SOURCES; do
 	for m in $METHODS; do

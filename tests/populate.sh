@@ -14,16 +14,12 @@
 #   - chattr flags (+i +a +d +A where the source file system has them),
 #     --root-owner, clamped times, no_copy_xattrs;
 #   - e2fsck -fn clean after each fill.
-# Images are made by `uext4 mkfs -d` where cli/fill.c is built; before
-# that by `uext4 mkfs` (or mke2fs) and filled by build/bench/populate_bench
-# (mount, uext4_populate, unmount), with the same options.
+# Images are made by `uext4 mkfs -d`.
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 
-POP=$UEXT4_BUILD/bench/populate_bench
-[ -x "$POP" ] || fail "$POP not built (run make)"
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) KIND=lite ;;
@@ -31,43 +27,23 @@ case "$UEXT4_BUILD" in
 esac
 WORK=$(mktemp_dir)
 FAILED=0
-mkdir -p "$WORK/probe"
-MKFS=mke2fs
-if "$UEXT4" mkfs -q -F "$WORK/probe.img" 16M > /dev/null 2>&1; then
-	MKFS=uext4
-	"$UEXT4" mkfs -q -F -d "$WORK/probe" "$WORK/probe.img" 16M > /dev/null 2>&1 && MKFS=uext4-d
-fi
-rm -rf "$WORK/probe" "$WORK/probe.img"
-note "images made by: $MKFS"
 # fill IMG SIZE SRC [-N n] [-j n] [-r uid:gid] [-c clamp] [-x]: a new image
 # of SIZE holding SRC.
 fill() {
-	local img=$1 size=$2 src=$3 n=() j=0 jo=() r=() c= x=() pr=() pc=() px=()
+	local img=$1 size=$2 src=$3 n=() jo=() r=() x=() env=()
 	shift 3
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		-N) n=(-N "$2"); shift ;;
-		-j) j=$2; shift ;;
-		-r) r=("--root-owner=$2"); pr=(-r "$2"); shift ;;
-		-c) c=$2; pc=(-c "$2"); shift ;;
-		-x) x=(--no-copy-xattrs); px=(-x) ;;
+		-j) [ "$2" = 0 ] || jo=(-j "$2"); shift ;;   # no -j: every CPU
+		-r) r=("--root-owner=$2"); shift ;;
+		-c) env=("SOURCE_DATE_EPOCH=$2"); shift ;;
+		-x) x=(--no-copy-xattrs) ;;
 		esac
 		shift
 	done
 	rm -f "$img"
-	[ "$j" = 0 ] || jo=(-j "$j")   # uext4 mkfs without -j: every CPU
-	case "$MKFS" in
-	uext4-d)
-		if [ -n "$c" ]; then
-			SOURCE_DATE_EPOCH=$c "$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
-		else
-			"$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
-		fi ;;
-	uext4) "$UEXT4" mkfs -q "${n[@]}" "$img" "$size" &&
-		"$POP" -j "$j" "${pr[@]}" "${pc[@]}" "${px[@]}" "$img" "$src" ;;
-	*) mke2fs -q -F -t ext4 "${n[@]}" "$img" "$size" &&
-		"$POP" -j "$j" "${pr[@]}" "${pc[@]}" "${px[@]}" "$img" "$src" ;;
-	esac
+	env "${env[@]}" "$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
 }
 bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 

@@ -2,9 +2,8 @@
 # populate_repro.sh - reproducible images: the same tree with 1, 2 and 8
 # threads, twice each, with a fixed UUID, hash seed and time
 # (SOURCE_DATE_EPOCH: use_fixed_time, clamped times, bulk mode), must give
-# byte-identical images (cmp).  `uext4 mkfs -d` makes them where it is
-# built; before that, a base image (uext4 mkfs, or mke2fs) is filled by
-# build/bench/populate_bench.  When two differ, the first differing
+# byte-identical images (cmp), made by `uext4 mkfs -d`.  When two differ,
+# the first differing
 # offsets are printed with the block and the structure that holds it
 # (group metadata from dumpe2fs, or the inode owning the block).
 # Release: the `all` tree (50,000-entry directory, 5 GiB sparse file);
@@ -14,8 +13,6 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 
-POP=$UEXT4_BUILD/bench/populate_bench
-[ -x "$POP" ] || fail "$POP not built (run make)"
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) KIND=lite ;;
 *) KIND=${POPULATE_TREE:-all} ;;
@@ -50,34 +47,13 @@ explain() {
 	done < "$WORK/blocks"
 }
 
-# How images are made: `uext4 mkfs -d` where cli/fill.c is built; else a
-# base image (uext4 mkfs, or mke2fs without it) filled by populate_bench.
-mkdir -p "$WORK/probe"
-MKFS=mke2fs
-if "$UEXT4" mkfs -q -F "$WORK/probe.img" 16M > /dev/null 2>&1; then
-	MKFS=uext4
-	"$UEXT4" mkfs -q -F -d "$WORK/probe" "$WORK/probe.img" 16M > /dev/null 2>&1 && MKFS=uext4-d
-fi
-rm -rf "$WORK/probe" "$WORK/probe.img"
-note "images made by: $MKFS"
-make_base() {
-	case "$MKFS" in
-	mke2fs) E2FSPROGS_FAKE_TIME=$T mke2fs -q -F -t ext4 -N 200000 -U "$UUID" -E "hash_seed=$SEED" "$1" 3G ;;
-	*) SOURCE_DATE_EPOCH=$T "$UEXT4" mkfs -q -F -N 200000 -U "$UUID" -E "hash_seed=$SEED" "$1" 3G ;;
-	esac
-}
-# fill IMG THREADS: the tree into IMG (a copy of the base image, unless -d).
+# fill IMG THREADS: the tree into a new IMG by uext4 mkfs -d.
 fill() {
-	if [ "$MKFS" = uext4-d ]; then
-		rm -f "$1"
-		SOURCE_DATE_EPOCH=$T "$UEXT4" mkfs -q -N 200000 -U "$UUID" -E "hash_seed=$SEED" \
-			-j "$2" -d "$TREE" "$1" 3G
-	else
-		cp --sparse=always "$WORK/base.img" "$1" && "$POP" -j "$2" -t "$T" -c "$T" "$1" "$TREE"
-	fi
+	rm -f "$1"
+	SOURCE_DATE_EPOCH=$T "$UEXT4" mkfs -q -N 200000 -U "$UUID" -E "hash_seed=$SEED" \
+		-j "$2" -d "$TREE" "$1" 3G
 }
 
-[ "$MKFS" = uext4-d ] || make_base "$WORK/base.img" || fail "making the base image"
 FIRST=
 FAILED=0
 for j in 1 2 8; do
