@@ -43,6 +43,8 @@ const char *image_path(const char *p, char *buf, size_t len);
 int resolve(const struct command *c, uext4_fs *fs, const char *path, int follow,
 	    uint64_t *ino, struct uext4_stat *st);
 int write_all(int fd, const char *buf, size_t len);
+/* The value of one hex digit, or -1 (write.c). */
+int hex_digit(int ch);
 
 /* write.c */
 /* Split PATH into its resolved parent directory and last component

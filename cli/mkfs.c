@@ -71,17 +71,6 @@ static int parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
-static int hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx */
 static int parse_uuid(const char *s, uint8_t out[16])
 {
@@ -97,8 +86,8 @@ static int parse_uuid(const char *s, uint8_t out[16])
 				return -1;
 			continue;
 		}
-		hi = hexval(s[i]);
-		lo = hexval(s[i + 1]);
+		hi = hex_digit(s[i]);
+		lo = hex_digit(s[i + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		out[n++] = (uint8_t)(hi << 4 | lo);

@@ -537,7 +537,7 @@ int cmd_chown(const struct command *c, int argc, char **argv)
 
 /* ---------------------------------------------------------------- setfattr */
 
-static int hex_digit(int ch)
+int hex_digit(int ch)
 {
 	if (ch >= '0' && ch <= '9')
 		return ch - '0';
