@@ -81,17 +81,7 @@ trap 'echo "create.sh: interrupted"; exit 1' INT TERM
 
 ROOT=0
 [ "$(id -u)" = 0 ] && ROOT=1
-URING_PARAM=/sys/module/fuse/parameters/enable_uring
-URING_OLD=
-[ -r "$URING_PARAM" ] && URING_OLD=$(cat "$URING_PARAM")
-# uring_switch on|restore: enable_uring for the *-uring targets (root only).
-uring_switch() {
-	[ $ROOT = 1 ] && [ -w "$URING_PARAM" ] && [ -n "$URING_OLD" ] || return 0
-	case $1 in
-	on) echo 1 >"$URING_PARAM" ;;
-	restore) case $URING_OLD in Y | 1) echo 1 >"$URING_PARAM" ;; *) echo 0 >"$URING_PARAM" ;; esac ;;
-	esac
-}
+. "$TOP/bench/uring.inc"
 uring_possible() { [ -e "$URING_PARAM" ] && { [ $ROOT = 1 ] || [ "$URING_OLD" = Y ]; }; }
 drop_caches() {
 	sync

@@ -58,17 +58,7 @@ IMG=$W/real.img
 mkdir -p "$MNT" "$OUT"
 ROOT=0
 [ "$(id -u)" = 0 ] && ROOT=1
-URING_PARAM=/sys/module/fuse/parameters/enable_uring
-URING_OLD=
-[ -r "$URING_PARAM" ] && URING_OLD=$(cat "$URING_PARAM")
-# uring_switch on|restore: enable_uring for the uring loop (root only).
-uring_switch() {
-	[ $ROOT = 1 ] && [ -w "$URING_PARAM" ] && [ -n "$URING_OLD" ] || return 0
-	case $1 in
-	on) echo 1 >"$URING_PARAM" ;;
-	restore) case $URING_OLD in Y | 1) echo 1 >"$URING_PARAM" ;; *) echo 0 >"$URING_PARAM" ;; esac ;;
-	esac
-}
+. "$TOP/bench/uring.inc"
 cleanup() {
 	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }
 	uring_switch restore
