@@ -31,11 +31,16 @@
 # (for rsync, tar x/c, rm -rf) and by opcode, in a second table.
 # Environment: RUNS, LOOPS, MOUNT_OPTS, TARGETS (default "uext4 fuse2fs
 # kernel"), WORKLOADS (default all), DBENCH_SECS (default 20), SRC, UEXT4,
-# OUT (default bench/results), REQUESTS.  With RUNS=3 DBENCH_SECS=10 a full run took
+# OUT (default bench/results), REQUESTS, HALTPOLL.  With RUNS=3 DBENCH_SECS=10 a full run took
 # 19 minutes on the shared 2-core machine (load 3-4) before the unmount
 # wait used the image's flock, about 2 minutes less since; dbench is 60% of
 # it (DBENCH_SECS), and TARGETS without fuse2fs, fewer LOOPS or WORKLOADS,
 # or RUNS=1 make it shorter.
+# HALTPOLL=NS (root, guests with the haltpoll cpuidle driver) sets
+# /sys/module/haltpoll/parameters/guest_halt_poll_ns to NS for the run and
+# puts it back after.  It is a diagnosis, not a tuning uext4 needs: it shows
+# how much of a workload is the wake-up of an idle virtual CPU (a halted
+# vCPU costs ~20 us to wake here, and a FUSE round trip wakes one or two).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
@@ -59,9 +64,19 @@ mkdir -p "$MNT" "$OUT"
 ROOT=0
 [ "$(id -u)" = 0 ] && ROOT=1
 . "$TOP/bench/uring.inc"
+HALTPOLL=${HALTPOLL:-}
+HALTPOLL_PARAM=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+HALTPOLL_OLD=
+if [ -n "$HALTPOLL" ]; then
+	[ $ROOT = 1 ] && [ -w "$HALTPOLL_PARAM" ] ||
+		{ echo "real.sh: HALTPOLL needs root and $HALTPOLL_PARAM (the haltpoll cpuidle driver)"; exit 1; }
+	HALTPOLL_OLD=$(cat "$HALTPOLL_PARAM")
+	echo "$HALTPOLL" >"$HALTPOLL_PARAM"
+fi
 cleanup() {
 	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }
 	uring_switch restore
+	[ -n "$HALTPOLL_OLD" ] && echo "$HALTPOLL_OLD" >"$HALTPOLL_PARAM"
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -215,7 +230,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR == 0) print "-"; else print v[i
 
 RES=$W/results
 : >"$RES"
-echo "real.sh: $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null), $(nproc) CPUs, $(uname -r), images in tmpfs, median of $RUNS${MOUNT_OPTS:+, uext4 with -o $MOUNT_OPTS}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "real.sh: $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null), $(nproc) CPUs, $(uname -r), images in tmpfs, median of $RUNS${MOUNT_OPTS:+, uext4 with -o $MOUNT_OPTS}${HALTPOLL:+, guest_halt_poll_ns=$HALTPOLL}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 T_START=$(now)
 for wl in $WORKLOADS; do
 	for t in $(target_list); do
@@ -338,6 +353,6 @@ echo "real.sh: $(elapsed "$T_START") s in all, load now $(cut -d' ' -f1-3 /proc/
 stamp=$(date +%Y%m%d-%H%M%S)
 cp "$RES" "$OUT/real-$stamp.txt"
 { echo "real.sh $(git -C "$TOP" rev-parse --short HEAD 2>/dev/null), $(uname -r), $(nproc) CPUs," \
-	"RUNS=$RUNS DBENCH_SECS=$DBENCH_SECS MOUNT_OPTS=$MOUNT_OPTS LOOPS=$LOOPS"; echo; cat "$W/report"; } \
+	"RUNS=$RUNS DBENCH_SECS=$DBENCH_SECS MOUNT_OPTS=$MOUNT_OPTS LOOPS=$LOOPS${HALTPOLL:+ HALTPOLL=$HALTPOLL}"; echo; cat "$W/report"; } \
 	>"$OUT/real-$stamp.md"
 echo "real.sh: results in $OUT/real-$stamp.txt and .md"
