@@ -117,7 +117,9 @@ struct uext4_counters {
  * Lock classes (one per kind of lock, see ARCHITECTURE.md's lock table):
  * "rename", "inode" (inode locks of non-directories), "directory" (inode
  * locks of directories), "commit", "ea_inode", "icache_shard", "group",
- * "orphan_list", "xattr_index", "buffer", "bcache_shard", "trans_wait"
+ * "orphan_list", "orphan_file" (entries claimed by compare-and-swap, no
+ * lock: a claim that lost a CAS to another thread counts as contended),
+ * "xattr_index", "buffer", "bcache_shard", "trans_wait"
  * (handles and the committer meeting), "revoke_list", "inode_raw" (the
  * spin lock around an inode's copy in its table block), "leaf" (slab,
  * error record, crash devices), "other".  Lock classes are counted

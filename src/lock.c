@@ -167,6 +167,7 @@ static const char *const class_names[LOCKSTAT_NCLASSES] = {
 	[LOCKSTAT_ICACHE] = "icache_shard",
 	[LOCKSTAT_GROUP] = "group",
 	[LOCKSTAT_ORPHAN_LIST] = "orphan_list",
+	[LOCKSTAT_ORPHAN_FILE] = "orphan_file",
 	[LOCKSTAT_XATTR_INDEX] = "xattr_index",
 	[LOCKSTAT_BUF] = "buffer",
 	[LOCKSTAT_BCACHE] = "bcache_shard",
