@@ -719,13 +719,17 @@ static enum uext4_meta_kind written_kind(const struct buf *b)
 	}
 }
 
-/* The commit wrote these blocks home: count them by kind, once per kind. */
-static void count_home_writes(struct uext4_fs *fs, struct buf **held, size_t n)
+/* The blocks a commit takes, by kind: while handles are drained, when
+ * nobody changes a dirty buffer's kind (bget_new() is called in handles). */
+static void kinds_of(struct buf **held, size_t n, uint64_t *by_kind)
 {
-	uint64_t by_kind[UEXT4_META_NKINDS] = {0};
-
 	for (size_t i = 0; i < n; i++)
 		by_kind[written_kind(held[i]) % UEXT4_META_NKINDS]++;
+}
+
+/* The commit wrote them home: count them, once per kind. */
+static void count_home_writes(struct uext4_fs *fs, const uint64_t *by_kind)
+{
 	for (unsigned k = 0; k < UEXT4_META_NKINDS; k++)
 		if (by_kind[k])
 			bcache_count_write(fs->bc, (enum uext4_meta_kind)k, by_kind[k]);
@@ -743,6 +747,7 @@ static int commit_locked(struct uext4_fs *fs)
 	int err, rerr, werr;
 	bool counting = stats_on(fs->stats);
 	uint64_t t_start = counting ? lockstat_now_ns() : 0, t_released = 0;
+	uint64_t by_kind[UEXT4_META_NKINDS] = {0};
 
 	drain_handles(t);
 	if (atomic_load(&fs->aborted)) {
@@ -762,6 +767,7 @@ static int commit_locked(struct uext4_fs *fs)
 	eseq = fs_errors_seq(fs);
 	tid = atomic_load(&t->running);
 	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
+	kinds_of(held, n, by_kind);
 	rerr = collect_revokes(t, &revoked, &nrevoked);
 	err = err ? err : rerr;
 	atomic_store(&t->running, tid + 1);
@@ -777,7 +783,7 @@ static int commit_locked(struct uext4_fs *fs)
 		err = err ? err : werr;
 	} else {
 		atomic_store(&t->committed, tid);
-		count_home_writes(fs, held, n);
+		count_home_writes(fs, by_kind);
 		if (counting)
 			stats_commit(fs, n, t_start, t_released, lockstat_now_ns());
 		balloc_release_busy(fs, tid);
