@@ -38,11 +38,12 @@ enum lock_rank {
 };
 
 /*
- * Lock statistics (stats.c): every lock belongs to a class, named in the
- * report.  The class comes from the rank at init; inode.c moves a
- * directory's inode lock to LOCKSTAT_DIR.  Locks that are not ulocks
- * (trans.c's wait and revoke mutexes, the inode's raw spin lock) are
- * counted through lockstat_pthread_lock() / lockstat_spin_*().
+ * Lock statistics (counted in lock.c, reported by stats.c): every lock
+ * belongs to a class, named in the report.  The class comes from the rank
+ * at init; inode.c moves a directory's inode lock to LOCKSTAT_DIR.  What
+ * is not a ulock (trans.c's wait and revoke mutexes, the inode's raw spin
+ * lock, the orphan file's entry CAS) is counted through
+ * lockstat_pthread_lock() or lockstat_count().
  */
 enum lockstat_class {
 	LOCKSTAT_OTHER = 0,
