@@ -19,6 +19,8 @@
  * back).  itable_reads is the number of inode-table blocks the library read
  * from the device during the creates (lib only; -1 for posix).
  * Exits 1 if anything failed (the first failure is printed).
+ * UEXT4_BENCH_STATS=1 turns the library's statistics on (lib); =print
+ * also prints uext4_stats_format()'s report on stderr after the sync.
  */
 #include "uext4.h"
 
@@ -119,6 +121,10 @@ static int lib_setup(const char *image, struct worker *w, int n)
 			uext4_last_error());
 		return 1;
 	}
+	/* UEXT4_BENCH_STATS=1: statistics on (their cost is what is measured);
+	 * =print: and the report on stderr after the sync. */
+	if (getenv("UEXT4_BENCH_STATS") && *getenv("UEXT4_BENCH_STATS"))
+		uext4_stats_enable(bench_fs, 1);
 	parent = st.ino;
 	for (int t = 0; t < n; t++) {
 		snprintf(name, sizeof(name), "t%02d", t);
@@ -256,6 +262,12 @@ int main(int argc, char **argv)
 	       n, done, t1 - t0, t2 - t1, (long long)reads, errors);
 	fflush(stdout);
 	if (target == TARGET_LIB) {
+		const char *env = getenv("UEXT4_BENCH_STATS");
+		static char report[65536];
+
+		if (env && !strcmp(env, "print") &&
+		    uext4_stats_format(bench_fs, report, sizeof report, 0) > 0)
+			fputs(report, stderr);
 		int err = uext4_umount(bench_fs);
 
 		if (err < 0) {

@@ -68,6 +68,9 @@ int cmd_truncate(const struct command *c, int argc, char **argv);
 int cmd_lsattr(const struct command *c, int argc, char **argv);
 int cmd_chattr(const struct command *c, int argc, char **argv);
 
+/* stats.c */
+int cmd_stats(const struct command *c, int argc, char **argv);
+
 /* copy.c */
 int cmd_put(const struct command *c, int argc, char **argv);
 int cmd_get(const struct command *c, int argc, char **argv);

@@ -45,6 +45,7 @@
 #define FUSE_USE_VERSION 312
 #include "fuse.h"
 #include "loop.h"
+#include "reqstats.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -313,6 +314,7 @@ static void peek_request(const void *req, size_t len)
 	const void *arg = in + 1;
 	size_t room = len - sizeof(*in);    /* len >= sizeof(*in): the loop checks */
 
+	reqstats_request(req);
 	req_kill_privs = false;
 	switch (in->opcode) {
 	case FUSE_WRITE:
@@ -773,11 +775,121 @@ static void reply_xattr_result(fuse_req_t req, ssize_t n, const char *buf, size_
 		fuse_reply_buf(req, buf, (size_t)n);
 }
 
+/*
+ * Statistics through a virtual xattr of the root (`uext4 stats`): reading
+ * user.uext4.stats returns the report as text; suffixes, in any order,
+ * ".json" (JSON instead), ".on" / ".off" (switch counting first), ".reset"
+ * (zero the counters after the report is made).  The actions happen only
+ * on a read with a buffer, not on a size query.  The names shadow real
+ * xattrs of those names on the root (uext4 getfattr IMAGE / still shows
+ * those); other inodes are not affected, and listxattr lists none of them.
+ */
+#define STATS_XATTR "user.uext4.stats"
+#define STATS_MAX 65536         /* XATTR_SIZE_MAX: the kernel asks no more */
+
+struct stats_req {
+	int json, on, off, reset;
+};
+
+static bool parse_stats_name(const char *name, struct stats_req *r)
+{
+	const char *p = name + strlen(STATS_XATTR);
+
+	memset(r, 0, sizeof(*r));
+	if (strncmp(name, STATS_XATTR, strlen(STATS_XATTR)) || (*p && *p != '.'))
+		return false;
+	while (*p == '.') {
+		const char *w = ++p;
+		size_t n = strcspn(w, ".");
+
+		if (n == 4 && !strncmp(w, "json", 4))
+			r->json = 1;
+		else if (n == 2 && !strncmp(w, "on", 2))
+			r->on = 1;
+		else if (n == 3 && !strncmp(w, "off", 3))
+			r->off = 1;
+		else if (n == 5 && !strncmp(w, "reset", 5))
+			r->reset = 1;
+		else
+			return false;
+		p = w + n;
+	}
+	return !(r->on && r->off);
+}
+
+static void stats_switch(struct server *s, int on)
+{
+	uext4_stats_enable(s->fs, on);
+	reqstats_enable(on);
+}
+
+/* The library's report and the server's section after it (JSON: inside
+ * the library's object, which ends in "}\n"). */
+static int render_stats(struct server *s, char *buf, size_t len, int json)
+{
+	int n = uext4_stats_format(s->fs, buf, len, json), m;
+
+	if (n < 0 || (size_t)n >= len)
+		return n < 0 ? n : -ERANGE;
+	if (json) {
+		if (n < 2 || buf[n - 2] != '}')
+			return -EIO;
+		n -= 2;         /* reopen the object */
+		buf[n++] = ',';
+	}
+	m = reqstats_format(buf + n, len - (size_t)n, json);
+	if (m < 0 || (size_t)(n + m) >= len)
+		return -ERANGE;
+	n += m;
+	if (json) {
+		if ((size_t)n + 3 > len)
+			return -ERANGE;
+		buf[n++] = '}';
+		buf[n++] = '\n';
+		buf[n] = '\0';
+	}
+	return n;
+}
+
+static void reply_stats(fuse_req_t req, const struct stats_req *r, size_t size)
+{
+	struct server *s = srv(req);
+	char *buf = malloc(STATS_MAX);
+	int n;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (size && (r->on || r->off))
+		stats_switch(s, r->on);
+	n = render_stats(s, buf, STATS_MAX, r->json);
+	if (n >= 0 && size && (size_t)n <= size && r->reset) {
+		uext4_stats_reset(s->fs);
+		reqstats_reset();
+	}
+	if (n < 0)
+		fuse_reply_err(req, -n);
+	else if (!size)
+		fuse_reply_xattr(req, (size_t)n);
+	else if ((size_t)n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	char *buf = size ? malloc(size) : NULL;
+	char *buf;
 	ssize_t n;
+	struct stats_req sr;
 
+	if (ino == FUSE_ROOT_ID && parse_stats_name(name, &sr)) {
+		reply_stats(req, &sr, size);
+		return;
+	}
+	buf = size ? malloc(size) : NULL;
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -1483,6 +1595,8 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->writeback = 1;
 	else if (!strcmp(opt, "nowriteback") || !strcmp(opt, "writeback=0"))
 		o->writeback = 0;
+	else if (!strcmp(opt, "stats"))
+		o->stats = 1;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
 			snprintf(err, errlen, "bad loop '%s' (st, mt, pool, uring or auto)", opt + 5);
@@ -1843,7 +1957,8 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		.ready_arg = (void *)&o->ready_fd,
 		/* the server drops setuid/setgid/capabilities (peek_request) */
 		.init_flags = o->read_only ? 0 : FUSE_HANDLE_KILLPRIV_V2,
-		.peek = o->read_only ? NULL : peek_request,
+		.peek = peek_request,   /* and the request statistics */
+		.replied = reqstats_replied,
 	};
 	int ret;
 
@@ -1900,6 +2015,8 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 		return -EINVAL;
 	}
 	s.se = se;      /* before the first request: serve() starts them */
+	if (o->stats)
+		stats_switch(&s, 1);
 	ret = serve(se, mountpoint, o);
 	fuse_session_destroy(se);       /* calls op_destroy: writes back */
 	fuse_opt_free_args(&args);

@@ -40,6 +40,7 @@ struct uext4_fuse_opts {
 	int clone_fd;           /* mt only */
 	char extra[1024];       /* other mount options passed to the kernel/libfuse */
 	int ready_fd;           /* -1, or written once the mount is live (daemon mode) */
+	int stats;              /* -o stats: statistics on from the start (uext4 stats) */
 };
 
 /* Defaults: read-write, loop auto (io_uring where the kernel has it on, else
@@ -48,7 +49,7 @@ void uext4_fuse_opts_init(struct uext4_fuse_opts *o);
 /*
  * Apply one mount option ("ro", "rw", "allow_other", "debug", "loop=st|mt|pool|uring|auto",
  * "errors=continue|remount-ro|panic", "threads=N", "max_idle=N", "clone_fd",
- * "timeout=SECS", "writeback[=1]", "nowriteback" or "writeback=0"; anything else is
+ * "timeout=SECS", "writeback[=1]", "nowriteback" or "writeback=0", "stats"; anything else is
  * passed on to libfuse/the kernel).  Returns 0, or -EINVAL with a message in
  * errbuf for a malformed value.
  */

@@ -52,6 +52,7 @@ const char *uext4_loop_name(enum uext4_loop_kind kind)
 static struct {
 	uint32_t init_flags;
 	void (*peek)(const void *req, size_t len);
+	void (*replied)(const void *out_header);
 	_Atomic uint64_t init_unique;   /* the INIT request's, 0 before/after it */
 	_Atomic uint32_t offered;       /* its fuse_init_in.flags */
 } hooks;
@@ -60,6 +61,7 @@ void uext4_loop_hooks_set(const struct uext4_loop_opts *o)
 {
 	hooks.init_flags = o->init_flags;
 	hooks.peek = o->peek;
+	hooks.replied = o->replied;
 	atomic_store_explicit(&hooks.init_unique, 0, memory_order_relaxed);
 	atomic_store_explicit(&hooks.offered, 0, memory_order_relaxed);
 }
@@ -79,6 +81,12 @@ void uext4_loop_request(const void *req, size_t len)
 	}
 	if (hooks.peek)
 		hooks.peek(req, len);
+}
+
+void uext4_loop_replied(const void *out_header)
+{
+	if (hooks.replied)
+		hooks.replied(out_header);
 }
 
 /* libfuse's INIT reply: add the flags it does not know, where offered. */
@@ -112,6 +120,8 @@ static ssize_t classic_writev(int fd, struct iovec *iov, int count, void *userda
 {
 	(void)userdata;
 	uext4_loop_init_reply(iov, count);
+	if (count > 0 && iov[0].iov_len >= sizeof(struct fuse_out_header))
+		uext4_loop_replied(iov[0].iov_base);
 	return writev(fd, iov, count);
 }
 
@@ -128,7 +138,7 @@ static int install_classic_hooks(struct fuse_session *se, const struct uext4_loo
 {
 	static int installed;
 
-	if (installed || (!o->init_flags && !o->peek))
+	if (installed || (!o->init_flags && !o->peek && !o->replied))
 		return 0;
 	installed = 1;
 	uext4_loop_hooks_set(o);

@@ -52,6 +52,11 @@ struct uext4_loop_opts {
 	 * libfuse dispatches it: for request fields libfuse drops (the write,
 	 * open and setattr kill-suid/sgid flags). */
 	void (*peek)(const void *req, size_t len);
+	/* Called (if set) with the fuse_out_header of each reply or
+	 * notification the session writes, on the thread writing it (for a
+	 * reply: the thread that served the request), before the kernel sees
+	 * it: for the request statistics (fuse/reqstats.c). */
+	void (*replied)(const void *out_header);
 	int hooks_in_place;     /* internal: uring.c's own hooks serve (fallback) */
 };
 
@@ -73,6 +78,8 @@ enum uext4_loop_kind uext4_loop_classic(void);
  * before any other request) and read-only afterwards. */
 void uext4_loop_request(const void *req, size_t len);
 void uext4_loop_init_reply(struct iovec *iov, int count);
+/* The replied hook (any reply, INIT's included): uring.c's writev hooks. */
+void uext4_loop_replied(const void *out_header);
 /* Take o's init_flags and peek for those two (before the session reads
  * its first request).  uext4_loop_run does it for the classic loops, which
  * it serves through custom I/O calling them; uring.c for its own hooks. */

@@ -219,6 +219,8 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
 	struct uring_ent *e = cur_ent;
 	ssize_t n;
 
+	if (count > 0 && iov[0].iov_len >= sizeof(*out))
+		uext4_loop_replied(out);
 	if (e && out->unique == e->unique && !e->replied)
 		return capture_reply(e, iov, count);
 	if (t && out->unique && out->unique == t->init_unique && !t->init_replied) {
@@ -263,6 +265,7 @@ static ssize_t hook_splice_send(int fdin, off_t *offin, int fdout, off_t *offout
 	iov[0] = (struct iovec){ &oh, sizeof(oh) };
 	iov[1] = (struct iovec){ e->buf + REQ_ROOM, len - sizeof(oh) };
 	/* The data is in place already: capture_reply's memmove is a no-op. */
+	uext4_loop_replied(&oh);
 	return capture_reply(e, iov, 2);
 }
 

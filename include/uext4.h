@@ -82,25 +82,90 @@ struct uext4_statfs {
 	uint64_t fsid;
 };
 
-/* Metadata read counters (blocks read from the device, by kind). */
+/* Block counters: blocks read from and written to the device, by kind.
+ * Always counted (one relaxed increment on a per-shard line). */
 enum uext4_meta_kind {
 	UEXT4_META_SUPER = 0,
 	UEXT4_META_GROUP_DESC,
 	UEXT4_META_BITMAP,
 	UEXT4_META_INODE_TABLE,
 	UEXT4_META_DIR,
-	UEXT4_META_EXTENT,
-	UEXT4_META_XATTR,
-	UEXT4_META_DATA,
-	UEXT4_META_OTHER,
+	UEXT4_META_EXTENT,      /* extent tree blocks, and ext3's indirect blocks */
+	UEXT4_META_XATTR,       /* xattr blocks and EA inodes' values */
+	UEXT4_META_DATA,        /* file data (read and written around the cache) */
+	UEXT4_META_JOURNAL,     /* the log: descriptors, copies, revokes, commits, its superblock */
+	UEXT4_META_OTHER,       /* orphan file, symlink blocks, anything untagged */
 	UEXT4_META_NKINDS
 };
+/* "superblock", "group_desc", "bitmap", "inode_table", "directory", "extent",
+ * "xattr", "data", "journal", "other"; NULL past UEXT4_META_NKINDS. */
+const char *uext4_meta_kind_name(unsigned kind);
 
 struct uext4_counters {
 	uint64_t reads[UEXT4_META_NKINDS];   /* device reads by kind */
+	uint64_t writes[UEXT4_META_NKINDS];  /* device writes by kind (home, log, data) */
 	uint64_t cache_hits, cache_misses, cache_evictions;
 	uint64_t cached_bytes;
 };
+
+/*
+ * Statistics, always compiled in; off until uext4_stats_enable().  Off,
+ * they cost one relaxed load per lock acquisition and nothing else; on,
+ * a lock is tried first and only one that was not free reads the clock.
+ * Counters are kept per thread slot and summed when read.
+ *
+ * Lock classes (one per kind of lock, see ARCHITECTURE.md's lock table):
+ * "rename", "inode" (inode locks of non-directories), "directory" (inode
+ * locks of directories), "commit", "ea_inode", "icache_shard", "group",
+ * "orphan_list", "orphan_file" (entries claimed by compare-and-swap, no
+ * lock: a claim that lost a CAS to another thread counts as contended),
+ * "xattr_index", "buffer", "bcache_shard", "trans_wait"
+ * (handles and the committer meeting), "revoke_list", "inode_raw" (the
+ * spin lock around an inode's copy in its table block), "leaf" (slab,
+ * error record, crash devices), "other".  Lock classes are counted
+ * process-wide, over every mount with statistics on (as the kernel's
+ * lock_stat): with several such mounts in one process each report shows
+ * their sum, and a reset of one resets them all.
+ */
+#define UEXT4_LOCK_CLASSES 24
+struct uext4_lock_stats {
+	const char *name;           /* the class */
+	uint64_t acquisitions;      /* successful lock calls (trylocks that won included) */
+	uint64_t contentions;       /* acquisitions that found the lock taken and waited */
+	uint64_t wait_ns;           /* total time those waited (spin and sleep) */
+	uint64_t wait_max_ns;       /* the longest single wait */
+};
+struct uext4_journal_stats {
+	uint64_t commits;           /* commits (a commit with nothing dirty included) */
+	uint64_t blocks;            /* metadata blocks committed, summed over commits */
+	uint64_t blocks_max;        /* the most in one commit */
+	uint64_t commit_ns, commit_max_ns;  /* commit latency: drain to written home */
+	/* Handles held back: the time from the commit closing the transaction
+	 * to letting handles run again (draining, checksums, copies); sum and
+	 * longest.  Every handle_begin() in that window waits. */
+	uint64_t blocked_ns, blocked_max_ns;
+	/* Handles that did wait in that window, and how long they waited. */
+	uint64_t handle_waits, handle_wait_ns, handle_wait_max_ns;
+};
+struct uext4_stats {
+	int enabled;                /* counting now */
+	uint64_t elapsed_ns;        /* since the mount or the last reset */
+	unsigned nlocks;            /* entries of locks[] used */
+	struct uext4_lock_stats locks[UEXT4_LOCK_CLASSES];
+	struct uext4_counters io;   /* since the mount or the last reset */
+	struct uext4_journal_stats journal;
+};
+/* Turn counting on (nonzero) or off.  Returns the previous state (0/1). */
+int uext4_stats_enable(uext4_fs *fs, int on);
+/* Zero every counter (lock classes process-wide) and restart elapsed_ns. */
+int uext4_stats_reset(uext4_fs *fs);
+int uext4_stats_get(uext4_fs *fs, struct uext4_stats *st);
+/* The statistics as text (a table per section) or, json nonzero, one JSON
+ * object ({"enabled":..,"elapsed_ns":..,"locks":{CLASS:{"acquisitions",
+ * "contentions","wait_ns","wait_max_ns"}},"blocks":{KIND:{"read","written"}},
+ * "cache":{..},"journal":{..}}, ending in "}\n").  Like snprintf: returns
+ * the length the whole text needs (written up to len - 1, NUL-terminated). */
+int uext4_stats_format(uext4_fs *fs, char *buf, size_t len, int json);
 
 /* Read-only facts about a mounted image, as `uext4 info` prints them. */
 struct uext4_info {

@@ -73,6 +73,7 @@ struct bc_shard {
 	uint64_t limit;         /* bytes, immutable */
 	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
 	_Atomic uint64_t reads[UEXT4_META_NKINDS];
+	_Atomic uint64_t writes[UEXT4_META_NKINDS];
 	_Atomic uint64_t hits, misses, evictions;
 	struct buf *dirty_head; /* buffers with BUF_ONLIST; lock */
 	_Atomic uint64_t ndirty; /* length of dirty list; written under lock */
@@ -602,8 +603,10 @@ void bcache_counters(struct bcache *bc, struct uext4_counters *c)
 	for (uint32_t i = 0; i < bc->nshards; i++) {
 		struct bc_shard *s = &bc->shards[i];
 
-		for (int k = 0; k < UEXT4_META_NKINDS; k++)
+		for (int k = 0; k < UEXT4_META_NKINDS; k++) {
 			c->reads[k] += atomic_load_explicit(&s->reads[k], memory_order_relaxed);
+			c->writes[k] += atomic_load_explicit(&s->writes[k], memory_order_relaxed);
+		}
 		c->cache_hits += atomic_load_explicit(&s->hits, memory_order_relaxed);
 		c->cache_misses += atomic_load_explicit(&s->misses, memory_order_relaxed);
 		c->cache_evictions += atomic_load_explicit(&s->evictions, memory_order_relaxed);
@@ -626,6 +629,13 @@ void bcache_count_read(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nb
 	if ((unsigned)kind >= UEXT4_META_NKINDS)
 		kind = UEXT4_META_OTHER;
 	count_add(&thread_count_shard(bc)->reads[kind], nblocks);
+}
+
+void bcache_count_write(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nblocks)
+{
+	if ((unsigned)kind >= UEXT4_META_NKINDS)
+		kind = UEXT4_META_OTHER;
+	count_add(&thread_count_shard(bc)->writes[kind], nblocks);
 }
 
 /* ------------------------------------------------------------- write side */

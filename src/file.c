@@ -411,6 +411,7 @@ static int write_run(struct handle *h, struct inode *inode, const uint8_t *buf, 
 		err = bdev_write(fs->dev, buf, run, (m.pblk << shift) + boff);
 	if (err < 0)
 		return err;
+	bcache_count_write(fs->bc, UEXT4_META_DATA, (boff + run + bmask) >> shift);
 	if (off + run > inode->size)
 		inode->size = off + run;
 	*done = run;

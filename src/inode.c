@@ -507,6 +507,8 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 		return err;
 	}
 	urwlock_init(&n->lock, RANK_INODE);
+	if (S_ISDIR(n->mode))
+		urwlock_set_stat_class(&n->lock, LOCKSTAT_DIR);
 	atomic_init(&n->refcount, 1);
 	*out = n;
 	return 0;
@@ -966,8 +968,21 @@ static void encode_blocks(struct uext4_fs *fs, struct inode *n, struct ext4_inod
  * (inode_write_orphan_link) without that inode's lock. */
 static void raw_lock(struct inode *n)
 {
+	uint64_t t0;
+
+	if (!lockstat_on()) {
+		while (atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire))
+			__builtin_ia32_pause();
+		return;
+	}
+	if (!atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire)) {
+		lockstat_count(LOCKSTAT_INODE_RAW, 0, 0);
+		return;
+	}
+	t0 = lockstat_now_ns();
 	while (atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire))
 		__builtin_ia32_pause();
+	lockstat_count(LOCKSTAT_INODE_RAW, 1, lockstat_now_ns() - t0);
 }
 
 static void raw_unlock(struct inode *n)
@@ -1259,6 +1274,8 @@ static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 	}
 	n->ino = ino;
 	urwlock_init(&n->lock, RANK_INODE);
+	if (S_ISDIR(mode))
+		urwlock_set_stat_class(&n->lock, LOCKSTAT_DIR);
 	atomic_init(&n->refcount, 1);
 	atomic_init(&n->istate, INODE_NEW);
 	init_new_fields(fs, dir, n, mode);

@@ -248,6 +248,9 @@ void bcache_readahead(struct bcache *bc, uint64_t start, uint32_t count,
 		      enum uext4_meta_kind kind);
 /* Count a device read done outside the cache (file data). */
 void bcache_count_read(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nblocks);
+/* Blocks written to the device (the commit's home writes, the log, file
+ * data), counted on the calling thread's shard. */
+void bcache_count_write(struct bcache *bc, enum uext4_meta_kind kind, uint64_t nblocks);
 
 /* ---------------------------------------------------------------- trans.c
  * Transactions.  Every metadata change happens inside a handle:
@@ -454,6 +457,41 @@ static inline void pcounter_set(struct pcounter *c, int64_t v)
 		atomic_store_explicit(&c->slot[i].v, i ? 0 : v, memory_order_relaxed);
 }
 
+/* ---------------------------------------------------------------- stats.c
+ * Statistics of one mount (see uext4_stats_*() in uext4.h): the on
+ * switch, the journal's counters and the I/O baseline of the last reset.
+ * Lock classes are counted process-wide in lock.c.  Every field is an
+ * atomic: the switch and baseline are written by enable/reset, the commit
+ * counters by the one committer at a time, the handle-wait counters by
+ * handles that waited (a slow path: they slept on a commit).
+ */
+struct fs_stats {
+	_Atomic bool on;
+	_Atomic uint64_t since_ns;
+	_Atomic uint64_t commits, blocks, blocks_max, commit_ns, commit_max_ns;
+	_Atomic uint64_t blocked_ns, blocked_max_ns;
+	_Atomic uint64_t handle_waits, handle_wait_ns, handle_wait_max_ns;
+	_Atomic uint64_t base_reads[UEXT4_META_NKINDS], base_writes[UEXT4_META_NKINDS];
+	_Atomic uint64_t base_hits, base_misses, base_evictions;
+} __attribute__((aligned(CACHELINE)));
+int stats_init(struct uext4_fs *fs);
+void stats_destroy(struct uext4_fs *fs);
+static inline bool stats_on(const struct fs_stats *st);
+/* A commit: blocks written, and the clock at its start, when handles ran
+ * again and at its end (lockstat_now_ns()). */
+void stats_commit(struct uext4_fs *fs, uint64_t blocks, uint64_t start, uint64_t released,
+		  uint64_t end);
+/* A handle waited ns for a commit to let it run. */
+void stats_handle_waited(struct uext4_fs *fs, uint64_t ns);
+/* lock.c: the lock classes' counters, summed over the thread slots. */
+void lockstat_read(struct uext4_lock_stats *out, unsigned *n);
+void lockstat_reset(void);
+
+static inline bool stats_on(const struct fs_stats *st)
+{
+	return st && __builtin_expect(atomic_load_explicit(&st->on, memory_order_relaxed), 0);
+}
+
 /* ---------------------------------------------------------------- super.c */
 /*
  * One block group, parsed from its descriptor at mount and from then on the
@@ -557,6 +595,7 @@ struct uext4_fs {
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
 	struct fs_errors *errs;     /* error.c: recorded errors, errors= policy */
+	struct fs_stats *stats;     /* stats.c: statistics switch and journal counters */
 	/* uext4_opts.use_fixed_time / fixed_time / bulk, as mounted: */
 	bool use_fixed_time;
 	int64_t fixed_time;

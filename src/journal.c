@@ -145,6 +145,8 @@ int jbd2_read_block(struct jbd2_log *log, uint32_t i, void *buf)
 	if (err < 0)
 		return fs_err(-err, "journal: reading log block %u (device block %llu) failed", i,
 			      (unsigned long long)log->phys[i]);
+	if (log->fs->bc)
+		bcache_count_read(log->fs->bc, UEXT4_META_JOURNAL, 1);
 	return 0;
 }
 
@@ -159,6 +161,8 @@ int jbd2_write_sb(struct jbd2_log *log)
 	if (err < 0)
 		return fs_err(-err, "journal: writing the journal superblock (block %llu) failed",
 			      (unsigned long long)log->phys[0]);
+	if (log->fs->bc)
+		bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, 1);
 	return 0;
 }
 
@@ -551,6 +555,7 @@ static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_
 		if (err < 0)
 			return fs_err(-err, "journal: writing %zu log blocks at %u (device block "
 				      "%llu) failed", run, pos, (unsigned long long)log->phys[pos]);
+		bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, run);
 		done += run;
 		pos = (uint32_t)(pos + run);
 		if (pos >= log->last)

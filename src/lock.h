@@ -15,6 +15,8 @@
 #define UEXT4_LOCK_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 
 enum lock_rank {
 	RANK_NONE = 0,
@@ -35,20 +37,83 @@ enum lock_rank {
 	RANK_LEAF = 90,         /* leaf locks that never nest anything */
 };
 
+/*
+ * Lock statistics (counted in lock.c, reported by stats.c): every lock
+ * belongs to a class, named in the report.  The class comes from the rank
+ * at init; inode.c moves a directory's inode lock to LOCKSTAT_DIR.  What
+ * is not a ulock (trans.c's wait and revoke mutexes, the inode's raw spin
+ * lock, the orphan file's entry CAS) is counted through
+ * lockstat_pthread_lock() or lockstat_count().
+ */
+enum lockstat_class {
+	LOCKSTAT_OTHER = 0,
+	LOCKSTAT_RENAME,        /* RANK_RENAME */
+	LOCKSTAT_INODE,         /* RANK_INODE..RANK_INODE_4, not a directory */
+	LOCKSTAT_DIR,           /* the same, of a directory */
+	LOCKSTAT_COMMIT,        /* RANK_HANDLE: trans.c's commit lock */
+	LOCKSTAT_EA_INODE,      /* RANK_EA_INODE */
+	LOCKSTAT_ICACHE,        /* RANK_ICACHE_SHARD */
+	LOCKSTAT_GROUP,         /* RANK_GROUP */
+	LOCKSTAT_ORPHAN_LIST,   /* rank 26 (orphan_int.h) */
+	LOCKSTAT_ORPHAN_FILE,   /* orphan file entries, claimed by CAS (no lock):
+				 * a claim whose CAS lost to another thread contends */
+	LOCKSTAT_XATTR_INDEX,   /* RANK_XATTR_INDEX */
+	LOCKSTAT_BUF,           /* RANK_BUF */
+	LOCKSTAT_BCACHE,        /* RANK_BCACHE_SHARD */
+	LOCKSTAT_TRANS,         /* trans.c's wait_lock (handles and committer) */
+	LOCKSTAT_REVOKE,        /* trans.c's per-slot revoke lists */
+	LOCKSTAT_INODE_RAW,     /* inode.raw_lock spin lock */
+	LOCKSTAT_LEAF,          /* RANK_LEAF: slab, errors, crash devices */
+	LOCKSTAT_NCLASSES
+};
+
 struct ulock {
 	pthread_mutex_t m;
 	int rank;
+	uint8_t stat_class;     /* enum lockstat_class; set at init */
 };
 
 struct urwlock {
 	pthread_rwlock_t rw;
 	int rank;
+	uint8_t stat_class;     /* enum lockstat_class; set at init */
 };
 
 void ulock_init(struct ulock *l, int rank);
 void ulock_destroy(struct ulock *l);
 void urwlock_init(struct urwlock *l, int rank);
 void urwlock_destroy(struct urwlock *l);
+
+/*
+ * Statistics switch: the number of mounts with statistics on (lock
+ * classes are counted process-wide, as the kernel's lock_stat is
+ * system-wide).  Off, an acquisition costs one relaxed load of this line,
+ * which is written only when statistics are switched.  On, the lock is
+ * tried first; only a failed try reads the clock around the blocking call.
+ */
+extern struct lockstat_switch {
+	_Atomic int on;
+	char pad[64 - sizeof(int)];
+} lockstat_switch;
+
+static inline int lockstat_on(void)
+{
+	return __builtin_expect(atomic_load_explicit(&lockstat_switch.on, memory_order_relaxed), 0);
+}
+
+enum lockstat_mode { LOCKSTAT_MUTEX, LOCKSTAT_READ, LOCKSTAT_WRITE };
+void lockstat_lock_slow(void *lock, int mode, int cls);
+/* A pthread mutex that is not a ulock, counted in class cls. */
+void lockstat_pthread_lock(pthread_mutex_t *m, int cls);
+/* A spin lock (test-and-set loop): the acquisition, and a contended one
+ * that spun for ns nanoseconds. */
+void lockstat_count(int cls, int contended, uint64_t wait_ns);
+uint64_t lockstat_now_ns(void);
+/* A directory's inode lock is counted apart from other inodes'. */
+static inline void urwlock_set_stat_class(struct urwlock *l, int cls)
+{
+	l->stat_class = (uint8_t)cls;
+}
 
 #ifdef UEXT4_LOCKDEP
 void lockdep_acquire(int rank, const void *lock);
@@ -61,7 +126,10 @@ static inline void lockdep_release(int rank, const void *lock) { (void)rank; (vo
 static inline void ulock_lock(struct ulock *l)
 {
 	lockdep_acquire(l->rank, l);
-	pthread_mutex_lock(&l->m);
+	if (lockstat_on())
+		lockstat_lock_slow(&l->m, LOCKSTAT_MUTEX, l->stat_class);
+	else
+		pthread_mutex_lock(&l->m);
 }
 
 /* Non-blocking: cannot deadlock, so only recorded when it succeeds. */
@@ -69,6 +137,8 @@ static inline int ulock_trylock(struct ulock *l)
 {
 	if (pthread_mutex_trylock(&l->m) != 0)
 		return 0;
+	if (lockstat_on())
+		lockstat_count(l->stat_class, 0, 0);
 	lockdep_acquire(l->rank, l);
 	return 1;
 }
@@ -82,13 +152,19 @@ static inline void ulock_unlock(struct ulock *l)
 static inline void urw_rdlock(struct urwlock *l)
 {
 	lockdep_acquire(l->rank, l);
-	pthread_rwlock_rdlock(&l->rw);
+	if (lockstat_on())
+		lockstat_lock_slow(&l->rw, LOCKSTAT_READ, l->stat_class);
+	else
+		pthread_rwlock_rdlock(&l->rw);
 }
 
 static inline void urw_wrlock(struct urwlock *l)
 {
 	lockdep_acquire(l->rank, l);
-	pthread_rwlock_wrlock(&l->rw);
+	if (lockstat_on())
+		lockstat_lock_slow(&l->rw, LOCKSTAT_WRITE, l->stat_class);
+	else
+		pthread_rwlock_wrlock(&l->rw);
 }
 
 static inline void urw_unlock(struct urwlock *l)
@@ -105,13 +181,19 @@ static inline void urw_unlock(struct urwlock *l)
 static inline void urw_rdlock_as(struct urwlock *l, int rank)
 {
 	lockdep_acquire(rank, l);
-	pthread_rwlock_rdlock(&l->rw);
+	if (lockstat_on())
+		lockstat_lock_slow(&l->rw, LOCKSTAT_READ, l->stat_class);
+	else
+		pthread_rwlock_rdlock(&l->rw);
 }
 
 static inline void urw_wrlock_as(struct urwlock *l, int rank)
 {
 	lockdep_acquire(rank, l);
-	pthread_rwlock_wrlock(&l->rw);
+	if (lockstat_on())
+		lockstat_lock_slow(&l->rw, LOCKSTAT_WRITE, l->stat_class);
+	else
+		pthread_rwlock_wrlock(&l->rw);
 }
 
 static inline void urw_unlock_as(struct urwlock *l, int rank)

@@ -251,6 +251,7 @@ static uint32_t claim_entry(struct orphan_state *st, struct buf *b, uint32_t ino
 {
 	uint32_t n = st->per_block, j = (thread_slot() * 37u) % n;
 	uint32_t want = cpu_to_le32(ino);
+	uint64_t lost_at = 0;   /* statistics: when a CAS first lost to another thread */
 
 	for (;;) {
 		for (uint32_t k = 0; k < n; k++, j = j + 1 == n ? 0 : j + 1) {
@@ -259,8 +260,14 @@ static uint32_t claim_entry(struct orphan_state *st, struct buf *b, uint32_t ino
 			if (__atomic_load_n(entry_ptr(b, j), __ATOMIC_RELAXED) != 0)
 				continue;
 			if (__atomic_compare_exchange_n(entry_ptr(b, j), &zero, want, false,
-							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+				if (lockstat_on())
+					lockstat_count(LOCKSTAT_ORPHAN_FILE, lost_at != 0,
+						       lost_at ? lockstat_now_ns() - lost_at : 0);
 				return j;
+			}
+			if (!lost_at && lockstat_on())
+				lost_at = lockstat_now_ns();
 		}
 	}
 }

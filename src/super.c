@@ -770,7 +770,7 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->use_fixed_time = o->use_fixed_time != 0;
 	fs->fixed_time = o->fixed_time;
 	fs->bulk = o->bulk != 0;
-	if ((err = read_super(fs, o->read_only)) || (err = fs_errors_init(fs, o)))
+	if ((err = stats_init(fs)) || (err = read_super(fs, o->read_only)) || (err = fs_errors_init(fs, o)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
 		goto fail;
@@ -881,6 +881,7 @@ int super_umount(struct uext4_fs *fs)
 	fs->journal = NULL;
 	drop_caches(fs);
 	fs_errors_destroy(fs);
+	stats_destroy(fs);
 	if (fs->dev)
 		bdev_close(fs->dev);
 	if (fs->hot)

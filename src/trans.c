@@ -192,17 +192,31 @@ void trans_destroy(struct uext4_fs *fs)
 
 static void wait_unblocked(struct trans *t)
 {
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	while (atomic_load(&t->blocked))
 		pthread_cond_wait(&t->unblocked, &t->wait_lock);
 	pthread_mutex_unlock(&t->wait_lock);
+}
+
+/* A handle held back by a commit waits; with statistics on, for how long. */
+static void wait_unblocked_counted(struct uext4_fs *fs, struct trans *t)
+{
+	uint64_t t0;
+
+	if (!stats_on(fs->stats)) {
+		wait_unblocked(t);
+		return;
+	}
+	t0 = lockstat_now_ns();
+	wait_unblocked(t);
+	stats_handle_waited(fs, lockstat_now_ns() - t0);
 }
 
 /* Leave the drain counter; wake a committer waiting for it to reach 0. */
 static void slot_leave(struct trans *t, unsigned slot)
 {
 	if (atomic_fetch_sub(&t->slot[slot].n, 1) == 1 && atomic_load(&t->blocked)) {
-		pthread_mutex_lock(&t->wait_lock);
+		lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 		pthread_cond_broadcast(&t->drained);
 		pthread_mutex_unlock(&t->wait_lock);
 	}
@@ -236,7 +250,7 @@ int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
 		if (!atomic_load(&t->blocked))
 			break;
 		slot_leave(t, slot);
-		wait_unblocked(t);
+		wait_unblocked_counted(fs, t);
 	}
 	lockdep_enter(RANK_HANDLE, h);
 	h->fs = fs;
@@ -322,7 +336,7 @@ static void revoke_add(struct trans *t, unsigned slot, uint64_t blocknr, uint32_
 {
 	struct revoke_list *r = &t->revoke[slot];
 
-	pthread_mutex_lock(&r->lock);
+	lockstat_pthread_lock(&r->lock, LOCKSTAT_REVOKE);
 	if (r->n && r->start[r->n - 1] + r->count[r->n - 1] == blocknr) {
 		r->count[r->n - 1] += count;
 	} else {
@@ -391,7 +405,7 @@ static void mark_itable_written(struct uext4_fs *fs, struct buf *b)
 static void drain_handles(struct trans *t)
 {
 	atomic_store(&t->blocked, 1);
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	for (;;) {
 		int64_t n = 0;
 
@@ -406,7 +420,7 @@ static void drain_handles(struct trans *t)
 
 static void release_handles(struct trans *t)
 {
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	atomic_store(&t->blocked, 0);
 	pthread_cond_broadcast(&t->unblocked);
 	pthread_mutex_unlock(&t->wait_lock);
@@ -585,7 +599,7 @@ static int collect_revokes(struct trans *t, uint64_t **out, size_t *nout)
 	*out = NULL;
 	*nout = 0;
 	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
-		pthread_mutex_lock(&t->revoke[i].lock);
+		lockstat_pthread_lock(&t->revoke[i].lock, LOCKSTAT_REVOKE);
 		for (size_t j = 0; j < t->revoke[i].n; j++)
 			total += t->revoke[i].count[j];
 		pthread_mutex_unlock(&t->revoke[i].lock);
@@ -597,7 +611,7 @@ static int collect_revokes(struct trans *t, uint64_t **out, size_t *nout)
 	for (unsigned i = 0; i < TRANS_SLOTS; i++) {
 		struct revoke_list *r = &t->revoke[i];
 
-		pthread_mutex_lock(&r->lock);
+		lockstat_pthread_lock(&r->lock, LOCKSTAT_REVOKE);
 		for (size_t j = 0; j < r->n; j++)
 			for (uint32_t k = 0; k < r->count[j]; k++)
 				v[n++] = r->start[j] + k;
@@ -689,6 +703,38 @@ bool trans_writing_started(struct uext4_fs *fs)
 	return started;
 }
 
+/* The kind of metadata a dirty buffer holds, for the write counters. */
+static enum uext4_meta_kind written_kind(const struct buf *b)
+{
+	switch (atomic_load_explicit(&b->csum_kind, memory_order_relaxed)) {
+	case CSUM_DIR_LEAF: case CSUM_DX_NODE: return UEXT4_META_DIR;
+	case CSUM_EXTENT: return UEXT4_META_EXTENT;
+	case CSUM_XATTR: return UEXT4_META_XATTR;
+	case CSUM_BLOCK_BITMAP: case CSUM_INODE_BITMAP: return UEXT4_META_BITMAP;
+	case CSUM_INODE_TABLE: return UEXT4_META_INODE_TABLE;
+	case CSUM_GROUP_DESC: return UEXT4_META_GROUP_DESC;
+	case CSUM_SUPER: return UEXT4_META_SUPER;
+	case CSUM_ORPHAN: return UEXT4_META_OTHER;
+	default: return (enum uext4_meta_kind)b->kind; /* as it was read */
+	}
+}
+
+/* The blocks a commit takes, by kind: while handles are drained, when
+ * nobody changes a dirty buffer's kind (bget_new() is called in handles). */
+static void kinds_of(struct buf **held, size_t n, uint64_t *by_kind)
+{
+	for (size_t i = 0; i < n; i++)
+		by_kind[written_kind(held[i]) % UEXT4_META_NKINDS]++;
+}
+
+/* The commit wrote them home: count them, once per kind. */
+static void count_home_writes(struct uext4_fs *fs, const uint64_t *by_kind)
+{
+	for (unsigned k = 0; k < UEXT4_META_NKINDS; k++)
+		if (by_kind[k])
+			bcache_count_write(fs->bc, (enum uext4_meta_kind)k, by_kind[k]);
+}
+
 /* One commit; commit_lock held, no handle open on this thread. */
 static int commit_locked(struct uext4_fs *fs)
 {
@@ -699,6 +745,9 @@ static int commit_locked(struct uext4_fs *fs)
 	size_t n = 0, nrevoked = 0;
 	uint32_t tid, eseq;
 	int err, rerr, werr;
+	bool counting = stats_on(fs->stats);
+	uint64_t t_start = counting ? lockstat_now_ns() : 0, t_released = 0;
+	uint64_t by_kind[UEXT4_META_NKINDS] = {0};
 
 	drain_handles(t);
 	if (atomic_load(&fs->aborted)) {
@@ -718,11 +767,14 @@ static int commit_locked(struct uext4_fs *fs)
 	eseq = fs_errors_seq(fs);
 	tid = atomic_load(&t->running);
 	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
+	kinds_of(held, n, by_kind);
 	rerr = collect_revokes(t, &revoked, &nrevoked);
 	err = err ? err : rerr;
 	atomic_store(&t->running, tid + 1);
 	atomic_store(&t->commit_wanted, 0);
 	release_handles(t);
+	if (counting)
+		t_released = lockstat_now_ns();
 	werr = err ? err : write_out(fs, tid, copies, blocks, n, revoked, nrevoked);
 	if (werr) {
 		int expected = 0;
@@ -731,6 +783,9 @@ static int commit_locked(struct uext4_fs *fs)
 		err = err ? err : werr;
 	} else {
 		atomic_store(&t->committed, tid);
+		count_home_writes(fs, by_kind);
+		if (counting)
+			stats_commit(fs, n, t_start, t_released, lockstat_now_ns());
 		balloc_release_busy(fs, tid);
 		/* An error recorded since the snapshot wrote the superblock
 		 * itself, which the home write above may have overwritten with
@@ -759,7 +814,7 @@ static int commit_locked(struct uext4_fs *fs)
  */
 static void commit_begin(struct trans *t)
 {
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	while (t->committing)
 		pthread_cond_wait(&t->commit_done, &t->wait_lock);
 	t->committing = true;
@@ -770,7 +825,7 @@ static void commit_begin(struct trans *t)
 static void commit_end(struct trans *t)
 {
 	ulock_unlock(&t->commit_lock);
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	t->committing = false;
 	pthread_cond_broadcast(&t->commit_done);
 	pthread_mutex_unlock(&t->wait_lock);
@@ -814,7 +869,7 @@ int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
 		return fs_err(EDEADLK, "fsync inside a handle");
 	/* The transaction's file data was written inside its handles, so it
 	 * is durable once the transaction is. */
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	while (!err && !tid_le(tid, atomic_load(&t->committed)) && !atomic_load(&t->err)) {
 		if (t->committing) {
 			pthread_cond_wait(&t->commit_done, &t->wait_lock);
@@ -825,7 +880,7 @@ int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
 		ulock_lock(&t->commit_lock);
 		err = commit_locked(fs); /* also commits every fsync waiting */
 		commit_end(t);
-		pthread_mutex_lock(&t->wait_lock);
+		lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	}
 	pthread_mutex_unlock(&t->wait_lock);
 	return err ? err : atomic_load(&t->err);
@@ -850,7 +905,7 @@ static void *timer_main(void *arg)
 	struct uext4_fs *fs = arg;
 	struct trans *t = fs->trans;
 
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	while (!t->timer_stop) {
 		struct timespec until;
 
@@ -865,7 +920,7 @@ static void *timer_main(void *arg)
 		pthread_mutex_unlock(&t->wait_lock);
 		if (has_work(fs))
 			trans_commit(fs); /* errors stick in t->err for the next handle */
-		pthread_mutex_lock(&t->wait_lock);
+		lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	}
 	pthread_mutex_unlock(&t->wait_lock);
 	return NULL;
@@ -874,7 +929,7 @@ static void *timer_main(void *arg)
 /* Ask the commit thread for a commit now (handles over the dirty limit). */
 static void kick_commit_thread(struct trans *t)
 {
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	t->timer_kicked = true;
 	pthread_cond_broadcast(&t->timer_cond);
 	pthread_mutex_unlock(&t->wait_lock);
@@ -898,7 +953,7 @@ void trans_stop_timer(struct uext4_fs *fs)
 
 	if (!t || !t->timer_started)
 		return;
-	pthread_mutex_lock(&t->wait_lock);
+	lockstat_pthread_lock(&t->wait_lock, LOCKSTAT_TRANS);
 	t->timer_stop = true;
 	pthread_cond_broadcast(&t->timer_cond);
 	pthread_mutex_unlock(&t->wait_lock);
