@@ -522,7 +522,7 @@ static void concurrent(const char *img, uint64_t seed, long ops)
 
 	s.fs = mount_rw(img, NC_DEFAULT);
 	for (int d = 0; d < 2; d++) {
-		char n[16];
+		char n[32];
 
 		snprintf(n, sizeof(n), "conc%d", d);
 		T_CHECK(uext4_mkdir(s.fs, 2, n, 0755, &st) == 0, "mkdir %s", n);
