@@ -14,6 +14,7 @@
  *
  *   RESULT dir=linear|htree cache=on|off threads=N ops_per_sec=X
  *
+ * NCB_CACHE=on (or off) runs only that half (for profiling).
  * Public API only (include/uext4.h).
  */
 #include "uext4.h"
@@ -143,6 +144,7 @@ static void measure(const char *img, const char *kind, int cache, int threads, i
 int main(int argc, char **argv)
 {
 	int reps = 5;
+	const char *only = getenv("NCB_CACHE"); /* "on" or "off": only that half */
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: namecache_bench IMAGE_LINEAR IMAGE_HTREE [ENTRIES] [REPS] "
@@ -166,7 +168,8 @@ int main(int argc, char **argv)
 
 		for (int threads = 1; threads <= 2; threads++)
 			for (int cache = 1; cache >= 0; cache--)
-				measure(img, kind, cache, threads, reps);
+				if (!only || !strcmp(only, cache ? "on" : "off"))
+					measure(img, kind, cache, threads, reps);
 	}
 	return 0;
 }
