@@ -77,6 +77,7 @@ struct nc_bucket {
 struct namecache {
 	/* Read-only after namecache_create(): */
 	struct nc_bucket *b;
+	void *mem;                          /* what b was carved from */
 	uint64_t mask;                      /* buckets - 1 */
 	/* Atomic, no lock; on a line of its own (taken once per directory
 	 * inode loaded, not per lookup): */
@@ -123,13 +124,16 @@ struct namecache *namecache_create(const struct uext4_opts *o)
 	if (!nc)
 		return NULL; /* no cache: lookups read the directory */
 	memset(nc, 0, sizeof(*nc));
-	/* calloc: all-zero is a valid empty bucket (seq 0, tags 0, unlocked). */
-	nc->b = aligned_alloc(CACHELINE, buckets * sizeof(struct nc_bucket));
-	if (!nc->b) {
+	/* All-zero is a valid empty bucket (seq 0, tags 0, unlocked); calloc
+	 * of this size maps fresh zero pages, so a mount touches none of it
+	 * until used.  Aligned by hand to a cache line. */
+	nc->mem = calloc(1, buckets * sizeof(struct nc_bucket) + CACHELINE);
+	if (!nc->mem) {
 		free(nc);
 		return NULL;
 	}
-	memset(nc->b, 0, buckets * sizeof(struct nc_bucket));
+	nc->b = (struct nc_bucket *)(((uintptr_t)nc->mem + CACHELINE - 1) &
+				     ~(uintptr_t)(CACHELINE - 1));
 	nc->mask = buckets - 1;
 	atomic_init(&nc->next_id, 1);
 	return nc;
@@ -139,7 +143,7 @@ void namecache_destroy(struct namecache *nc)
 {
 	if (!nc)
 		return;
-	free(nc->b);
+	free(nc->mem);
 	free(nc);
 }
 
