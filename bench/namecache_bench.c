@@ -2,15 +2,15 @@
  * namecache_bench.c - warm path lookup (stat by path) on the library path,
  * with the name cache on and off, in a linear and an htree directory.
  *
- *   namecache_bench IMAGE_LINEAR IMAGE_HTREE [ENTRIES] [REPS] [ROUNDS]
+ *   namecache_bench IMAGE_LINEAR IMAGE_HTREE [ENTRIES] [REPS] [SECS]
  *
  * IMAGE_LINEAR is a fresh mke2fs image without dir_index (so a directory
  * stays linear however large it grows), IMAGE_HTREE one with it.  The
  * benchmark fills /d with ENTRIES files (default 2000) in each, then for
  * cache on and off, 1 and 2 threads: mounts, runs one cold pass of
  * uext4_stat_path("/d/NAME") over every name (threads split the names),
- * then REPS warm passes (default 5; each goes over the names ROUNDS times,
- * default 20), and prints the median warm rate:
+ * then REPS warm passes (default 5) of SECS seconds each (default 0.3;
+ * threads go round their names until then), and prints the median rate:
  *
  *   RESULT dir=linear|htree cache=on|off threads=N ops_per_sec=X
  *
@@ -20,6 +20,8 @@
 #include "uext4.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +29,13 @@
 #include <time.h>
 
 static int entries = 2000;
-static int rounds = 20;         /* times a pass goes over the names */
+static double pass_secs = 0.3;  /* length of a warm pass */
 
 struct job {
 	uext4_fs *fs;
 	int first, step;
-	long errors;
+	const atomic_bool *stop;        /* NULL: one round over the names */
+	long ops, errors;
 };
 
 static double now(void)
@@ -48,40 +51,54 @@ static void name_of(char *buf, size_t n, int i)
 	snprintf(buf, n, "/d/file-%06d", i);
 }
 
+/* Rounds over this thread's names until told to stop (whole rounds). */
 static void *stat_some(void *arg)
 {
 	struct job *j = arg;
 	struct uext4_stat st;
 	char path[64];
 
-	for (int r = 0; r < rounds; r++)
+	do {
 		for (int i = j->first; i < entries; i += j->step) {
 			name_of(path, sizeof(path), i);
 			if (uext4_stat_path(j->fs, path, &st))
 				j->errors++;
+			j->ops++;
 		}
+	} while (j->stop && !atomic_load_explicit(j->stop, memory_order_relaxed));
 	return NULL;
 }
 
-/* One pass over every name with n threads: seconds. */
+/* n threads stat by path for pass_secs (0: one round): ops per second. */
 static double pass(uext4_fs *fs, int n)
 {
 	pthread_t t[16];
 	struct job j[16];
-	double t0 = now();
+	atomic_bool stop = false;
+	double t0 = now(), secs;
+	long ops = 0;
 
 	for (int k = 0; k < n; k++) {
-		j[k] = (struct job){.fs = fs, .first = k, .step = n};
+		j[k] = (struct job){.fs = fs, .first = k, .step = n,
+				    .stop = pass_secs > 0 ? &stop : NULL};
 		pthread_create(&t[k], NULL, stat_some, &j[k]);
+	}
+	if (pass_secs > 0) {
+		struct timespec d = {(time_t)pass_secs,
+				     (long)((pass_secs - (time_t)pass_secs) * 1e9)};
+		nanosleep(&d, NULL);
+		atomic_store(&stop, true);
 	}
 	for (int k = 0; k < n; k++) {
 		pthread_join(t[k], NULL);
+		ops += j[k].ops;
 		if (j[k].errors) {
 			fprintf(stderr, "namecache_bench: %ld stat errors\n", j[k].errors);
 			exit(1);
 		}
 	}
-	return now() - t0;
+	secs = now() - t0;
+	return ops / secs;
 }
 
 static uext4_fs *mount_image(const char *img, int cache)
@@ -129,11 +146,13 @@ static int cmp_double(const void *a, const void *b)
 static void measure(const char *img, const char *kind, int cache, int threads, int reps)
 {
 	uext4_fs *fs = mount_image(img, cache);
-	double rate[64];
+	double rate[64], secs = pass_secs;
 
-	pass(fs, threads); /* cold: loads inodes, directory blocks, the cache */
+	pass_secs = 0;
+	pass(fs, threads); /* cold, one round: loads inodes, directory blocks, the cache */
+	pass_secs = secs;
 	for (int r = 0; r < reps; r++)
-		rate[r] = (double)entries * rounds / pass(fs, threads);
+		rate[r] = pass(fs, threads);
 	qsort(rate, (size_t)reps, sizeof(rate[0]), cmp_double);
 	printf("RESULT dir=%s cache=%s threads=%d ops_per_sec=%.0f\n", kind, cache ? "on" : "off",
 	       threads, rate[reps / 2]);
@@ -148,7 +167,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: namecache_bench IMAGE_LINEAR IMAGE_HTREE [ENTRIES] [REPS] "
-			"[ROUNDS]\n");
+			"[SECS]\n");
 		return 2;
 	}
 	if (argc > 3)
@@ -156,8 +175,8 @@ int main(int argc, char **argv)
 	if (argc > 4)
 		reps = atoi(argv[4]);
 	if (argc > 5)
-		rounds = atoi(argv[5]);
-	if (reps < 1 || reps > 64 || entries < 1 || rounds < 1) {
+		pass_secs = atof(argv[5]);
+	if (reps < 1 || reps > 64 || entries < 1 || pass_secs <= 0) {
 		fprintf(stderr, "namecache_bench: bad ENTRIES or REPS\n");
 		return 2;
 	}
