@@ -577,7 +577,7 @@ int main(void)
 		return T_SKIP;
 	}
 	for (int m = NC_DEFAULT; m <= NC_OFF; m++) {
-		char lin[16], htr[16], inl[16];
+		char lin[32], htr[32], inl[32];
 
 		snprintf(lin, sizeof(lin), "/lin%d", m);
 		snprintf(htr, sizeof(htr), "/htree%d", m);
