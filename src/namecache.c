@@ -52,6 +52,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NC_WAYS 4
 #define NC_NAME_WORDS (NC_NAME_MAX / 8)
@@ -79,6 +80,10 @@ struct namecache {
 	struct nc_bucket *b;
 	void *mem;                          /* what b was carved from */
 	uint64_t mask;                      /* buckets - 1 */
+	/* Tests (UEXT4_NAMECACHE_DELAY_US): a pause before each insert,
+	 * which widens the window between a directory read and its insert
+	 * that the token closes (tests/unit_namecache.c). */
+	unsigned insert_delay_us;
 	/* Atomic, no lock; on a line of its own (taken once per directory
 	 * inode loaded, not per lookup): */
 	_Atomic uint64_t next_id __attribute__((aligned(CACHELINE)));
@@ -135,6 +140,8 @@ struct namecache *namecache_create(const struct uext4_opts *o)
 	nc->b = (struct nc_bucket *)(((uintptr_t)nc->mem + CACHELINE - 1) &
 				     ~(uintptr_t)(CACHELINE - 1));
 	nc->mask = buckets - 1;
+	const char *delay = getenv("UEXT4_NAMECACHE_DELAY_US");
+	nc->insert_delay_us = delay ? (unsigned)strtoul(delay, NULL, 10) : 0;
 	atomic_init(&nc->next_id, 1);
 	return nc;
 }
@@ -318,6 +325,8 @@ void namecache_insert(struct namecache *nc, struct inode *dir, const char *name,
 
 	if (!cacheable(nc, len) || token == NC_NO_TOKEN || ino > UINT32_MAX)
 		return;
+	if (nc->insert_delay_us)
+		usleep(nc->insert_delay_us);
 	make_key(nc, dir, name, len, &k);
 	b = bucket_of(nc, &k);
 	bucket_lock(b);
