@@ -52,6 +52,9 @@ struct uext4_opts {
 	 * crash-safe: until the clean unmount the superblock says "not clean"
 	 * (e2fsck checks it), as on ext2.  Journal replay at mount still runs. */
 	int bulk;
+	/* Nonzero: no name cache (every lookup reads the directory); the
+	 * environment's UEXT4_NAMECACHE=0 does the same, =N sizes it. */
+	int no_name_cache;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {

@@ -37,6 +37,7 @@
  * locks (iget of the entries, for instance).
  */
 #include "dir_internal.h"
+#include "namecache.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -639,14 +640,25 @@ int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, 
 	return dir_linear_lookup_locked(fs, dir, name, len, ino, ftype);
 }
 
+static int not_found(struct inode *dir, const char *name, size_t len);
+
+/* The name cache first (no lock); on a miss the directory, and what it
+ * says goes into the cache (namecache.c explains the token). */
 int dir_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 	       uint64_t *ino, unsigned *ftype)
 {
+	uint32_t token;
 	int err;
 
+	if (namecache_lookup(fs->nc, dir, name, len, ino, ftype, &token))
+		return *ino ? 0 : not_found(dir, name, len);
 	urw_rdlock(&dir->lock);
 	err = dir_lookup_locked(fs, dir, name, len, ino, ftype);
 	urw_unlock(&dir->lock);
+	if (err == 0)
+		namecache_insert(fs->nc, dir, name, len, *ino, *ftype, token);
+	else if (err == -ENOENT)
+		namecache_insert(fs->nc, dir, name, len, 0, 0, token);
 	return err;
 }
 
@@ -1127,8 +1139,38 @@ static void touch_dir(struct uext4_fs *fs, struct inode *dir)
 	dir->mtime = dir->ctime = fs_time(fs);
 }
 
+static int dir_add_excl_uncached(struct handle *h, struct inode *dir, const char *name,
+				 size_t len, uint64_t ino, unsigned ftype);
+
+/*
+ * The entry points that change a name (add, add_excl, remove, retarget)
+ * drop what the name cache holds for it once the change is made (also
+ * when it failed part-way: it may have changed something), with
+ * dir->lock still held for writing.
+ */
 int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,
 		 uint64_t ino, unsigned ftype)
+{
+	int err = dir_add_excl_uncached(h, dir, name, len, ino, ftype);
+
+	namecache_invalidate(h->fs->nc, dir, name, len);
+	return err;
+}
+
+static int dir_add_uncached(struct handle *h, struct inode *dir, const char *name, size_t len,
+			    uint64_t ino, unsigned ftype);
+
+int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino,
+	    unsigned ftype)
+{
+	int err = dir_add_uncached(h, dir, name, len, ino, ftype);
+
+	namecache_invalidate(h->fs->nc, dir, name, len);
+	return err;
+}
+
+static int dir_add_excl_uncached(struct handle *h, struct inode *dir, const char *name,
+				 size_t len, uint64_t ino, unsigned ftype)
 {
 	struct uext4_fs *fs = h->fs;
 	uint64_t other;
@@ -1156,11 +1198,11 @@ int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t l
 			      (unsigned long long)other);
 	if (err != -ENOENT)
 		return FS_ERROR_SEEN(fs, err, dir->ino, 0);
-	return dir_add(h, dir, name, len, ino, ftype);
+	return dir_add_uncached(h, dir, name, len, ino, ftype);
 }
 
-int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino,
-	    unsigned ftype)
+static int dir_add_uncached(struct handle *h, struct inode *dir, const char *name, size_t len,
+			    uint64_t ino, unsigned ftype)
 {
 	struct uext4_fs *fs = h->fs;
 	int err;
@@ -1228,7 +1270,19 @@ static void slot_delete(struct uext4_fs *fs, struct dir_slot *s)
 	}
 }
 
+static int dir_remove_uncached(struct handle *h, struct inode *dir, const char *name, size_t len,
+			       uint64_t ino);
+
 int dir_remove(struct handle *h, struct inode *dir, const char *name, size_t len, uint64_t ino)
+{
+	int err = dir_remove_uncached(h, dir, name, len, ino);
+
+	namecache_invalidate(h->fs->nc, dir, name, len);
+	return err;
+}
+
+static int dir_remove_uncached(struct handle *h, struct inode *dir, const char *name, size_t len,
+			       uint64_t ino)
 {
 	struct uext4_fs *fs = h->fs;
 	struct dir_slot s;
@@ -1277,8 +1331,20 @@ static int htree_dot_slot(struct uext4_fs *fs, struct inode *dir, size_t len, st
 	return 0;
 }
 
+static int dir_retarget_uncached(struct handle *h, struct inode *dir, const char *name,
+				 size_t len, uint64_t ino, unsigned ftype);
+
 int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t len,
 		 uint64_t ino, unsigned ftype)
+{
+	int err = dir_retarget_uncached(h, dir, name, len, ino, ftype);
+
+	namecache_invalidate(h->fs->nc, dir, name, len);
+	return err;
+}
+
+static int dir_retarget_uncached(struct handle *h, struct inode *dir, const char *name,
+				 size_t len, uint64_t ino, unsigned ftype)
 {
 	struct uext4_fs *fs = h->fs;
 	bool dots = len <= 2 && name[0] == '.' && (len == 1 || name[1] == '.');
@@ -1329,6 +1395,7 @@ int dir_make(struct handle *h, struct inode *dir, uint64_t parent)
 	if (dir->size != 0)
 		return fs_err(EEXIST, "directory inode %lu already has blocks",
 			      (unsigned long)dir->ino);
+	namecache_forget_dir(dir); /* a new directory: no old entry may match */
 	if (dir->flags & EXT4_INLINE_DATA_FL) {
 		/* A new directory is made as a block directory even on
 		 * inline_data file systems (e2fsck and the kernel accept it). */

@@ -556,6 +556,7 @@ struct uext4_fs {
 	struct bdev *dev;
 	struct bcache *bc;
 	struct icache *icache;
+	struct namecache *nc;       /* name cache (namecache.c), NULL = off */
 	uint32_t block_size;
 	uint32_t log_block_size;    /* log2(block_size) */
 	uint32_t inode_size;
@@ -706,6 +707,9 @@ struct inode {
 	struct balloc_pa *pa;       /* balloc: in-memory preallocation, or NULL */
 	_Atomic uint32_t istate;    /* INODE_* bits */
 	_Atomic uint32_t last_tid;  /* transaction that last wrote the inode (fsync) */
+	/* Directories: identity in the name cache (namecache.c), atomic, no
+	 * lock: 0 until first used there, then unique within the mount. */
+	_Atomic uint64_t nc_id;
 	/* Orphan state (orphan.c), protected by the orphan code's own locks:
 	 * the slot in the orphan file (block * entries per block + index),
 	 * and the legacy list's links (in memory, and the next inode number

@@ -9,6 +9,7 @@
  * superblock's counters folded from the sharded counters (super_write()).
  */
 #include "internal.h"
+#include "namecache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -686,11 +687,14 @@ static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->icache = fs->bc ? icache_create(fs) : NULL;
 	if (!fs->icache)
 		return fs_err(ENOMEM, "out of memory for the caches");
+	fs->nc = namecache_create(o); /* NULL (off, or no memory): lookups read dirs */
 	return load_group_descs(fs);
 }
 
 static void drop_caches(struct uext4_fs *fs)
 {
+	namecache_destroy(fs->nc);
+	fs->nc = NULL;
 	if (fs->icache)
 		icache_destroy(fs->icache);
 	fs->icache = NULL;

@@ -11,8 +11,8 @@
  * read-write mount and keep an in-memory model of what the tree must look
  * like: create, mkdir, mknod (chr, blk, fifo, sock), symlink (fast, one
  * block, long), link, unlink, rmdir, rename (same dir, across dirs, over an
- * existing name, NOREPLACE, EXCHANGE, directories changing "..", into own
- * subtree), setattr (mode, uid, gid, size, atime/mtime with ns), pwrite
+ * existing name, NOREPLACE, EXCHANGE, WHITEOUT, directories changing "..",
+ * into own subtree), setattr (mode, uid, gid, size, atime/mtime with ns), pwrite
  * (sparse, extending, overwrite, O_APPEND; 1 byte .. 1 MiB), fallocate
  * (0, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE, COLLAPSE_RANGE, INSERT_RANGE),
  * setxattr/removexattr (user., trusted., POSIX ACLs, small and block-sized
@@ -25,7 +25,10 @@
  * everything inside).  Every read (getattr, lookup, readdir, pread,
  * readlink, getxattr, listxattr) is compared with the model, and expected
  * errors (EEXIST, ENOENT, ENOTEMPTY, ENOTDIR, EISDIR, EINVAL, ENODATA,
- * ERANGE, ENAMETOOLONG) are asserted.
+ * ERANGE, ENAMETOOLONG) are asserted.  Every namespace operation looks up
+ * the names it touches (and ".." of a directory a rename may move) before
+ * and after the change, each twice, so that a stale positive or negative
+ * entry of the library's name cache shows as a mismatch.
  *
  * At the end: the whole tree is compared with the model, uext4_umount,
  * e2fsck -fn must be clean, a read-only remount is compared again, and
@@ -487,6 +490,43 @@ struct rd_list {
 	uint64_t resume;
 };
 
+/*
+ * Look name up in d twice (the second answer comes from the library's
+ * name cache when it holds the name) and compare with the model: the
+ * inode, or ENOENT.  Namespace operations call it for every name they
+ * touch before (to warm the cache with a positive or negative entry) and
+ * after the change, so a stale entry shows (d's model must be stable:
+ * the own subtree, or a shared directory whose lock is held).
+ */
+static void probe(struct thr *t, struct node *d, const char *name, const char *when)
+{
+	struct dent *e = dent_find(d, name);
+	for (int i = 0; i < 2; i++) {
+		struct uext4_stat st;
+		int r = uext4_lookup(g_fs, d->ino, name, &st);
+		if (!e && r != -ENOENT)
+			FAIL(t, "%s: lookup %s/%s: %s ino %llu, model: absent", when, dir_path(d),
+			     name, err_name(r), r ? 0ull : (unsigned long long)st.ino);
+		else if (e && (r < 0 || st.ino != e->n->ino))
+			FAIL(t, "%s: lookup %s/%s: %s ino %llu, model %llu", when, dir_path(d), name,
+			     err_name(r), r ? 0ull : (unsigned long long)st.ino,
+			     (unsigned long long)e->n->ino);
+	}
+}
+
+/* ".." of directory n must name its model parent (after a move). */
+static void probe_dotdot(struct thr *t, struct node *n, const char *when)
+{
+	struct uext4_stat st;
+	for (int i = 0; i < 2; i++) {
+		int r = uext4_lookup(g_fs, n->ino, "..", &st);
+		if (r < 0 || !n->parent || st.ino != n->parent->ino)
+			FAIL(t, "%s: lookup %s/..: %s ino %llu, model %llu", when, dir_path(n),
+			     err_name(r), r ? 0ull : (unsigned long long)st.ino,
+			     n->parent ? (unsigned long long)n->parent->ino : 0ull);
+	}
+}
+
 static int rd_fill(void *ctx, const char *name, size_t len, uint64_t ino, unsigned dtype,
 		   uint64_t next)
 {
@@ -849,6 +889,7 @@ static void op_create(struct thr *t)
 	uint32_t mode = S_IFREG | rnd_perm(t);
 	struct uext4_stat st;
 	TRACE(t, "create %s/%s", dir_path(d), name);
+	probe(t, d, name, "before create");
 	int r = uext4_create(g_fs, d->ino, name, mode, &st);
 	if (dent_find(d, name)) {
 		if (r != -EEXIST)
@@ -859,6 +900,7 @@ static void op_create(struct thr *t)
 	} else {
 		created(t, d, name, mode, &st, "create");
 	}
+	probe(t, d, name, "after create");
 	unlock(lock);
 }
 
@@ -870,6 +912,7 @@ static void op_mkdir(struct thr *t)
 	uint32_t mode = S_IFDIR | rnd_perm(t) | 0700;
 	struct uext4_stat st;
 	TRACE(t, "mkdir %s/%s", dir_path(d), name);
+	probe(t, d, name, "before mkdir");
 	int r = uext4_mkdir(g_fs, d->ino, name, mode, &st);
 	if (dent_find(d, name)) {
 		if (r != -EEXIST)
@@ -882,6 +925,7 @@ static void op_mkdir(struct thr *t)
 		thr_add_dir(t, n);
 		check_getattr(t, "mkdir: parent", d);
 	}
+	probe(t, d, name, "after mkdir");
 }
 
 static void op_mknod(struct thr *t)
@@ -899,6 +943,7 @@ static void op_mknod(struct thr *t)
 	}
 	struct uext4_stat st;
 	TRACE(t, "mknod %s/%s %o %u:%u", dir_path(d), name, mode, major(rdev), minor(rdev));
+	probe(t, d, name, "before mknod");
 	int r = uext4_mknod(g_fs, d->ino, name, mode, rdev, &st);
 	if (dent_find(d, name)) {
 		if (r != -EEXIST)
@@ -912,6 +957,7 @@ static void op_mknod(struct thr *t)
 		check_stat(t, "mknod", n, &st);
 		dent_add(d, name, n);
 	}
+	probe(t, d, name, "after mknod");
 }
 
 static void op_symlink(struct thr *t)
@@ -930,6 +976,7 @@ static void op_symlink(struct thr *t)
 	target[len] = 0;
 	struct uext4_stat st;
 	TRACE(t, "symlink %s/%s len %zu", dir_path(d), name, len);
+	probe(t, d, name, "before symlink");
 	int r = uext4_symlink(g_fs, d->ino, name, target, &st);
 	if (dent_find(d, name)) {
 		if (r != -EEXIST && !(r == -ENAMETOOLONG && len + 1 > g_bsize))
@@ -949,6 +996,7 @@ static void op_symlink(struct thr *t)
 		dent_add(d, name, n);
 		check_symlink(t, n, "symlink");
 	}
+	probe(t, d, name, "after symlink");
 }
 
 static void op_link(struct thr *t)
@@ -962,6 +1010,7 @@ static void op_link(struct thr *t)
 	pick_name(t, name, sizeof(name));
 	struct uext4_stat st;
 	TRACE(t, "link %s/%s -> %s/%s", dir_path(sd), e->name, dir_path(d), name);
+	probe(t, d, name, "before link");
 	int r = uext4_link(g_fs, n->ino, d->ino, name, &st);
 	if (S_ISDIR(n->mode)) {
 		if (r != -EPERM && r != -EISDIR)
@@ -979,6 +1028,7 @@ static void op_link(struct thr *t)
 		check_stat(t, "link", n, &st);
 		dent_add(d, name, n);
 	}
+	probe(t, d, name, "after link");
 }
 
 static void op_unlink(struct thr *t)
@@ -994,6 +1044,7 @@ static void op_unlink(struct thr *t)
 	e = dent_find(d, name);
 	TRACE(t, "unlink %s/%s (ino %llu)", dir_path(d), name,
 	      e ? (unsigned long long)e->n->ino : 0ull);
+	probe(t, d, name, "before unlink");
 	int r = uext4_unlink(g_fs, d->ino, name);
 	if (!e) {
 		if (r != -ENOENT)
@@ -1020,6 +1071,7 @@ static void op_unlink(struct thr *t)
 			node_unref(t, n);
 		}
 	}
+	probe(t, d, name, "after unlink");
 	unlock(lock);
 }
 
@@ -1035,6 +1087,7 @@ static void op_rmdir(struct thr *t)
 	e = dent_find(d, name);
 	TRACE(t, "rmdir %s/%s (ino %llu)", dir_path(d), name,
 	      e ? (unsigned long long)e->n->ino : 0ull);
+	probe(t, d, name, "before rmdir");
 	int r = uext4_rmdir(g_fs, d->ino, name);
 	if (!e) {
 		if (r != -ENOENT)
@@ -1057,6 +1110,7 @@ static void op_rmdir(struct thr *t)
 		node_unref(t, n);
 		check_getattr(t, "rmdir: parent", d);
 	}
+	probe(t, d, name, "after rmdir");
 }
 
 /* ------------------------------------------------------------ rename */
@@ -1155,10 +1209,48 @@ static void rename_apply(struct thr *t, struct node *od, const char *on, struct 
 	dent_del(od, o);
 	dent_add(nd, nn, on_);
 	moved_dir(on_, od, nd);
+	if (flags & UEXT4_RENAME_WHITEOUT) {
+		/* The old name now holds a whiteout: a new chrdev 0/0, mode 0. */
+		struct uext4_stat st;
+		int r = uext4_lookup(g_fs, od->ino, on, &st);
+		if (r < 0) {
+			FAIL(t, "lookup of the whiteout %s/%s: %s", dir_path(od), on, err_name(r));
+			return;
+		}
+		struct node *wh = node_new(st.ino, S_IFCHR, t->uid, t->gid);
+		check_stat(t, "whiteout", wh, &st);
+		dent_add(od, on, wh);
+	}
 }
 
+static void do_rename_checked(struct thr *t, struct node *od, const char *on, struct node *nd,
+			      const char *nn, unsigned flags);
+
+/* A rename, with both names (and ".." of the directories that may move)
+ * probed before and after it. */
 static void do_rename(struct thr *t, struct node *od, const char *on, struct node *nd,
 		      const char *nn, unsigned flags)
+{
+	struct dent *o = dent_find(od, on), *n = dent_find(nd, nn);
+	struct node *src = o ? o->n : NULL;
+	struct node *other = n && (flags & UEXT4_RENAME_EXCHANGE) ? n->n : NULL;
+	probe(t, od, on, "before rename (old name)");
+	probe(t, nd, nn, "before rename (new name)");
+	if (src && S_ISDIR(src->mode))
+		probe_dotdot(t, src, "before rename");
+	if (other && S_ISDIR(other->mode))
+		probe_dotdot(t, other, "before rename");
+	do_rename_checked(t, od, on, nd, nn, flags);
+	probe(t, od, on, "after rename (old name)");
+	probe(t, nd, nn, "after rename (new name)");
+	if (src && S_ISDIR(src->mode))
+		probe_dotdot(t, src, "after rename");
+	if (other && S_ISDIR(other->mode))
+		probe_dotdot(t, other, "after rename (exchanged)");
+}
+
+static void do_rename_checked(struct thr *t, struct node *od, const char *on, struct node *nd,
+			      const char *nn, unsigned flags)
 {
 	bool noop, may_noop;
 	uint64_t errs = rename_errors(od, on, nd, nn, flags, &noop, &may_noop);
@@ -1196,7 +1288,11 @@ static void do_rename(struct thr *t, struct node *od, const char *on, struct nod
 static unsigned rnd_rename_flags(struct thr *t)
 {
 	unsigned k = (unsigned)rndn(t, 100);
-	return k < 70 ? 0 : k < 85 ? UEXT4_RENAME_NOREPLACE : UEXT4_RENAME_EXCHANGE;
+	if (k >= 95)
+		return UEXT4_RENAME_WHITEOUT | UEXT4_RENAME_NOREPLACE;
+	if (k >= 88)
+		return UEXT4_RENAME_WHITEOUT;
+	return k < 60 ? 0 : k < 75 ? UEXT4_RENAME_NOREPLACE : UEXT4_RENAME_EXCHANGE;
 }
 
 /* Is this entry safe to move between the own subtree and a shared dir? */
