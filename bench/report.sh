@@ -35,7 +35,8 @@
 # with e2fsck -fn (the other scripts check theirs).
 #
 # --quick: a smoke run in under a minute: RUNS=1, THREADS="1 2", tiny
-# durations, lib/fuse/nullfs (+ kernel as root), small parts; writes into a
+# durations, lib/fuse/nullfs (+ kernel as root; create.sh lib and fuse,
+# stress-ng fuse only, 1 instance), small parts; writes into a
 # temporary directory (or --out) and then checks the result (--check):
 # every table row has numbers, every plot exists and is a PNG.
 #
@@ -211,8 +212,15 @@ wait_exit() { # PID: up to 120 s for a FUSE server to finish writing back
 	for ((i = 0; i < 1200; i++)); do alive "$1" || return 0; sleep 0.1; done # polling: no pidfd in bash
 	echo "report.sh: server $1 still running 120 s after unmount" | tee -a "$NOTES"
 }
+# The transport "auto" picks follows enable_uring, which other work on the
+# machine may switch: its value at every FUSE mount of this script and at
+# every part's start and end goes into URING_SEEN, and the report counts them.
+URING_SEEN=$W/uring_seen
+: >"$URING_SEEN"
+uring_sample() { cat "$URING_PARAM" 2>/dev/null >>"$URING_SEEN" || echo absent >>"$URING_SEEN"; }
 # mount_sys SYSTEM: mount IMG (nullfs: nothing) on MNT.
 mount_sys() {
+	case $1 in fuse | nullfs) uring_sample ;; esac
 	SERVER_PID=
 	case $1 in
 	fuse) "$UEXT4" mount "$IMG" "$MNT" 2>>"$LOG" || return 1 ;;
@@ -304,7 +312,8 @@ part_create() {
 	local d=$W/parts/create
 	mkdir -p "$d"
 	BENCH_TMP=/dev/shm OUT=$d RUNS=$RUNS FILES=$CREATE_FILES FUSE2FS_FILES=$((CREATE_FILES / 5 + 1)) \
-		TARGETS="$(sys_among "lib fuse nullfs kernel fuse2fs")" LIB_THREADS="$THREADS" \
+		TARGETS="$(sys_among "$([ $QUICK = 1 ] && echo "lib fuse" || echo "lib fuse nullfs kernel fuse2fs")")" \
+		LIB_THREADS="$THREADS" \
 		CREATE_THREADS="$THREADS" FUSE2FS_THREADS="$THREADS" \
 		CREATE_BENCH=$B/bench/create_bench NULLFS=$NULLFS UEXT4=$UEXT4 \
 		bench/create.sh >"$d/out" 2>&1 || echo "report.sh: create.sh failed (exit $?)" | tee -a "$NOTES"
@@ -341,7 +350,7 @@ part_stressng() {
 	local r sys n var st v
 	have stress-ng || { echo "report.sh: stress-ng missing (apt-get install stress-ng): its part is left out" | tee -a "$NOTES"; return; }
 	for ((r = 1; r <= RUNS; r++)); do
-		for sys in $(sys_among "fuse kernel fuse2fs"); do
+		for sys in $(sys_among "$([ $QUICK = 1 ] && echo fuse || echo "fuse kernel fuse2fs")"); do
 			for var in orph list; do
 				for n in $THREADS; do
 					[ $QUICK = 1 ] && [ "$n" != 1 ] && continue
@@ -374,7 +383,9 @@ part_dbench() {
 
 for p in $PARTS; do
 	say "part $p"
+	uring_sample
 	"part_$p"
+	uring_sample
 done
 T_END=$(date +%s)
 say "measurements done"
@@ -530,7 +541,16 @@ meta_table() {
 
 commit=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || echo unknown)
 dirty=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null | grep -v -e ' BENCHMARKS.md$' -e ' bench/plots/' | head -1)
-uring_state=$(cat "$URING_PARAM" 2>/dev/null || echo absent)
+# "Y" (io_uring) / "N" (classic loop) counts over the run's samples.
+uring_on=$(grep -c -x -e Y -e 1 "$URING_SEEN")
+uring_all=$(grep -c . "$URING_SEEN")
+if [ "$uring_on" = "$uring_all" ] && [ "$uring_all" -gt 0 ]; then
+	transport="enable_uring was on at every sample, so FUSE over io_uring"
+elif [ "$uring_on" = 0 ]; then
+	transport="enable_uring was off at every sample, so the classic loop (pool)"
+else
+	transport="enable_uring was switched during the run by other work on the machine: on at $uring_on of $uring_all samples (FUSE mounts and part boundaries), so some FUSE numbers are over io_uring and some over the classic loop"
+fi
 {
 	echo "# uext4 benchmarks"
 	echo
@@ -542,7 +562,7 @@ uring_state=$(cat "$URING_PARAM" 2>/dev/null || echo absent)
 	echo "- date: $(date -u -d "@$T_START" '+%Y-%m-%d %H:%M UTC'), $((T_END - T_START)) s for the measurements"
 	echo "- load average (1, 5, 15 min): $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (the machine is shared: other work ran meanwhile)"
 	echo "- every value: median of $RUNS runs, each on a fresh image in tmpfs (/dev/shm); threads: $THREADS"
-	echo "- systems: lib = libuext4 through its API; fuse = \`uext4 mount\` (default transport, -o loop=$LOOP; enable_uring is $uring_state, so $( case $uring_state in Y | 1) echo "FUSE over io_uring" ;; *) echo "the classic /dev/fuse loop" ;; esac)); kernel = the kernel's ext4 on a loop device; fuse2fs = Debian's fuse2fs; nullfs = bench/nullfs --create, a FUSE server doing no work on the same transport, the ceiling of any FUSE file system here"
+	echo "- systems: lib = libuext4 through its API; fuse = \`uext4 mount\` (default transport, -o loop=$LOOP: $transport); kernel = the kernel's ext4 on a loop device; fuse2fs = Debian's fuse2fs; nullfs = bench/nullfs --create, a FUSE server doing no work on the same transport, the ceiling of any FUSE file system here"
 	echo "- build: $(realpath --relative-to="$TOP" "$B")/ ($(case $B in */fast) echo "make BUILD=fast" ;; *) echo "not the fast build: numbers are lower" ;; esac))"
 	echo
 	echo "## Targets"
