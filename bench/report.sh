@@ -5,8 +5,10 @@
 # (gnuplot) and the issue's targets evaluated from the numbers.
 # `make bench` builds the fast variant and runs it.
 #
-#   bench/report.sh [--quick] [--out FILE.md] [--plots DIR]
+#   bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS]
 #   bench/report.sh --check FILE.md      check a report is well formed
+# A full run keeps what it measured in bench/results/report-DATE/; --from
+# that directory makes the report and plots again without measuring.
 #
 # Systems (columns):
 #   lib      libuext4 directly (bench/fxmark lib, create_bench lib, ...)
@@ -42,19 +44,20 @@
 #
 # Environment: RUNS, THREADS, SECS, SYSTEMS, PARTS, DBENCH_SECS,
 # STRESS_SECS, CREATE_FILES, URING, BENCH_BUILD (default build/fast, else
-# build).  The full run takes about 20-25 minutes on 2 cores.
+# build).  The full run took 19-20 minutes on the 2 shared cores (load 6-16).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
 
-QUICK=0 OUTMD= PLOTDIR= CHECK_ONLY=
+QUICK=0 OUTMD= PLOTDIR= CHECK_ONLY= FROM=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--out) OUTMD=$2; shift ;;
 	--plots) PLOTDIR=$2; shift ;;
 	--check) CHECK_ONLY=$2; shift ;;
-	*) echo "usage: bench/report.sh [--quick] [--out FILE.md] [--plots DIR] | --check FILE.md" >&2; exit 2 ;;
+	--from) FROM=$(cd "$2" && pwd) || exit 2; shift ;;
+	*) echo "usage: bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS] | --check FILE.md" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -166,7 +169,7 @@ cleanup() {
 	[ "$URING" = 1 ] && uring_switch restore
 	if [ "$KEEP" = 1 ]; then rm -rf "$W/img"; echo "report.sh: kept $W"
 	elif [ $QUICK = 1 ]; then rm -rf "$W"
-	else rm -rf "$W/img" "$W/mnt" "$W/parts"; fi
+	else rm -rf "$W"; fi
 }
 KEEP=${KEEP:-0}
 trap cleanup EXIT
@@ -190,6 +193,8 @@ done
 
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+COMMIT=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null | grep -v -e ' BENCHMARKS.md$' -e ' bench/plots/' | head -1)
 say() { echo "report.sh [$(($(date +%s) - T_START))s]: $*"; }
 
 # ---- systems: fresh image, mount, unmount --------------------------------------
@@ -381,14 +386,39 @@ part_dbench() {
 	grep -h 'e2fsck found' "$d/out" | sed 's/^/- dbench: /' >>"$W/fsck"
 }
 
-for p in $PARTS; do
-	say "part $p"
-	uring_sample
-	"part_$p"
-	uring_sample
-done
-T_END=$(date +%s)
-say "measurements done"
+# What the report is made from, kept (full runs: in bench/results/, which
+# git ignores) so that `--from DIR` can make the report again without
+# measuring (a change to the tables or plots).
+SAVED="raw meta notes fsck uring_seen"
+save_results() {
+	local d=$1 f
+	mkdir -p "$d"
+	for f in $SAVED; do cp "$W/$f" "$d/$f"; done
+	declare -p T_START T_END LOAD_START LOAD_END COMMIT DIRTY RUNS THREADS SECS IMG_SIZE IMG_INODES \
+		CREATE_FILES STRESS_SECS DBENCH_SECS QUICK B >"$d/run.env"
+}
+if [ -n "$FROM" ]; then
+	for f in $SAVED; do cp "$FROM/$f" "$W/$f" || exit 1; done
+	. "$FROM/run.env"
+	say "report from the results in $FROM"
+else
+	for p in $PARTS; do
+		say "part $p"
+		uring_sample
+		"part_$p"
+		uring_sample
+	done
+	T_END=$(date +%s)
+	LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+	say "measurements done"
+	if [ $QUICK = 0 ]; then
+		RESULTS=$TOP/bench/results/report-$(date -u -d "@$T_START" +%Y%m%d-%H%M%S)
+		save_results "$RESULTS"
+		say "results kept in $RESULTS (bench/report.sh --from $RESULTS makes the report again)"
+	else
+		save_results "$W/results"
+	fi
+fi
 
 # ---- the report ------------------------------------------------------------------
 
@@ -439,6 +469,7 @@ set title "$2"
 set xlabel 'threads (clients)'
 set ylabel '$3 (log scale)'
 set logscale x 2
+set xrange [$(threads_in "$wl" | awk '{ printf "%g:%g", $1 * 0.8, $NF * 1.25 }')]
 set logscale y
 set format y '%.0s%c'
 set xtics ($(threads_in "$wl" | sed 's/ *$//; s/ /, /g'))
@@ -539,8 +570,6 @@ meta_table() {
 	echo
 }
 
-commit=$(git -C "$TOP" rev-parse HEAD 2>/dev/null || echo unknown)
-dirty=$(git -C "$TOP" status --porcelain --untracked-files=no 2>/dev/null | grep -v -e ' BENCHMARKS.md$' -e ' bench/plots/' | head -1)
 # "Y" (io_uring) / "N" (classic loop) counts over the run's samples.
 uring_on=$(grep -c -x -e Y -e 1 "$URING_SEEN")
 uring_all=$(grep -c . "$URING_SEEN")
@@ -555,12 +584,13 @@ fi
 	echo "# uext4 benchmarks"
 	echo
 	echo "Made by \`bench/report.sh$([ $QUICK = 1 ] && echo " --quick")\` (\`make bench\`); do not edit by hand."
+	[ -n "$FROM" ] && echo "(Tables and plots made again from that run's kept results by \`bench/report.sh --from\`.)"
 	echo
-	echo "Commit measured: $commit${dirty:+ (with uncommitted changes)}"
+	echo "Commit measured: $COMMIT${DIRTY:+ (with uncommitted changes)}"
 	echo
 	echo "- machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(free -g | awk '/^Mem:/ {print $2}') GiB RAM, kernel $(uname -r)"
 	echo "- date: $(date -u -d "@$T_START" '+%Y-%m-%d %H:%M UTC'), $((T_END - T_START)) s for the measurements"
-	echo "- load average (1, 5, 15 min): $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end (the machine is shared: other work ran meanwhile)"
+	echo "- load average (1, 5, 15 min): $LOAD_START at the start, $LOAD_END at the end (the machine is shared: other work ran meanwhile)"
 	echo "- every value: median of $RUNS runs, each on a fresh image in tmpfs (/dev/shm); threads: $THREADS"
 	echo "- systems: lib = libuext4 through its API; fuse = \`uext4 mount\` (default transport, -o loop=$LOOP: $transport); kernel = the kernel's ext4 on a loop device; fuse2fs = Debian's fuse2fs; nullfs = bench/nullfs --create, a FUSE server doing no work on the same transport, the ceiling of any FUSE file system here"
 	echo "- build: $(realpath --relative-to="$TOP" "$B")/ ($(case $B in */fast) echo "make BUILD=fast" ;; *) echo "not the fast build: numbers are lower" ;; esac))"
