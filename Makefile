@@ -50,7 +50,7 @@ TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib check run clean bench
+.PHONY: all lib check run clean bench bench-each
 all: $(B)/libuext4.a $(B)/libuext4.so $(B)/uext4 $(TEST_BIN) $(BENCH_BIN)
 lib: $(B)/libuext4.a
 
@@ -94,7 +94,13 @@ check:
 run:
 	scripts/run.sh
 
+# The report (BENCHMARKS.md and bench/plots/), every system and workload.
 bench:
+	$(MAKE) BUILD=fast all
+	bench/report.sh
+
+# Each benchmark script on its own, with its own text output (bench/results/).
+bench-each:
 	$(MAKE) BUILD=fast all
 	bench/run.sh
 

@@ -37,6 +37,8 @@
 # fuse-uring, nullfs-uring),
 # CREATE_BENCH, NULLFS, UEXT4 (binaries), OUT (default bench/results),
 # CREATE_THREADS (client counts for the mounts, default "1 2 4 8 16";
+# LIB_THREADS for lib, default "1 2 4 16"; FUSE2FS_THREADS, default "1 8";
+# BENCH_TMP: where the images go, default /tmp (bench/report.sh: tmpfs);
 # UEXT4_FUSE_LOOP=st|pool|mt|uring picks the loop of uext4 and nullfs),
 # POINT_TIMEOUT (seconds per run, default 300).
 set -u
@@ -60,14 +62,14 @@ UEXT4=$(abspath "$UEXT4")
 
 threads_of() {
 	case $1 in
-	lib) echo "1 2 4 16" ;;
-	fuse2fs) echo "1 8" ;;
+	lib) echo "${LIB_THREADS:-1 2 4 16}" ;;
+	fuse2fs) echo "${FUSE2FS_THREADS:-1 8}" ;;
 	*) echo "${CREATE_THREADS:-1 2 4 8 16}" ;;
 	esac
 }
 files_of() { case $1 in fuse2fs) echo "$FUSE2FS_FILES" ;; *) echo "$FILES" ;; esac; }
 
-W=$(mktemp -d /tmp/uext4-create.XXXXXX)
+W=$(mktemp -d "${BENCH_TMP:-/tmp}/uext4-create.XXXXXX")
 MNT=$W/mnt
 IMG=$W/create.img
 mkdir -p "$MNT" "$OUT"

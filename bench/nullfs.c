@@ -314,10 +314,13 @@ int main(int argc, char **argv)
 
 	const struct fuse_lowlevel_ops *ops = create_mode ? &null_create_ops : &null_ops;
 	struct fuse_session *se = fuse_session_new(&args, ops, sizeof(*ops), NULL);
-	if (!se)
+	if (!se) {
+		fuse_opt_free_args(&args);
 		return 1;
+	}
 	if (fuse_set_signal_handlers(se) || fuse_session_mount(se, mnt)) {
 		fuse_session_destroy(se);
+		fuse_opt_free_args(&args);
 		return 1;
 	}
 	fuse_daemonize(foreground);
@@ -325,5 +328,6 @@ int main(int argc, char **argv)
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);
+	fuse_opt_free_args(&args);   /* fuse_session_new() may have added to them */
 	return ret < 0 ? 1 : 0;
 }

@@ -49,7 +49,8 @@
 # WORKLOADS (default "truncate unlink unlink-open fsync"), VARIANTS ("orph
 # list"), EXTEND (write|truncate), IMG_SIZE, DROP_CACHES=1 (drop the page
 # cache before every run; off by default: every workload makes its own
-# files), ORPHAN_BENCH, NULLFS, UEXT4 (binaries), OUT (default
+# files), BENCH_TMP (where the images go, default /tmp; bench/report.sh:
+# tmpfs), ORPHAN_BENCH, NULLFS, UEXT4 (binaries), OUT (default
 # bench/results), POINT_TIMEOUT (seconds per run, default 120).
 # QUICK=1: a ~1 minute smoke run (1 run, threads 1 and 8 - fuse2fs and nullfs
 # only 8 -, few iterations, 0.3 s cap).
@@ -93,7 +94,7 @@ NULLFS=$(abspath "$NULLFS")
 UEXT4=$(abspath "$UEXT4")
 [ -x "$ORPHAN_BENCH" ] || { echo "orphan.sh: build orphan_bench first (make BUILD=fast)"; exit 1; }
 
-W=$(mktemp -d /tmp/uext4-orphan.XXXXXX)
+W=$(mktemp -d "${BENCH_TMP:-/tmp}/uext4-orphan.XXXXXX")
 MNT=$W/mnt
 IMG=$W/orphan.img
 mkdir -p "$MNT" "$OUT"

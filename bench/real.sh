@@ -86,10 +86,15 @@ have() { command -v "$1" >/dev/null; }
 for t in mke2fs e2fsck; do have $t || { echo "real.sh: $t missing"; exit 1; }; done
 
 # Inputs made once: the tarball of SRC and a git repository to clone.
+# (Only when a workload uses them: a dbench-only run, as bench/report.sh's,
+# skips them.)
+needs() { case " $WORKLOADS " in *" $1 "*) return 0 ;; esac; return 1; }
 TARBALL=$W/src.tar
-tar -C "$(dirname "$SRC")" -cf "$TARBALL" "$(basename "$SRC")" 2>/dev/null
+if needs tar-x || needs tar-c || needs rm-rf || [ "$REQUESTS" = 1 ]; then
+	tar -C "$(dirname "$SRC")" -cf "$TARBALL" "$(basename "$SRC")" 2>/dev/null
+fi
 GITSRC=$W/repo.git
-if have git; then
+if needs git && have git; then
 	git clone -q --bare "$TOP" "$GITSRC" 2>/dev/null || GITSRC=
 fi
 
@@ -266,7 +271,7 @@ done
 # count_requests WORKLOAD TARGET: the counting run; a line for REQ.
 REQ=$W/requests
 : >"$REQ"
-ENTRIES=$(tar -tf "$TARBALL" | wc -l)
+ENTRIES=$( [ -s "$TARBALL" ] && tar -tf "$TARBALL" | wc -l || echo 0)
 count_requests() {
 	local wl=$1 t=$2 from per
 	TRACE=$W/trace.log

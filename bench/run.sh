@@ -2,7 +2,8 @@
 # run.sh - run every benchmark in bench/ (every bench/*.sh but this one) and keep the
 # output in bench/results/ (gitignored) as well as on stdout.  Build first
 # with `make BUILD=fast` (or use `make bench`, which does both).
-# Benchmarks, not tests: `make check` does not run them.
+# Benchmarks, not tests: `make check` does not run them.  `make bench-each`
+# runs this; `make bench` runs bench/report.sh (BENCHMARKS.md) instead.
 #   read_bench.sh  stat/read through lib, FUSE, kernel, fuse2fs
 #   create.sh      file creation (seed 002): lib, FUSE, nullfs, kernel, fuse2fs
 #   fuse_loop.sh   FUSE request loops on nullfs
@@ -20,6 +21,7 @@ log=bench/results/run-$(date +%Y%m%d-%H%M%S).log
 status=0
 for b in bench/*.sh; do
 	[ "$b" = bench/run.sh ] && continue
+	[ "$b" = bench/report.sh ] && continue   # the report runs the others itself
 	if [ -n "${BENCHES:-}" ]; then
 		case " $BENCHES " in *" $(basename "$b" .sh) "*) ;; *) continue ;; esac
 	fi
