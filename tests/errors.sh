@@ -6,7 +6,7 @@
 # 12) whose extent root claims depth 6: appending to it (extent_map_blocks)
 # or truncating it (uext4_setattr checks the tree first) meets that inside a handle; and
 # mk_err_htree_leaf.sh, an htree directory (/big, inode 12) whose leaves
-# fail their checksums: adding a name meets that in dir_add_excl.  For each errors=
+# fail their checksums: adding a name meets that in dir_add_excl_uncached (dir_add_excl is its name-cache wrapper).  For each errors=
 # mode, set with `uext4 mount -o errors=` (FUSE) and with tune2fs -e
 # (s_errors; the CLI's write commands have no -o), that write fails with a
 # message naming the inode, and then:
@@ -193,7 +193,7 @@ htree_case() { # htree_case S_ERRORS: mkdir of a name in the damaged htree, then
 	else
 		grep -qx top "$T/ls" && ok "continue: /top was made" || bad "continue: no /top"
 	fi
-	check_recorded "htree $1" "$img" dir_add_excl 1
+	check_recorded "htree $1" "$img" dir_add_excl_uncached 1
 	no_new_problems "htree $1" "$T/htree.problems" "$img"
 }
 build err_htree_leaf "$T/htree.img"
