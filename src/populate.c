@@ -56,6 +56,7 @@
 #define ALLOC_MAX_BLOCKS 32768u     /* blocks asked for at once (one extent's most) */
 #define PROGRESS_NS 100000000L      /* progress callback every 100 ms */
 #define XATTR_BUF (64u << 10)       /* XATTR_SIZE_MAX and XATTR_LIST_MAX */
+#define XATTR_SMALL 1024u           /* what most lists and values fit in */
 /* Source inode flags we copy: the ones chattr sets that ext4 keeps. */
 #define COPY_FLAGS (FS_SECRM_FL | FS_UNRM_FL | FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | \
 		    FS_NODUMP_FL | FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL)
@@ -183,7 +184,7 @@ struct pop {
 	_Atomic bool stop;          /* an error: everyone stops at the next step */
 	/* Progress, counted lock-free and read by the reporting thread: */
 	_Atomic uint64_t files_done, bytes_done;
-	uint64_t files_total, bytes_total;
+	uint64_t files_total, bytes_total;   /* the reporting thread only */
 	/* The namespace thread finished (done_lock): */
 	pthread_mutex_t done_lock;
 	pthread_cond_t done_cond;
@@ -310,6 +311,32 @@ static void scratch_free(struct scratch *s)
 	free(s->buf);
 }
 
+/*
+ * The kernel allocates (and for values zeroes) a buffer of the size the
+ * caller offers on every [fl]listxattr and [fl]getxattr; with 64 KiB that
+ * was a third of the cost of listing a file's (mostly no) xattrs.  So ask
+ * with XATTR_SMALL first and with all of buf only when that is too small.
+ */
+static ssize_t list_xattrs(int fd, const char *path, char *buf)
+{
+	ssize_t len = fd >= 0 ? flistxattr(fd, buf, XATTR_SMALL) : llistxattr(path, buf, XATTR_SMALL);
+
+	if (len < 0 && errno == ERANGE)
+		len = fd >= 0 ? flistxattr(fd, buf, XATTR_BUF) : llistxattr(path, buf, XATTR_BUF);
+	return len;
+}
+
+static ssize_t get_xattr(int fd, const char *path, const char *name, char *buf)
+{
+	ssize_t got = fd >= 0 ? fgetxattr(fd, name, buf, XATTR_SMALL)
+			      : lgetxattr(path, name, buf, XATTR_SMALL);
+
+	if (got < 0 && errno == ERANGE)
+		got = fd >= 0 ? fgetxattr(fd, name, buf, XATTR_BUF)
+			      : lgetxattr(path, name, buf, XATTR_BUF);
+	return got;
+}
+
 /* The xattrs of a source file (fd, or path when fd < 0) packed into *out.
  * 0 or -errno (errno's meaning in *what). */
 static int read_xattrs(struct pop *p, struct scratch *s, int fd, const char *path,
@@ -323,7 +350,7 @@ static int read_xattrs(struct pop *p, struct scratch *s, int fd, const char *pat
 	*outlen = 0;
 	if (p->o->no_copy_xattrs)
 		return 0;
-	len = fd >= 0 ? flistxattr(fd, s->xlist, XATTR_BUF) : llistxattr(path, s->xlist, XATTR_BUF);
+	len = list_xattrs(fd, path, s->xlist);
 	if (len < 0) {
 		if (errno == ENOTSUP || errno == ENOSYS)
 			return 0;   /* the source file system has none */
@@ -333,8 +360,7 @@ static int read_xattrs(struct pop *p, struct scratch *s, int fd, const char *pat
 	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(s->xlist + i) + 1) {
 		const char *name = s->xlist + i;
 		uint32_t nl = (uint32_t)strlen(name), vl;
-		ssize_t got = fd >= 0 ? fgetxattr(fd, name, s->xval, XATTR_BUF)
-				      : lgetxattr(path, name, s->xval, XATTR_BUF);
+		ssize_t got = get_xattr(fd, path, name, s->xval);
 		uint8_t *nv;
 
 		if (got < 0 && errno == ENODATA)
@@ -1386,10 +1412,36 @@ static void report(struct pop *p)
 	p->o->progress(p->o->progress_ctx, &pr);
 }
 
+/* Totals for the progress display: entries and file bytes (a serial walk,
+ * by the thread that reports progress while the others copy; only when
+ * someone shows progress). */
+static _Thread_local uint64_t count_files, count_bytes;
+
+static int count_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	(void)path;
+	if (f->level > 0)
+		count_files++;
+	if (type == FTW_F && S_ISREG(st->st_mode))
+		count_bytes += (uint64_t)st->st_size;
+	return 0;
+}
+
+static void count_source(struct pop *p)
+{
+	count_files = count_bytes = 0;
+	if (nftw(p->root->path, count_one, 64, FTW_PHYS) == 0) {
+		p->files_total = count_files;
+		p->bytes_total = count_bytes;
+	}
+}
+
 /* Wait for the namespace thread, calling the progress callback meanwhile
  * (from this thread only). */
 static void wait_done(struct pop *p)
 {
+	if (p->o->progress)
+		count_source(p);    /* while the copy runs: the totals come late */
 	pthread_mutex_lock(&p->done_lock);
 	while (!p->done) {
 		struct timespec until;
@@ -1414,29 +1466,6 @@ static void wait_done(struct pop *p)
 	pthread_mutex_unlock(&p->done_lock);
 	if (p->o->progress)
 		report(p);
-}
-
-/* Totals for the progress display: entries and file bytes (a serial walk
- * first, done only when someone shows progress). */
-static _Thread_local uint64_t count_files, count_bytes;
-
-static int count_one(const char *path, const struct stat *st, int type, struct FTW *f)
-{
-	(void)path;
-	if (f->level > 0)
-		count_files++;
-	if (type == FTW_F && S_ISREG(st->st_mode))
-		count_bytes += (uint64_t)st->st_size;
-	return 0;
-}
-
-static void count_source(struct pop *p)
-{
-	count_files = count_bytes = 0;
-	if (nftw(p->path, count_one, 64, FTW_PHYS) == 0) {
-		p->files_total = count_files;
-		p->bytes_total = count_bytes;
-	}
 }
 
 static unsigned worker_count(const struct uext4_populate_opts *o)
@@ -1504,8 +1533,6 @@ int uext4_populate(uext4_fs *fs, uint64_t dir, const char *source,
 		pop_free(p);
 		return fs_err(ENOMEM, "populate: out of memory");
 	}
-	if (p->o->progress)
-		count_source(p);
 	if ((err = pthread_create(&ns, NULL, namespace_main, p))) {
 		pop_free(p);
 		return fs_err(err, "populate: cannot start a thread: %s", strerror(err));
