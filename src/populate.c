@@ -1436,6 +1436,22 @@ static int copy_top(struct pop *p)
 
 /* ------------------------------------------------------------ threads */
 
+/*
+ * The walk is done: every inode, directory and extent is in the buffer
+ * cache, and only file data (and the flags and late xattrs of
+ * finish_plan) is still to come.  Writing the metadata home now, while
+ * the pool copies data, takes it off the unmount, which did it alone.
+ * On every run and with any thread count it happens at this same point.
+ */
+static void commit_metadata(struct pop *p)
+{
+	int err = trans_commit(p->fs);
+
+	if (err)
+		pop_fail(p, -err, "populate: %s: writing the metadata into the image: %s", p->path,
+			 uext4_last_error());
+}
+
 static void *namespace_main(void *arg)
 {
 	struct pop *p = arg;
@@ -1457,6 +1473,8 @@ static void *namespace_main(void *arg)
 		pool_push_batch(p, p->batch);
 		p->batch = NULL;
 	}
+	if (!stopped(p))
+		commit_metadata(p);
 	if (started)
 		pool_work(p, &p->ns_scratch, true);  /* help copy what is left */
 	wbuf_flush(p, &p->ns_scratch);
