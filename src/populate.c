@@ -140,12 +140,17 @@ struct batch {
 	struct job *jobs[BATCH_JOBS];
 };
 
-/* File data on its way to the image: [dev, dev + len) of the device. */
+/* File data on its way to the image: [dev, dev + len) of the device,
+ * from data[], or with src >= 0 from bytes [src_off, src_off + len) of
+ * that descriptor (sent by the kernel; closed once written). */
 struct wbuf {
 	struct wbuf *next;      /* on the free list or the write queue */
 	uint64_t dev;
 	size_t len;
 	uint8_t *data;          /* WBUF_SIZE bytes */
+	int src;
+	uint64_t src_off;
+	const struct job *job;  /* with src: the file, for messages */
 };
 
 /* The image writer (see writer_submit).  lock protects every field but
@@ -194,7 +199,8 @@ struct pop {
 	unsigned nworkers;          /* 0: the namespace thread does everything */
 	struct pool pool;
 	struct writer writer;
-	_Atomic bool no_copy_range; /* copy_file_range failed once: read and write */
+	_Atomic bool no_copy_range; /* copy_file_range failed once: send or copy */
+	_Atomic bool no_send;       /* sendfile failed once: read and write */
 	/* Namespace thread only: */
 	struct linkent *links;
 	size_t nlinks, caplinks;
@@ -815,10 +821,62 @@ static int read_full(int fd, uint8_t *buf, size_t n, uint64_t off)
  * buffers.  Two threads pwriting one tmpfs file at once serialise on its
  * inode lock in the kernel, the waiter spinning: 10% of all CPU samples.
  */
+/* Bytes [from, b->len) of b's source, read into its buffer and written
+ * (sendfile cannot: that source's file system has no splice read). */
+static int send_by_copy(struct pop *p, struct wbuf *b, uint64_t from)
+{
+	while (from < b->len) {
+		size_t n = (size_t)MIN(b->len - from, (uint64_t)WBUF_SIZE);
+		int err = read_full(b->src, b->data, n, b->src_off + from);
+
+		if (err)
+			return pop_fail(p, -err, "populate: %s/%s: read at offset %llu: %s",
+					b->job->dir->path, b->job->ent->name,
+					(unsigned long long)(b->src_off + from), strerror(-err));
+		if ((err = bdev_write(p->fs->dev, b->data, n, b->dev + from)) < 0)
+			return pop_fail(p, -err, "populate: writing file data at byte %llu of the "
+					"image: %s", (unsigned long long)(b->dev + from),
+					uext4_last_error());
+		from += n;
+	}
+	return 0;
+}
+
+/* A queued send: the kernel copies the source's bytes to the image;
+ * where it stops early (the source shrank: zeros follow, as read_full
+ * gives) or cannot, the rest is read and written. */
+static void send_data(struct pop *p, struct wbuf *b)
+{
+	uint64_t done = 0;
+	int got = 0;
+
+	if (!atomic_load_explicit(&p->no_send, memory_order_relaxed)) {
+		while (done < b->len) {
+			got = bdev_send_from_fd(p->fs->dev, b->src, b->src_off + done,
+						(size_t)MIN(b->len - done, (uint64_t)1 << 30),
+						b->dev + done);
+			if (got <= 0)
+				break;
+			done += (uint64_t)got;
+		}
+		if (got < 0 && got != -EIO)
+			atomic_store_explicit(&p->no_send, true, memory_order_relaxed);
+	}
+	send_by_copy(p, b, done);
+}
+
 static void wbuf_write(struct pop *p, struct wbuf *b)
 {
-	int err = b->len && !stopped(p) ? bdev_write(p->fs->dev, b->data, b->len, b->dev) : 0;
+	int err = 0;
 
+	if (b->src >= 0) {
+		if (!stopped(p))
+			send_data(p, b);
+		close(b->src);
+		b->src = -1;
+	} else if (b->len && !stopped(p)) {
+		err = bdev_write(p->fs->dev, b->data, b->len, b->dev);
+	}
 	if (err < 0)
 		pop_fail(p, -err, "populate: writing file data at byte %llu of the image: %s",
 			 (unsigned long long)b->dev, uext4_last_error());
@@ -888,6 +946,28 @@ static struct wbuf *wbuf_at(struct pop *p, struct scratch *s, uint64_t dev)
 	return b;
 }
 
+/* Bytes [off, off + n) of fd (whole blocks) to the image at dev, sent
+ * by the writer from a duplicate of fd; false where that is not to be
+ * had (the caller copies them itself). */
+static bool queue_send(struct pop *p, const struct job *j, int fd, uint64_t off, uint64_t n,
+		       uint64_t dev)
+{
+	struct wbuf *b;
+	int src;
+
+	if (atomic_load_explicit(&p->no_send, memory_order_relaxed) ||
+	    (src = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return false;
+	b = writer_get(p);
+	b->src = src;
+	b->src_off = off;
+	b->len = (size_t)n;
+	b->dev = dev;
+	b->job = j;
+	writer_submit(p, b);
+	return true;
+}
+
 /* What s gathered, to the image (the thread is done copying). */
 static void wbuf_flush(struct pop *p, struct scratch *s)
 {
@@ -940,6 +1020,11 @@ static int copy_run(struct pop *p, struct scratch *s, int fd, const struct job *
 	uint64_t end = MIN((r->lblk + r->len) << shift, j->size);
 	uint64_t whole = (end - off) & ~bmask, copied = end - off;
 
+	if (whole >= COPY_RANGE_MIN && !try_copy_range(p) && queue_send(p, j, fd, off, whole, dev)) {
+		off += whole;
+		dev += whole;
+		whole = 0;
+	}
 	while (whole >= COPY_RANGE_MIN && try_copy_range(p) && !stopped(p)) {
 		size_t n = (size_t)MIN(whole, (uint64_t)1 << 30);
 		int got = bdev_copy_from_fd(fs->dev, fd, off, n, dev);
@@ -1580,6 +1665,7 @@ static int writer_init(struct writer *w, unsigned threads)
 		return -ENOMEM;
 	for (size_t i = 0; i < w->nbufs; i++) {
 		w->bufs[i].data = w->mem + i * WBUF_SIZE;
+		w->bufs[i].src = -1;
 		w->bufs[i].next = w->free;
 		w->free = &w->bufs[i];
 	}
