@@ -545,47 +545,49 @@ static int cmp_sent(const void *a, const void *b)
 	return strcmp(((const struct sent *)a)->name, ((const struct sent *)b)->name);
 }
 
-/* The names of directory dfd into d->ents, sorted (the walk order). */
-static int list_dir(struct sdir *d, int dfd)
+/* One more entry named name in d; false when out of memory. */
+static bool add_name(struct sdir *d, size_t *cap, const char *name)
 {
-	int fd = dup(dfd);
-	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d->n == *cap) {
+		struct sent *v = realloc(d->ents, (*cap = *cap ? 2 * *cap : 16) * sizeof(*v));
+
+		if (!v)
+			return false;
+		d->ents = v;
+	}
+	memset(&d->ents[d->n], 0, sizeof(d->ents[0]));
+	if (!(d->ents[d->n].name = strdup(name)))
+		return false;
+	d->n++;
+	return true;
+}
+
+/*
+ * The names of directory dfd into d->ents, sorted (the walk order), read
+ * with getdents64 into buf (size bytes) straight from dfd: opendir's dup,
+ * fstat, fcntl and close were four more syscalls per directory.
+ */
+static int list_dir(struct sdir *d, int dfd, char *buf, size_t size)
+{
 	size_t cap = 0;
-	struct dirent *de;
-	int err = 0;
+	ssize_t len;
 
-	if (!dir) {
-		err = -errno;
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	errno = 0;
-	while ((de = readdir(dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (d->n == cap) {
-			struct sent *v = realloc(d->ents, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+	while ((len = getdents64(dfd, buf, size)) > 0) {
+		for (ssize_t off = 0; off < len;) {
+			const struct dirent64 *de = (const struct dirent64 *)(buf + off);
 
-			if (!v) {
-				err = -ENOMEM;
-				break;
-			}
-			d->ents = v;
+			off += de->d_reclen;
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (!add_name(d, &cap, de->d_name))
+				return -ENOMEM;
 		}
-		memset(&d->ents[d->n], 0, sizeof(d->ents[0]));
-		if (!(d->ents[d->n].name = strdup(de->d_name))) {
-			err = -ENOMEM;
-			break;
-		}
-		d->n++;
 	}
-	if (!err && errno)
-		err = -errno;
-	closedir(dir);
+	if (len < 0)
+		return -errno;
 	if (d->n > 1)
 		qsort(d->ents, d->n, sizeof(*d->ents), cmp_sent);
-	return err;
+	return 0;
 }
 
 static void pool_push_scans(struct pop *p, struct sdir *d);
@@ -601,7 +603,7 @@ static void scan_dir(struct pop *p, struct scratch *s, struct sdir *d)
 	if (dfd < 0) {
 		d->err = errno;
 		d->errwhat = "cannot open the directory";
-	} else if ((err = list_dir(d, dfd))) {
+	} else if ((err = list_dir(d, dfd, s->xval, XATTR_BUF))) {
 		d->err = -err;
 		d->errwhat = "cannot read the directory";
 	} else {
