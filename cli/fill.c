@@ -191,7 +191,9 @@ int cli_fill_image(const struct command *c, const struct fill_args *a)
 		.threads = a->threads, .no_copy_xattrs = a->no_copy_xattrs,
 		.root_owner_set = a->root_owner_set, .root_uid = a->root_uid,
 		.root_gid = a->root_gid, .clamp_times = a->have_epoch, .clamp_time = a->epoch,
-		.progress = on_progress, .progress_ctx = &pr,
+		/* With -q nothing shows progress: no callback, so the library
+		 * does not walk the source first for the totals. */
+		.progress = a->quiet ? NULL : on_progress, .progress_ctx = &pr,
 	};
 	uext4_fs *fs = NULL;
 	char what[4200];

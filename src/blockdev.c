@@ -22,13 +22,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct file_dev {
 	struct bdev bdev;
 	int fd;
+	/* The descriptor's file offset, which only sendfile (bdev_send_from_fd)
+	 * uses (everything else is pread/pwrite): held while it is set and used. */
+	pthread_mutex_t pos_lock;
 	uint64_t base;   /* byte offset of the device's byte 0 in the file */
 	char *path;      /* for messages */
 };
@@ -129,6 +134,7 @@ static void file_close(struct bdev *d)
 	struct file_dev *f = to_file_dev(d);
 
 	close(f->fd);
+	pthread_mutex_destroy(&f->pos_lock);
 	free(f->path);
 	free(f);
 }
@@ -166,6 +172,39 @@ int bdev_copy_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uin
 		done += (size_t)n;
 	}
 	return (int)done;
+}
+
+int bdev_send_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off)
+{
+	struct file_dev *f;
+	off_t in = (off_t)src_off;
+	size_t done = 0;
+	int err = 0;
+
+	if (d->ops != &file_ops)
+		return -EOPNOTSUPP;
+	if (d->read_only)
+		return fs_err(EROFS, "copy to a read-only device");
+	if (check_range(d, "write", len, off))
+		return -EIO;
+	f = to_file_dev(d);
+	pthread_mutex_lock(&f->pos_lock);
+	if (lseek(f->fd, (off_t)(f->base + off), SEEK_SET) < 0)
+		err = -errno;
+	while (!err && done < len) {
+		ssize_t n = sendfile(f->fd, src, &in, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = -errno;
+		else if (n == 0)
+			break;  /* end of the source */
+		else
+			done += (size_t)n;
+	}
+	pthread_mutex_unlock(&f->pos_lock);
+	return done ? (int)MIN(done, (size_t)INT32_MAX) : err;
 }
 
 /* Size in bytes of a regular file or block device. */
@@ -222,6 +261,7 @@ struct bdev *bdev_open_file_at(const char *path, int read_only, uint64_t offset,
 		return NULL;
 	}
 	f->fd = fd;
+	pthread_mutex_init(&f->pos_lock, NULL);
 	f->base = offset;
 	f->bdev.ops = &file_ops;
 	f->bdev.size = size - offset;

@@ -148,6 +148,11 @@ static inline void bdev_close(struct bdev *d) { d->ops->close(d); }
  * (no message: the caller names the source), or -EOPNOTSUPP for a device
  * that is not a file (the caller reads and writes instead). */
 int bdev_copy_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off);
+/* The same with sendfile(2), which copies between any two file systems
+ * (copy_file_range only within one): the kernel reads the source's pages
+ * and writes them, one copy instead of a read and a write.  Sends from one
+ * thread at a time (it moves the device's file offset). */
+int bdev_send_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off);
 /* crashdev.c: a device whose writes stay in memory (reads see them) on top
  * of base, which it owns.  A read-only mount replays a dirty journal into
  * it, leaving the image untouched. */
