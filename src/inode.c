@@ -40,7 +40,9 @@ struct icache_shard {
  * so a load never sees half a write.  writes counts the slot writes of
  * the stripe: iget() inserts a loaded copy only if no slot of the stripe
  * was written since the copy (see there).  A leaf spin lock: held for a
- * memcpy, never around anything that locks.  A stripe covers whole
+ * memcpy, never around anything that locks; it also lets orphan.c relink
+ * a list neighbour (inode_write_orphan_link) without that inode's lock.
+ * A stripe covers whole
  * inode-table blocks (slot_stripe_of()), so the slots of one block share
  * one; nothing else shares the lock's cache line.
  */
