@@ -568,7 +568,8 @@ static int create_ea(struct handle *h, struct inode *owner, const void *value, u
 
 	if (err)
 		return err;
-	/* Nobody can reach it yet: no lock needed. */
+	/* Nobody can reach it yet (iget() refuses it until inode_created()):
+	 * no lock needed. */
 	ea->uid = owner->uid;
 	ea->gid = owner->gid;
 	ea->flags = EXT4_EA_INODE_FL | (ea->flags & EXT4_EXTENTS_FL);
@@ -593,6 +594,7 @@ static int create_ea(struct handle *h, struct inode *owner, const void *value, u
 		return err;
 	}
 	*inum = (uint32_t)ea->ino;
+	inode_created(ea);
 	iput(fs, ea);
 	return 0;
 }

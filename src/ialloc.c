@@ -578,7 +578,7 @@ static bool claimed_inode_is_live(struct uext4_fs *fs, uint64_t ino, uint64_t *b
 	    bread(fs->bc, *blk, UEXT4_META_INODE_TABLE, &b))
 		return false;
 	/* Atomic loads: if the copy is live, a thread that loaded the inode
-	 * through a directory entry may be updating it under its raw_lock. */
+	 * through a directory entry may be updating it under its slot lock. */
 	r = (const struct ext4_inode *)(b->data + off);
 	*links = le16(__atomic_load_n(&r->i_links_count, __ATOMIC_RELAXED));
 	live = *links && !__atomic_load_n(&r->i_dtime, __ATOMIC_RELAXED);

@@ -20,6 +20,7 @@
 #define ICACHE_SHARDS 64
 #define ICACHE_MAX_UNUSED (64 * 1024)
 #define INODE_READAHEAD_BLOCKS 32
+#define SLOT_STRIPES 256            /* power of two */
 
 struct icache_shard {
 	struct ulock lock;          /* protects everything below */
@@ -29,10 +30,32 @@ struct icache_shard {
 	struct inode *lru_head, *lru_tail; /* unreferenced inodes, oldest at head */
 } __attribute__((aligned(CACHELINE)));
 
+/*
+ * What protects the bytes of an inode's slot in its inode-table buffer:
+ * the slot lock of its inode NUMBER (a stripe of this table), not
+ * anything of one struct inode, because two copies of one number can be
+ * about at once (a freed inode still referenced and its number's next
+ * user, or a copy being loaded).  Every write of a slot (itable_update(),
+ * inode_restore_slot()) and load_inode()'s copy of it are done under it,
+ * so a load never sees half a write.  writes counts the slot writes of
+ * the stripe: iget() inserts a loaded copy only if no slot of the stripe
+ * was written since the copy (see there).  A leaf spin lock: held for a
+ * memcpy, never around anything that locks; it also lets orphan.c relink
+ * a list neighbour (inode_write_orphan_link) without that inode's lock.
+ * A stripe covers whole
+ * inode-table blocks (slot_stripe_of()), so the slots of one block share
+ * one; nothing else shares the lock's cache line.
+ */
+struct slot_stripe {
+	atomic_flag lock;
+	uint32_t writes;            /* under lock */
+} __attribute__((aligned(CACHELINE)));
+
 struct icache {
 	struct uext4_fs *fs;        /* read-only after create */
 	struct slab *slab;          /* struct inode + raw inode objects */
 	struct icache_shard shards[ICACHE_SHARDS];
+	struct slot_stripe slots[SLOT_STRIPES];
 };
 
 static struct icache_shard *shard_of(struct icache *ic, uint64_t ino)
@@ -53,6 +76,8 @@ struct icache *icache_create(struct uext4_fs *fs)
 		return NULL;
 	memset(ic, 0, sizeof(*ic));
 	ic->fs = fs;
+	for (int i = 0; i < SLOT_STRIPES; i++)
+		atomic_flag_clear(&ic->slots[i].lock);
 	ic->slab = slab_create(sizeof(struct inode) + fs->inode_size);
 	if (!ic->slab) {
 		free(ic);
@@ -162,6 +187,56 @@ static void shrink_locked(struct icache_shard *s, struct inode **victims)
 		n->hnext = *victims;
 		*victims = n;
 	}
+}
+
+/* --- slot locks (struct slot_stripe) --- */
+
+/* By inode-table block: a thread that creates one inode after another
+ * keeps using the same stripe (its cache line stays on that CPU), and
+ * threads creating in different groups rarely share one. */
+static uint32_t slot_stripe_of(const struct uext4_fs *fs, uint64_t ino)
+{
+	uint64_t block = (ino - 1) / fs->inodes_per_block;
+
+	return (uint32_t)((block * 0x9E3779B97F4A7C15ull) >> 56) & (SLOT_STRIPES - 1);
+}
+
+static struct slot_stripe *slot_lock(struct uext4_fs *fs, uint64_t ino)
+{
+	struct slot_stripe *st = &fs->icache->slots[slot_stripe_of(fs, ino)];
+	uint64_t t0;
+
+	if (!lockstat_on()) {
+		while (atomic_flag_test_and_set_explicit(&st->lock, memory_order_acquire))
+			__builtin_ia32_pause();
+		return st;
+	}
+	if (!atomic_flag_test_and_set_explicit(&st->lock, memory_order_acquire)) {
+		lockstat_count(LOCKSTAT_INODE_RAW, 0, 0);
+		return st;
+	}
+	t0 = lockstat_now_ns();
+	while (atomic_flag_test_and_set_explicit(&st->lock, memory_order_acquire))
+		__builtin_ia32_pause();
+	lockstat_count(LOCKSTAT_INODE_RAW, 1, lockstat_now_ns() - t0);
+	return st;
+}
+
+/* wrote: the slot was changed (counted for iget()'s check). */
+static void slot_unlock(struct slot_stripe *st, bool wrote)
+{
+	st->writes += wrote;
+	atomic_flag_clear_explicit(&st->lock, memory_order_release);
+}
+
+/* The stripe's write count now (iget()). */
+static uint32_t slot_writes(struct uext4_fs *fs, uint64_t ino)
+{
+	struct slot_stripe *st = slot_lock(fs, ino);
+	uint32_t w = st->writes;
+
+	slot_unlock(st, false);
+	return w;
 }
 
 /* --- on-disk layout --- */
@@ -478,12 +553,15 @@ static void inode_table_readahead(struct uext4_fs *fs, uint64_t ino, uint64_t bl
 		bcache_readahead(fs->bc, blk, (uint32_t)(end - blk), UEXT4_META_INODE_TABLE);
 }
 
-static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
+/* A new copy of inode ino from its slot, verified; *writes: the slot
+ * stripe's write count at the copy. */
+static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uint32_t *writes)
 {
 	uint64_t blk;
 	uint32_t off;
 	struct buf *b;
 	struct inode *n;
+	struct slot_stripe *st;
 	int err = inode_location(fs, ino, &blk, &off);
 
 	if (err)
@@ -498,7 +576,10 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 		slab_free(fs->icache->slab, n);
 		return err;
 	}
+	st = slot_lock(fs, ino);
 	memcpy(n->raw, b->data + off, fs->inode_size);
+	*writes = st->writes;
+	slot_unlock(st, false);
 	brelse(fs->bc, b);
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
 	    (err = check_in_use(fs, n, blk)) || (err = check_inode_body(fs, n, blk)) ||
@@ -514,38 +595,85 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
+/*
+ * A cached inode that is not to be handed out: freed, or still being made
+ * by its creator (INODE_CREATING; nobody can reach it by a name yet, so
+ * the number was looked up before its previous owner was freed).  Drops
+ * the reference and says why, or 0.
+ */
+static int refuse_unusable(struct uext4_fs *fs, struct inode *n)
+{
+	uint32_t st = atomic_load_explicit(&n->istate, memory_order_acquire);
+	unsigned long long ino = n->ino;
+
+	if (!(st & (INODE_DELETED | INODE_CREATING)))
+		return 0;
+	iput(fs, n); /* may free n */
+	if (st & INODE_DELETED)
+		return fs_err(ENOENT, "inode %llu was deleted", ino);
+	return fs_err(ENOENT, "inode %llu was deleted (its number is being reused)", ino);
+}
+
+/*
+ * Put a loaded copy in the cache unless one is there already (the first
+ * to insert wins).  Also refused: a copy of a slot written since it was
+ * copied (its stripe's count moved), as when the inode it showed was
+ * created, freed and dropped from the cache meanwhile; cached, the stale
+ * copy would stand for a free number.  Every write of a slot is done by
+ * a cached inode of that number (hashed from before its first write until
+ * after its last), so when none is cached an unchanged count means the
+ * copy is still the slot's contents.  1 = copy refused: load again.
+ */
+static int icache_insert_loaded(struct uext4_fs *fs, struct inode **mine, uint32_t writes,
+				struct inode **out)
+{
+	uint64_t ino = (*mine)->ino;
+	struct icache_shard *s = shard_of(fs->icache, ino);
+	struct inode *n;
+	int again = 0;
+
+	ulock_lock(&s->lock);
+	n = lookup_locked(s, ino); /* somebody may have loaded it meanwhile */
+	if (!n && slot_writes(fs, ino) != writes) {
+		again = 1;
+	} else if (!n) {
+		uint32_t b = bucket_of(s, ino);
+
+		(*mine)->hnext = s->table[b];
+		s->table[b] = *mine;
+		n = *mine;
+		*mine = NULL;
+	}
+	ulock_unlock(&s->lock);
+	*out = n;
+	return again;
+}
+
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 {
 	struct icache_shard *s = shard_of(fs->icache, ino);
 	struct inode *n, *mine = NULL;
+	uint32_t writes = 0;
 	int err;
 
 	ulock_lock(&s->lock);
 	n = lookup_locked(s, ino);
 	ulock_unlock(&s->lock);
-	if (n) {
-		if (atomic_load_explicit(&n->istate, memory_order_acquire) & INODE_DELETED) {
-			iput(fs, n);
-			return fs_err(ENOENT, "inode %llu was deleted", (unsigned long long)ino);
-		}
-		*out = n;
-		return 0;
-	}
-	if ((err = load_inode(fs, ino, &mine)))
-		return err;
-	ulock_lock(&s->lock);
-	n = lookup_locked(s, ino); /* somebody may have loaded it meanwhile */
-	if (!n) {
-		uint32_t b = bucket_of(s, ino);
+	/* Each round that loads again follows a write of a slot of the
+	 * stripe by another thread, which made progress. */
+	while (!n) {
+		int again;
 
-		mine->hnext = s->table[b];
-		s->table[b] = mine;
-		n = mine;
-		mine = NULL;
+		if ((err = load_inode(fs, ino, &mine, &writes)))
+			return err;
+		again = icache_insert_loaded(fs, &mine, writes, &n);
+		if (mine)
+			inode_free(fs, mine);
+		if (!again)
+			break;
 	}
-	ulock_unlock(&s->lock);
-	if (mine)
-		inode_free(fs, mine);
+	if ((err = refuse_unusable(fs, n)))
+		return err;
 	*out = n;
 	return 0;
 }
@@ -963,33 +1091,6 @@ static void encode_blocks(struct uext4_fs *fs, struct inode *n, struct ext4_inod
 		r->i_blocks_high = cpu_to_le16((uint16_t)(b >> 32));
 }
 
-/* inode->raw_lock: a leaf spin lock around writing the raw inode into its
- * inode-table buffer, so that orphan.c can relink a list neighbour
- * (inode_write_orphan_link) without that inode's lock. */
-static void raw_lock(struct inode *n)
-{
-	uint64_t t0;
-
-	if (!lockstat_on()) {
-		while (atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire))
-			__builtin_ia32_pause();
-		return;
-	}
-	if (!atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire)) {
-		lockstat_count(LOCKSTAT_INODE_RAW, 0, 0);
-		return;
-	}
-	t0 = lockstat_now_ns();
-	while (atomic_flag_test_and_set_explicit(&n->raw_lock, memory_order_acquire))
-		__builtin_ia32_pause();
-	lockstat_count(LOCKSTAT_INODE_RAW, 1, lockstat_now_ns() - t0);
-}
-
-static void raw_unlock(struct inode *n)
-{
-	atomic_flag_clear_explicit(&n->raw_lock, memory_order_release);
-}
-
 static uint32_t orphan_dtime(struct inode *n, uint32_t dtime)
 {
 	if (atomic_load_explicit(&n->istate, memory_order_acquire) & INODE_ORPHAN_LIST)
@@ -1059,7 +1160,7 @@ static int itable_block_for_write(struct uext4_fs *fs, uint64_t ino, bool is_new
 enum itable_fill { FILL_WHOLE, FILL_ORPHAN_LINK };
 
 /*
- * Change the inode's copy in its inode-table buffer under raw_lock, and
+ * Change the inode's copy in its inode-table buffer under its slot lock, and
  * dirty the buffer.  FILL_WHOLE: the parsed fields, encoded into n->raw
  * with its checksum, copied in (caller holds n->lock for writing, or owns
  * a new inode).  FILL_ORPHAN_LINK: only i_dtime (the legacy orphan list's
@@ -1074,13 +1175,14 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 	struct uext4_fs *fs = h->fs;
 	uint32_t off, group, index;
 	struct buf *b;
+	struct slot_stripe *st;
 	bool is_new = atomic_load_explicit(&n->istate, memory_order_relaxed) & INODE_NEW;
 	int err;
 
 	if ((err = itable_block_for_write(fs, n->ino, is_new, &b, &off, &group, &index)))
 		return err;
 	if ((err = handle_write_access(h, b)) == 0) {
-		raw_lock(n);
+		st = slot_lock(fs, n->ino);
 		if (fill == FILL_WHOLE) {
 			if (save)
 				memcpy(save, b->data + off, fs->inode_size);
@@ -1093,7 +1195,7 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 			r->i_dtime = cpu_to_le32(orphan_dtime(n, 0));
 			csum_set_inode(fs, n->ino, r);
 		}
-		raw_unlock(n);
+		slot_unlock(st, true);
 		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
 	}
 	brelse(fs->bc, b);
@@ -1142,9 +1244,10 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
 	if ((err = itable_block_for_write(fs, n->ino, is_new, &b, &off, &group, &index)))
 		return err;
 	if ((err = handle_write_access(h, b)) == 0) {
-		raw_lock(n);
+		struct slot_stripe *st = slot_lock(fs, n->ino);
+
 		memcpy(b->data + off, u->slot, fs->inode_size);
-		raw_unlock(n);
+		slot_unlock(st, true);
 		handle_dirty(h, b, CSUM_INODE_TABLE, group, index);
 	}
 	brelse(fs->bc, b);
@@ -1238,6 +1341,12 @@ static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
 static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 			    struct inode **out, struct ialloc_undo *ia, uint8_t *save);
 
+void inode_created(struct inode *n)
+{
+	/* Release: whoever sees the bit clear sees the fields complete. */
+	atomic_fetch_and_explicit(&n->istate, ~(uint32_t)INODE_CREATING, memory_order_release);
+}
+
 int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out)
 {
 	struct ialloc_undo ia;
@@ -1277,7 +1386,7 @@ static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 	if (S_ISDIR(mode))
 		urwlock_set_stat_class(&n->lock, LOCKSTAT_DIR);
 	atomic_init(&n->refcount, 1);
-	atomic_init(&n->istate, INODE_NEW);
+	atomic_init(&n->istate, INODE_NEW | INODE_CREATING);
 	init_new_fields(fs, dir, n, mode);
 	if ((err = icache_insert_new(fs, n))) {
 		urwlock_destroy(&n->lock);

@@ -722,7 +722,6 @@ struct inode {
 	uint32_t orphan_slot;
 	struct inode *orphan_prev, *orphan_next;
 	_Atomic uint32_t orphan_next_ino;
-	atomic_flag raw_lock;       /* serialises writing raw into the itable buffer */
 	/* Cache bookkeeping, protected by the icache shard lock: */
 	_Atomic uint32_t refcount;
 	/* The frontend's lookup count (the FUSE kernel's nlookup), atomic, no
@@ -791,12 +790,20 @@ enum inode_state_bits {
 	INODE_UNHASHED = 1u << 3,   /* deleted and out of the cache's hash */
 	INODE_ORPHAN_FILE = 1u << 4, /* has a slot in the orphan file (orphan_slot) */
 	INODE_ORPHAN_LIST = 1u << 5, /* on the legacy s_last_orphan list */
+	/* Being made: cached (its number is taken) but not yet filled in;
+	 * iget() refuses it (ENOENT: only a number looked up before the
+	 * previous owner was freed can lead there) until inode_created(). */
+	INODE_CREATING = 1u << 6,
 };
 /* Legacy orphan list: the inode's on-disk i_dtime holds the next orphan's
  * number; store it in inode->orphan_next_ino, then call this to put it in
- * the inode-table block (under inode->raw_lock, no inode->lock needed, as
+ * the inode-table block (under its slot lock, no inode->lock needed, as
  * the kernel's NEXT_ORPHAN update of the previous inode). */
 int inode_write_orphan_link(struct handle *h, struct inode *inode);
+/* The creator of a new inode has filled it in (its fields, body and
+ * first name): from now on iget() hands it out.  Not called for a new
+ * inode that is given back. */
+void inode_created(struct inode *inode);
 /*
  * Allocate and initialise a new inode (ialloc_alloc() picks the number)
  * of the given mode, owned by the caller, in the cache with one reference,

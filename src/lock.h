@@ -62,7 +62,7 @@ enum lockstat_class {
 	LOCKSTAT_BCACHE,        /* RANK_BCACHE_SHARD */
 	LOCKSTAT_TRANS,         /* trans.c's wait_lock (handles and committer) */
 	LOCKSTAT_REVOKE,        /* trans.c's per-slot revoke lists */
-	LOCKSTAT_INODE_RAW,     /* inode.raw_lock spin lock */
+	LOCKSTAT_INODE_RAW,     /* inode.c's slot locks (inode-table slot bytes) */
 	LOCKSTAT_LEAF,          /* RANK_LEAF: slab, errors, crash devices */
 	LOCKSTAT_NCLASSES
 };

@@ -325,6 +325,7 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 				: dir_add_excl(h, dir, name, len, n->ino, ftype_of_mode(nn->mode));
 	}
 	if (!err) {
+		inode_created(n);
 		*out = n;
 		return 0;
 	}
@@ -920,7 +921,9 @@ static int make_whiteout(struct handle *h, struct rename_op *r)
 		return err;
 	}
 	encode_rdev(r->wh, 0);
-	return inode_write(h, r->wh);
+	if ((err = inode_write(h, r->wh)) == 0)
+		inode_created(r->wh);
+	return err;
 }
 
 /* A failed rename gives the whiteout back (nobody can reach it any more). */

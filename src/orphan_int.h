@@ -11,7 +11,7 @@
  * Rank of the legacy list's mutex: taken inside a handle (RANK_HANDLE),
  * possibly under inode locks, never under a group lock; under it only the
  * inode-table buffer of the inode being linked is read and dirtied
- * (RANK_BUF, bcache shards, trans.c) and inode->raw_lock (a leaf flag).
+ * (RANK_BUF, bcache shards, trans.c) and inode.c's slot lock (a leaf flag).
  */
 #define RANK_ORPHAN_LIST 26
 
