@@ -10,7 +10,8 @@
 #                          unit_xattr, fuse_ro.sh, and the write-path unit
 #                          tests unit_alloc, unit_write, unit_dirw, unit_xattrw,
 #                          fuse_rw.sh, fuse_uring.sh; unit_lookup, fuse_lookup.sh,
-#                          unit_namecache)
+#                          unit_namecache, model.sh: the name cache against
+#                          the model, every namespace operation)
 # A test is a program build/<mode>/tests/NAME (from tests/NAME.c) or a script
 # tests/NAME.sh.  Not run directly: helper tools (walk) and programs that
 # have a tests/NAME.sh wrapper (the wrapper runs them).  lib.sh, mktree.sh
@@ -41,7 +42,7 @@ builddir() {
 
 is_concurrency_test() {
 	case "$1" in *thread* | *concur* | *race* | *parallel*) return 0 ;; esac
-	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro | unit_alloc | unit_write | unit_dirw | unit_xattrw | fuse_rw | fuse_uring | unit_lookup | fuse_lookup | unit_namecache) return 0 ;; esac
+	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro | unit_alloc | unit_write | unit_dirw | unit_xattrw | fuse_rw | fuse_uring | unit_lookup | fuse_lookup | unit_namecache | model) return 0 ;; esac
 	return 1
 }
 
