@@ -43,6 +43,12 @@ done
 grep -q '^| lib MWCL: 2 threads (A) vs 1 (B) | [0-9]' "$md" || fail "the Targets section does not evaluate MWCL"
 grep -q 'LOCK-STATS' "$md" || fail "no place marked for the lock statistics"
 
+note "every image the run wrote is e2fsck -fn clean"
+grep -q '^- fxmark, .* on lib: e2fsck -fn clean' "$md" || fail "no e2fsck -fn of the library's fxmark image in the report"
+if grep -Eq 'NOT CLEAN|e2fsck found' "$md"; then
+	fail "an image is not clean: $(grep -E 'NOT CLEAN|e2fsck found' "$md" | head -3)"
+fi
+
 note "every part produced its tables (those whose tool this machine has)"
 while read -r line; do
 	case $line in
