@@ -2,10 +2,10 @@
  * fxmark.c - FxMark-style metadata workloads for N threads (issue 12,
  * item 5), through the library or through any mounted directory.
  *
- *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] lib IMAGE THREADS WORKLOAD...
+ *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] lib IMAGE THREADS WORKLOAD...
  *       libuext4 directly (public API only): mount read-write, run each
  *       workload in turn, unmount (the write-back is not timed).
- *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] posix DIR THREADS WORKLOAD...
+ *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] posix DIR THREADS WORKLOAD...
  *       system calls on a mounted directory (our FUSE mount, the kernel's
  *       ext4, fuse2fs, bench/nullfs --create).
  *
@@ -37,6 +37,15 @@
  * inode-table blocks the library read from the device during the timed
  * part (lib only; -1 for posix).  A failed operation is counted in errors
  * (the first one is printed) and the exit status is 1.
+ *
+ * -S: statistics of each workload's timed part (lock classes, blocks read
+ * and written, journal; on a uext4 FUSE mount also its requests), one more
+ * line per workload after its RESULT line:
+ *   STATS workload=W threads=N {JSON of uext4_stats_format}
+ * lib: uext4_stats_enable/reset/format on the mount; posix: the virtual
+ * xattr user.uext4.stats.* of DIR (what `uext4 stats --json` reads), so
+ * only on a uext4 mount: elsewhere no STATS line.  Counting costs a little:
+ * runs with -S are for the reasons, not for the throughput.
  */
 #include "uext4.h"
 
@@ -49,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +67,7 @@
 #define TRUNC_STEP 4096u
 #define NAME_LEN 64
 #define PATH_LEN 512
+#define STATS_LEN 65536   /* the most one getxattr returns (XATTR_SIZE_MAX) */
 
 enum backend { BACKEND_LIB, BACKEND_POSIX };
 
@@ -77,6 +88,8 @@ static double run_secs = 1.0;
 static long max_ops = 1000000;
 static long dir_entries = 100;
 static int nthreads;
+static int want_stats;          /* -S */
+static char stats_buf[STATS_LEN + 1];
 static char trunc_buf[TRUNC_BYTES];
 
 /* A directory as each back end names it.  path is relative to the root
@@ -514,6 +527,50 @@ static void meta_reads(int64_t *meta, int64_t *itable)
 	*itable = (int64_t)c.reads[UEXT4_META_INODE_TABLE];
 }
 
+/* ---- statistics (-S) ------------------------------------------------------------ */
+
+/* The uext4 mount's report as JSON through its root's virtual xattr NAME
+ * (".reset" in NAME zeroes the counters after the report is made); the
+ * length, or -1 where DIR is no uext4 mount. */
+static ssize_t posix_stats(const char *name)
+{
+	ssize_t n = fgetxattr(root_fd, name, stats_buf, STATS_LEN);
+
+	if (n >= 0)
+		stats_buf[n] = '\0';
+	return n;
+}
+
+/* Before the timed part: counting on, every counter at zero. */
+static void stats_begin(void)
+{
+	if (!want_stats)
+		return;
+	if (backend == BACKEND_LIB)
+		uext4_stats_reset(bench_fs);
+	else
+		posix_stats("user.uext4.stats.on.json.reset");
+}
+
+/* After it: the STATS line (nothing where the target keeps none). */
+static void stats_end(enum workload wl)
+{
+	ssize_t n;
+
+	if (!want_stats)
+		return;
+	if (backend == BACKEND_LIB)
+		n = uext4_stats_format(bench_fs, stats_buf, sizeof(stats_buf), 1);
+	else
+		n = posix_stats("user.uext4.stats.json.reset");
+	if (n <= 0 || (size_t)n >= sizeof(stats_buf))
+		return;
+	while (n > 0 && stats_buf[n - 1] == '\n')
+		stats_buf[--n] = '\0';
+	printf("STATS workload=%s threads=%d %s\n", wl_names[wl], nthreads, stats_buf);
+	fflush(stdout);
+}
+
 static int report(enum workload wl, int64_t meta0, int64_t itable0)
 {
 	long ops = 0, errors = 0;
@@ -570,11 +627,14 @@ static int run_workload(enum workload wl)
 	}
 	pthread_barrier_wait(&barrier);   /* every setup is done */
 	meta_reads(&meta0, &itable0);
+	stats_begin();
 	start_time = now();
 	pthread_barrier_wait(&barrier);
 	for (int t = 0; t < nthreads; t++)
 		pthread_join(workers[t].tid, NULL);
 	int status = report(wl, meta0, itable0);
+
+	stats_end(wl);
 
 	close_dirs();
 	return status;
@@ -584,8 +644,8 @@ static int run_workload(enum workload wl)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] lib IMAGE THREADS WORKLOAD...\n"
-			"       fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] posix DIR THREADS WORKLOAD...\n"
+	fprintf(stderr, "usage: fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] lib IMAGE THREADS WORKLOAD...\n"
+			"       fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] posix DIR THREADS WORKLOAD...\n"
 			"workloads: MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM MRDL MRDM, or all\n");
 	return 2;
 }
@@ -646,11 +706,12 @@ int main(int argc, char **argv)
 	enum workload list[64];
 	int opt, nwl, status = 0;
 
-	while ((opt = getopt(argc, argv, "+d:n:e:")) != -1) {
+	while ((opt = getopt(argc, argv, "+d:n:e:S")) != -1) {
 		switch (opt) {
 		case 'd': run_secs = atof(optarg); break;
 		case 'n': max_ops = atol(optarg); break;
 		case 'e': dir_entries = atol(optarg); break;
+		case 'S': want_stats = 1; break;
 		default: return usage();
 		}
 	}
@@ -670,6 +731,8 @@ int main(int argc, char **argv)
 	memset(trunc_buf, 0x5a, sizeof(trunc_buf));
 	if (open_target(argv[optind + 1]))
 		return 1;
+	if (want_stats && backend == BACKEND_LIB)
+		uext4_stats_enable(bench_fs, 1);
 	pthread_barrier_init(&barrier, NULL, (unsigned)nthreads + 1);
 	for (int i = 0; i < nwl; i++)
 		status |= run_workload(list[i]);

@@ -23,6 +23,15 @@
 # Parts (PARTS, default all):
 #   fxmark   bench/fxmark: MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM
 #            MRDL MRDM for THREADS (default 1 2 4 8 16), SECS seconds each
+#   lockstats the lock and I/O statistics: one more fxmark run with -S
+#            (statistics on) for lib and fuse at STATS_THREADS (default: 2
+#            and 16 where THREADS has them), apart from part fxmark so that
+#            counting never touches its numbers; the section "Lock and I/O
+#            statistics" shows per workload the two most contended lock
+#            classes, the journal (commits, blocks per commit, commit
+#            latency, handles held back), metadata blocks read and written,
+#            the ops/s of that run beside part fxmark's, and for fuse the
+#            requests per operation
 #   create   seed 002's sibling-directory creates (bench/create.sh), with
 #            the library's inode-table reads
 #   orphan   seed 000's stress-orphan, orphan file and legacy list
@@ -42,7 +51,7 @@
 # temporary directory (or --out) and then checks the result (--check):
 # every table row has numbers, every plot exists and is a PNG.
 #
-# Environment: RUNS, THREADS, SECS, SYSTEMS, PARTS, DBENCH_SECS,
+# Environment: RUNS, THREADS, STATS_THREADS, SECS, SYSTEMS, PARTS, DBENCH_SECS,
 # STRESS_SECS, CREATE_FILES, URING, BENCH_BUILD (default build/fast, else
 # build).  The full run took 19-20 minutes on the 2 shared cores (load 6-16).
 set -u
@@ -107,6 +116,11 @@ check_report() {
 		grep -q "^$s" "$md" || { echo "check: no section \"$s\""; bad=1; }
 	done
 	grep -q '^Commit measured: [0-9a-f]\{40\}' "$md" || { echo "check: no commit"; bad=1; }
+	# The statistics section: a lock-class table and a journal table with rows.
+	for s in "| workload, lock class |" "| workload | ops/s stats on |"; do
+		awk -v h="$s" 'index($0, h) == 1 { getline; getline; if ($0 ~ /^\| [A-Z]/ && $0 !~ /^\| \(no /) f = 1 } END { exit !f }' "$md" ||
+			{ echo "check: no statistics table \"$s ...\" with rows"; bad=1; }
+	done
 	[ $bad = 0 ] && echo "check: $md is well formed ($n plots)"
 	return $bad
 }
@@ -140,7 +154,7 @@ else
 	: "${CREATE_FILES:=5000}" "${IMG_SIZE:=8G}" "${IMG_INODES:=4000000}"
 	: "${SYSTEMS:=lib fuse kernel fuse2fs nullfs}"
 fi
-PARTS=${PARTS:-fxmark create orphan stressng dbench}
+PARTS=${PARTS:-fxmark lockstats create orphan stressng dbench}
 LOOP=auto
 URING=${URING:-0}
 
@@ -309,6 +323,80 @@ part_fxmark() {
 	done
 }
 
+# ---- part 1b: lock and I/O statistics (a separate run, stats on) ----------------
+
+# The statistics come from their own fxmark run per system and thread
+# count (fxmark -S), so that counting never touches the throughput numbers
+# of part 1; its ops/s are kept beside them to show what counting cost.
+# lib: the library's stats API on fxmark's mount; fuse: the mount's virtual
+# xattr (what `uext4 stats --json` reads).  One run (not RUNS): the
+# statistics explain, the tables above measure.
+STATS=$W/stats          # lines: SYSTEM THREADS WORKLOAD PATH VALUE (the JSON, flattened)
+STATS_OPS=$W/stats_ops  # lines: SYSTEM THREADS WORKLOAD OPS_PER_SEC OPS
+: >"$STATS"; : >"$STATS_OPS"
+# The thread counts: those of "2 16" that THREADS has, else its largest.
+stats_threads() {
+	local n out=""
+	for n in 2 16; do case " $THREADS " in *" $n "*) out="$out $n" ;; esac; done
+	echo "${out:-$(echo "$THREADS" | awk '{print $NF}')}"
+}
+STATS_THREADS=${STATS_THREADS:-$(stats_threads)}
+# json_flat: "PREFIX... {JSON}" lines in, "PREFIX... PATH VALUE" out, one
+# per number, string or boolean (PATH: the keys joined by dots).  Enough
+# for uext4_stats_format()'s objects (no arrays, no escapes in strings).
+json_flat() {
+	awk '
+	function emit(v,   i, path) {
+		path = key[1]
+		for (i = 2; i <= d; i++) path = path "." key[i]
+		print pre path, v
+	}
+	{
+		i = index($0, "{"); if (!i) next
+		pre = substr($0, 1, i - 1); s = substr($0, i); n = length(s); d = 0; p = 1
+		while (p <= n) {
+			c = substr(s, p, 1)
+			if (c == "{") { d++; want_key = 1; p++ }
+			else if (c == "}") { d--; p++ }
+			else if (c == ",") { want_key = 1; p++ }
+			else if (c == ":") { want_key = 0; p++ }
+			else if (c == "\"") {
+				q = index(substr(s, p + 1), "\""); str = substr(s, p + 1, q - 1); p += q + 1
+				if (want_key) key[d] = str; else emit(str)
+			} else if (match(substr(s, p), /^[-+0-9a-zA-Z.]+/)) {
+				emit(substr(s, p, RLENGTH)); p += RLENGTH
+			} else p++
+		}
+	}'
+}
+# stats_point SYSTEM THREADS: one fxmark -S run over every workload.
+stats_point() {
+	local sys=$1 n=$2 out cap
+	cap=$((IMG_INODES / 8 / n))
+	fresh_image
+	if [ "$sys" = lib ]; then
+		out=$(timeout 600 "$FXMARK" -S -d "$SECS" -n "$cap" lib "$IMG" "$n" $(fx_workloads lib) 2>>"$LOG")
+	else
+		mount_sys "$sys" || { echo "report.sh: mounting $sys failed (statistics run)" | tee -a "$NOTES"; return 1; }
+		out=$(timeout 600 "$FXMARK" -S -d "$SECS" -n "$cap" posix "$MNT" "$n" $(fx_workloads "$sys") 2>>"$LOG")
+		umount_sys "$sys"
+	fi
+	awk -v s="$sys" '/^RESULT/ {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if (v["errors"] == 0) print s, v["threads"], v["workload"], v["ops_per_sec"], v["ops"] }' <<<"$out" >>"$STATS_OPS"
+	grep '^STATS ' <<<"$out" | sed 's/^STATS workload=\([^ ]*\) threads=\([0-9]*\) /'"$sys"' \2 \1 /' | json_flat >>"$STATS"
+	grep -q "^$sys $n " "$STATS" || echo "report.sh: the statistics run of $sys at $n threads gave no statistics" | tee -a "$NOTES"
+	[ "$sys" != nullfs ] && fsck_note "$sys" "fxmark -S (statistics run), $n threads"
+	return 0
+}
+part_lockstats() {
+	local sys n
+	for sys in $(sys_among "lib fuse"); do
+		for n in $STATS_THREADS; do stats_point "$sys" "$n"; done
+		say "statistics run: $sys done"
+	done
+}
+
 # ---- parts 2-5: the seeds' benchmarks, through their own scripts -----------------
 
 # Systems of SYS that a part knows (in SYS's order).
@@ -389,16 +477,21 @@ part_dbench() {
 # What the report is made from, kept (full runs: in bench/results/, which
 # git ignores) so that `--from DIR` can make the report again without
 # measuring (a change to the tables or plots).
-SAVED="raw meta notes fsck uring_seen"
+SAVED="raw meta notes fsck uring_seen stats stats_ops"
 save_results() {
 	local d=$1 f
 	mkdir -p "$d"
 	for f in $SAVED; do cp "$W/$f" "$d/$f"; done
 	declare -p T_START T_END LOAD_START LOAD_END COMMIT DIRTY RUNS THREADS SECS IMG_SIZE IMG_INODES \
-		CREATE_FILES STRESS_SECS DBENCH_SECS QUICK B >"$d/run.env"
+		STATS_THREADS CREATE_FILES STRESS_SECS DBENCH_SECS QUICK B >"$d/run.env"
 }
 if [ -n "$FROM" ]; then
-	for f in $SAVED; do cp "$FROM/$f" "$W/$f" || exit 1; done
+	for f in $SAVED; do
+		case $f in
+		stats*) [ -e "$FROM/$f" ] || { : >"$W/$f"; continue; } ;;   # kept before the statistics run existed
+		esac
+		cp "$FROM/$f" "$W/$f" || exit 1
+	done
 	. "$FROM/run.env"
 	say "report from the results in $FROM"
 else
@@ -570,6 +663,149 @@ meta_table() {
 	echo
 }
 
+# ---- the statistics section ----------------------------------------------------
+
+# lock_table SYSTEM THREADS: the two most contended lock classes of every
+# workload (by contentions, then wait, then acquisitions).
+lock_table() {
+	awk -v s="$1" -v n="$2" -v wls="$FX_ALL" '
+	$1 == s && $2 == n && $4 ~ /^locks\./ {
+		split($4, p, "."); k = $3 SUBSEP p[2]
+		if (!(k in seen)) { seen[k] = 1; cls[$3] = cls[$3] " " p[2] }
+		v[k, p[3]] = $5; any[$3] = 1
+		if (p[3] == "acquisitions" && $5 > 0) used[$3] = used[$3] " " p[2]
+	}
+	function better(w, a, b) {   # is class a more contended than b?
+		if (v[w, a, "contentions"] != v[w, b, "contentions"]) return v[w, a, "contentions"] > v[w, b, "contentions"]
+		if (v[w, a, "wait_ns"] != v[w, b, "wait_ns"]) return v[w, a, "wait_ns"] > v[w, b, "wait_ns"]
+		return v[w, a, "acquisitions"] > v[w, b, "acquisitions"]
+	}
+	END {
+		nw = split(wls, W, " ")
+		for (i = 1; i <= nw; i++) {
+			w = W[i]; if (!(w in any)) continue
+			if (!(m = split(used[w], C, " "))) { printf "| %s (no lock taken) | 0 | 0 | 0 | 0 | 0 | 0 |\n", w; rows++; continue }
+			for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++)
+				if (better(w, C[b], C[a])) { t = C[a]; C[a] = C[b]; C[b] = t }
+			for (a = 1; a <= 2 && a <= m; a++) {
+				c = C[a]; acq = v[w, c, "acquisitions"] + 0; con = v[w, c, "contentions"] + 0
+				printf "| %s %s | %d | %d | %.3f | %.3f | %.1f | %.1f |\n", w, c, acq, con,
+					acq ? 100 * con / acq : 0, v[w, c, "wait_ns"] / 1e6,
+					con ? v[w, c, "wait_ns"] / con / 1e3 : 0, v[w, c, "wait_max_ns"] / 1e3
+				rows++
+			}
+		}
+		exit !rows
+	}' "$STATS"
+}
+# journal_table SYSTEM THREADS: journal, metadata blocks, and the throughput
+# of the statistics run beside part 1's (the cost of counting).
+journal_table() {
+	awk -v s="$1" -v n="$2" -v wls="$FX_ALL" '
+	FILENAME == ARGV[1] { if ($2 == s && $3 == n) off[$1] = $4; next }
+	FILENAME == ARGV[2] { if ($1 == s && $2 == n) { on[$3] = $4; ops[$3] = $5 } next }
+	$1 == s && $2 == n {
+		w = $3; v[w, $4] = $5; have[w] = 1
+		if ($4 ~ /^blocks\./ && $4 !~ /^blocks\.data\./) {
+			if ($4 ~ /\.read$/) rd[w] += $5; else if ($4 ~ /\.written$/) wr[w] += $5
+		}
+	}
+	function num(x) { return x == "" ? "-" : sprintf("%.0f", x) }
+	END {
+		nw = split(wls, W, " ")
+		for (i = 1; i <= nw; i++) {
+			w = W[i]; if (!(w in have)) continue
+			c = v[w, "journal.commits"] + 0
+			printf "| %s | %s | %s | %s | %d | %.1f | %d | %.0f | %.0f | %.3f | %d | %d | %d |\n", w,
+				num(on[w]), num(off[w]), (on[w] != "" && off[w] + 0 > 0) ? sprintf("%.2fx", on[w] / off[w]) : "-",
+				c, c ? v[w, "journal.blocks"] / c : 0, v[w, "journal.blocks_max"],
+				c ? v[w, "journal.commit_ns"] / c / 1e3 : 0, v[w, "journal.commit_max_ns"] / 1e3,
+				v[w, "journal.blocked_ns"] / 1e6, v[w, "journal.handle_waits"], rd[w], wr[w]
+			rows++
+		}
+		exit !rows
+	}' "$MED" "$STATS_OPS" "$STATS"
+}
+# request_table THREADS: the FUSE requests per operation of each workload
+# (the statistics' own GETXATTR taken out) and the server's time per op.
+FUSE_OPS="LOOKUP GETATTR SETATTR CREATE MKDIR UNLINK RENAME OPENDIR READDIR RELEASE WRITE FORGET"
+request_table() {
+	awk -v n="$1" -v wls="$FX_ALL" -v cols="$FUSE_OPS" '
+	FILENAME == ARGV[1] { if ($1 == "fuse" && $2 == n) ops[$3] = $5; next }
+	$1 == "fuse" && $2 == n && $4 ~ /^fuse\.requests\./ {
+		split($4, p, "."); w = $3; op = p[3]; have[w] = 1
+		if (p[4] == "latency_ns") lat[w] += $5
+		if (p[4] != "count") next
+		if (op == "GETXATTR") $5--          # the statistics read itself
+		if (op == "BATCH_FORGET") op = "FORGET"
+		if (op == "READDIRPLUS") op = "READDIR"
+		if (op == "RELEASEDIR") op = "OPENDIR"
+		if (op == "FLUSH") op = "RELEASE"
+		if (!(op in known)) op = "other"
+		cnt[w, op] += $5; tot[w] += $5
+	}
+	BEGIN { nc = split(cols, K, " "); for (i = 1; i <= nc; i++) known[K[i]] = 1 }
+	END {
+		nw = split(wls, W, " ")
+		for (i = 1; i <= nw; i++) {
+			w = W[i]; o = ops[w] + 0; if (!(w in have) || !o) continue
+			row = "| " w " |"
+			for (j = 1; j <= nc; j++) row = row sprintf(" %.2f |", cnt[w, K[j]] / o)
+			row = row sprintf(" %.2f | %.2f | %.2f |", cnt[w, "other"] / o, tot[w] / o, lat[w] / o / 1e3)
+			print row; rows++
+		}
+		exit !rows
+	}' "$STATS_OPS" "$STATS"
+}
+lock_stats_section() {
+	local sys n hdr sep k
+	if [ ! -s "$STATS" ]; then
+		echo "_No statistics: the statistics run (part lockstats) did not run._"
+		echo
+		return
+	fi
+	echo "From a separate run of bench/fxmark -S per system and thread count (one run, $SECS s per"
+	echo "workload, a fresh image), not from the runs of the tables above: counting stays off there."
+	echo "lib: the library's stats API (\`uext4_stats_enable/reset/format\`) on fxmark's own mount; fuse:"
+	echo "\`uext4 stats --json\` of the mount (its root's virtual xattr), zeroed just before each"
+	echo "workload's timed part and read just after it.  The \"stats on\" column is that run's ops/s,"
+	echo "beside the median of the runs above with statistics off: one unpaired run on a shared"
+	echo "machine, so only a large gap would say that counting costs (it is a relaxed load per lock"
+	echo "when off; when on, a trylock first and the clock only for a lock that was taken)."
+	echo
+	for sys in $(sys_among "lib fuse"); do
+		for n in $STATS_THREADS; do
+			grep -q "^$sys $n " "$STATS" || continue
+			echo "### $sys, $n threads"
+			echo
+			echo "Lock classes, the two most contended per workload (lock classes count process-wide:"
+			echo "for fuse, the server's):"
+			echo
+			echo "| workload, lock class | acquisitions | contentions | contended % | wait total ms | wait avg us | wait max us |"
+			echo "|---|---|---|---|---|---|---|"
+			lock_table "$sys" "$n" || echo "| (no lock statistics) | - | - | - | - | - | - |"
+			echo
+			echo "Journal and metadata blocks (blocks read and written: every kind but file data):"
+			echo
+			echo "| workload | ops/s stats on | ops/s stats off | on/off | commits | blocks/commit | blocks max | commit avg us | commit max us | handles held back ms | handle waits | meta blocks read | meta blocks written |"
+			echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+			journal_table "$sys" "$n" || echo "| (no journal statistics) | - | - | - | - | - | - | - | - | - | - | - | - |"
+			echo
+			if [ "$sys" = fuse ]; then
+				hdr="| workload |" sep="|---|"
+				for k in $FUSE_OPS other total; do hdr="$hdr $k |"; sep="$sep---|"; done
+				echo "FUSE requests the server got per operation (FORGET: FORGET and BATCH_FORGET requests;"
+				echo "READDIR with READDIRPLUS; OPENDIR with RELEASEDIR; RELEASE with FLUSH), and the server's time per operation"
+				echo "(from taking each request to its reply, summed over the requests):"
+				echo
+				echo "$hdr server us/op |"; echo "$sep---|"
+				request_table "$n" || echo "| (no request statistics) |$(for k in $FUSE_OPS other total x; do echo -n " - |"; done)"
+				echo
+			fi
+		done
+	done
+}
+
 # "Y" (io_uring) / "N" (classic loop) counts over the run's samples.
 uring_on=$(grep -c -x -e Y -e 1 "$URING_SEEN")
 uring_all=$(grep -c . "$URING_SEEN")
@@ -663,11 +899,10 @@ fi
 	table dbench "seed 001: dbench" "MB/s"
 	echo "## Lock and I/O statistics"
 	echo
-	echo "<!-- LOCK-STATS: the lock statistics (per lock class: acquisitions, contentions, wait time;"
-	echo "     journal: commits, blocks per commit, commit latency, handle hold-back; FUSE requests per"
-	echo "     opcode) go here, from the library's stats API / \`uext4 stats\` (issue 12, item 1), once"
-	echo "     they exist.  bench/report.sh: the function meta_table is the place to add them. -->"
-	echo "_Lock statistics: not yet collected (the stats API is being built)._"
+	echo "<!-- LOCK-STATS: per lock class, journal, metadata blocks and FUSE requests (bench/report.sh: lock_stats_section) -->"
+	echo
+	lock_stats_section
+	echo "### Metadata blocks read in the measured runs"
 	echo
 	meta_table
 	echo "## Checks and notes"

@@ -3,9 +3,12 @@
 # bench/report.sh --quick with this build's binaries must produce a
 # BENCHMARKS-style file whose every table row has numbers and whose every
 # plot is a PNG; the library's FxMark tables must all be there with numbers;
-# the servers it started must report no sanitizer error.  Then the checker
-# itself: a report with a non-number in a table, a missing plot or a plot
-# that is not a PNG must be refused.
+# the servers it started must report no sanitizer error; the lock and I/O
+# statistics section has a lock-class and a journal row for every workload
+# on the library (locks acquired in MWCL), and on the FUSE mount exactly
+# one UNLINK per unlink and one CREATE per create.  Then the checker
+# itself: a report with a non-number in a table, a missing plot, a plot
+# that is not a PNG or no lock-class tables must be refused.
 # Skips only without gnuplot (the plots); the systems this machine lacks
 # (the kernel column without root) are left out of the run, and said so.
 # test-timeout: 300
@@ -42,6 +45,30 @@ for wl in MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM MRDL MRDM; do
 done
 grep -q '^| lib MWCL: 2 threads (A) vs 1 (B) | [0-9]' "$md" || fail "the Targets section does not evaluate MWCL"
 grep -q 'LOCK-STATS' "$md" || fail "no place marked for the lock statistics"
+
+note "the lock and I/O statistics: every workload, counters that moved, FUSE requests per operation"
+# section SYS: the statistics of SYS at 2 threads (quick runs 1 and 2).
+section() { awk -v h="### $1, 2 threads" '$0 == h { on = 1; next } on && /^###? / { exit } on' "$md"; }
+lib=$(section lib)
+[ -n "$lib" ] || fail "no lock statistics for lib at 2 threads"
+for wl in MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM MRDL MRDM; do
+	grep -Eq "^\| $wl [a-z_]+ \| [0-9]+ \| [0-9]+ \|" <<< "$lib" || fail "lib: no lock class row for $wl"
+	grep -Eq "^\| $wl \| [0-9]+ \| [0-9]+ \| [0-9.]+x \|" <<< "$lib" || fail "lib: no journal row with both throughputs for $wl"
+done
+# Creating files takes locks: the most contended class of MWCL was acquired.
+acq=$(awk -F'|' '$2 ~ /^ MWCL [a-z_]+ $/ { print $3 + 0; exit }' <<< "$lib")
+[ "${acq:-0}" -gt 0 ] || fail "lib MWCL: no lock acquisition counted"
+if [ -c /dev/fuse ]; then
+	fuse=$(section fuse)
+	[ -n "$fuse" ] || fail "no statistics for the FUSE mount at 2 threads"
+	# Columns: workload LOOKUP GETATTR SETATTR CREATE MKDIR UNLINK ...: every
+	# unlink reached the server as one UNLINK, every create as one CREATE.
+	col() { awk -F'|' -v w=" $1 " -v c="$2" '/^\| workload \| LOOKUP \|/ { on = 1 } on && $2 == w { print $c + 0; exit }' <<< "$fuse"; }
+	awk -v v="$(col MWUL 8)" 'BEGIN { exit !(v >= 0.99 && v <= 1.01) }' ||
+		fail "fuse MWUL: $(col MWUL 8) UNLINK requests per unlink, not 1"
+	awk -v v="$(col MWCL 6)" 'BEGIN { exit !(v >= 0.99 && v <= 1.01) }' ||
+		fail "fuse MWCL: $(col MWCL 6) CREATE requests per create, not 1"
+fi
 
 note "every image the run wrote is e2fsck -fn clean"
 grep -q '^- fxmark, .* on lib: e2fsck -fn clean' "$md" || fail "no e2fsck -fn of the library's fxmark image in the report"
@@ -80,4 +107,8 @@ grep -q 'MWCL.png is missing' "$d/check.out" || fail "--check did not name the m
 echo "not a png" > "$d/bad/plots/MWCL.png"
 check "$d/bad/BENCHMARKS.md" && fail "--check accepted a plot that is not a PNG"
 grep -q 'MWCL.png is not a PNG' "$d/check.out" || fail "--check did not name the bad plot"
+awk '/^\| workload, lock class \|/ { skip = 1 } skip && /^$/ { skip = 0 } !skip' "$md" > "$d/bad/BENCHMARKS.md"
+cp "$d/r/plots/"*.png "$d/bad/plots/"
+check "$d/bad/BENCHMARKS.md" && fail "--check accepted a report without its lock-class tables"
+grep -q 'no statistics table' "$d/check.out" || fail "--check did not name the missing statistics: $(cat "$d/check.out")"
 echo "PASS: bench_quick"
