@@ -3,7 +3,7 @@
  * loops (see fuse/loop.h) and the cost of a FUSE round trip.
  *
  *   nullfs [-f] [--loop=st|mt|pool|uring] [--threads=N] [--idle=N] [--clone-fd]
- *          [--create [--timeout=SECONDS]] MOUNTPOINT
+ *          [--create [--timeout=SECONDS] [--writeback]] MOUNTPOINT
  *
  * Default mode: every name in the root exists and is a 4 KiB regular file;
  * reads return zeros.  Entry and attribute timeouts are 0 and opens use
@@ -17,6 +17,12 @@
  * walks through them work); files are not, so the stub does no per-file
  * work.  unlink/rmdir succeed without doing anything.  Entries and
  * attributes use --timeout (default 1 s, uext4's read-write timeout).
+ *
+ * --writeback (with --create): ask for the kernel's writeback cache, as
+ * uext4's read-write mount does.  The kernel then owns a regular file's
+ * times and sends a SETATTR of the new ctime after every UNLINK or RENAME
+ * of one (fuse_update_ctime()); the stub answers it with the fake
+ * attributes.  It is the ceiling of a server with uext4's cache settings.
  *
  * Without -f it returns once the mount is ready (fuse_daemonize).
  */
@@ -65,6 +71,7 @@ static fuse_ino_t name_ino(const char *name)
 /* ---- --create mode -------------------------------------------------------- */
 
 static int create_mode;
+static int writeback;           /* --writeback; set before the session starts */
 static double create_timeout = 1.0;
 static atomic_uint_fast64_t next_ino = 2;
 
@@ -180,6 +187,23 @@ static void null_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	fuse_reply_none(req);
 }
 
+static void null_init(void *userdata, struct fuse_conn_info *conn)
+{
+	if (writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+}
+
+/* --writeback: the times the kernel writes back (and any other change)
+ * are accepted and forgotten. */
+static void null_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+			 struct fuse_file_info *fi)
+{
+	struct stat st;
+
+	null_attr(ino, &st);
+	fuse_reply_attr(req, &st, create_timeout);
+}
+
 /* ---- both modes ------------------------------------------------------------ */
 
 static void null_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -256,6 +280,8 @@ static const struct fuse_lowlevel_ops null_ops = {
 
 /* --create mode adds the namespace operations. */
 static const struct fuse_lowlevel_ops null_create_ops = {
+	.init = null_init,
+	.setattr = null_setattr,
 	.lookup = null_lookup,
 	.forget = null_forget,
 	.getattr = null_getattr,
@@ -272,7 +298,7 @@ static const struct fuse_lowlevel_ops null_create_ops = {
 static void usage(void)
 {
 	fprintf(stderr, "usage: nullfs [-f] [--loop=st|mt|pool|uring] [--threads=N] "
-		"[--idle=N] [--clone-fd] [--create [--timeout=SECONDS]] MOUNTPOINT\n");
+		"[--idle=N] [--clone-fd] [--create [--timeout=SECONDS] [--writeback]] MOUNTPOINT\n");
 	exit(2);
 }
 
@@ -304,6 +330,8 @@ int main(int argc, char **argv)
 			create_mode = 1;
 		else if (!strncmp(a, "--timeout=", 10))
 			create_timeout = atof(a + 10);
+		else if (!strcmp(a, "--writeback"))
+			writeback = 1;
 		else if (a[0] == '-' || mnt)
 			usage();
 		else

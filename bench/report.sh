@@ -20,6 +20,11 @@
 #   nullfs   bench/nullfs --create, the FUSE server that does no work (the
 #            ceiling of any FUSE file system here), same transport as fuse;
 #            only what it can serve
+#   nullfs-wb the same stub with the kernel's writeback cache (--writeback),
+#            as uext4's read-write mount has it: the kernel then sends a
+#            SETATTR of the ctime after every unlink (fuse_update_ctime()),
+#            which nullfs without the cache never gets; only MWUL and MWUM,
+#            the ceiling of a server with uext4's cache settings
 # Parts (PARTS, default all):
 #   fxmark   bench/fxmark: MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM
 #            MRDL MRDM for THREADS (default 1 2 4 8 16), SECS seconds each
@@ -117,6 +122,7 @@ check_report() {
 	done
 	grep -q '^Commit measured: [0-9a-f]\{40\}' "$md" || { echo "check: no commit"; bad=1; }
 	# The statistics section: a lock-class table and a journal table with rows.
+	grep -qx '_No statistics: part lockstats was not in PARTS._' "$md" ||
 	for s in "| workload, lock class |" "| workload | ops/s stats on |"; do
 		awk -v h="$s" 'index($0, h) == 1 { getline; getline; if ($0 ~ /^\| [A-Z]/ && $0 !~ /^\| \(no /) f = 1 } END { exit !f }' "$md" ||
 			{ echo "check: no statistics table \"$s ...\" with rows"; bad=1; }
@@ -148,11 +154,11 @@ have gnuplot || { echo "report.sh: gnuplot missing (apt-get install gnuplot-nox)
 if [ $QUICK = 1 ]; then
 	: "${RUNS:=1}" "${THREADS:=1 2}" "${SECS:=0.05}" "${DBENCH_SECS:=2}" "${STRESS_SECS:=1}"
 	: "${CREATE_FILES:=200}" "${IMG_SIZE:=1G}" "${IMG_INODES:=262144}"
-	: "${SYSTEMS:=lib fuse nullfs kernel}"
+	: "${SYSTEMS:=lib fuse nullfs nullfs-wb kernel}"
 else
 	: "${RUNS:=3}" "${THREADS:=1 2 4 8 16}" "${SECS:=0.3}" "${DBENCH_SECS:=5}" "${STRESS_SECS:=1}"
 	: "${CREATE_FILES:=5000}" "${IMG_SIZE:=8G}" "${IMG_INODES:=4000000}"
-	: "${SYSTEMS:=lib fuse kernel fuse2fs nullfs}"
+	: "${SYSTEMS:=lib fuse kernel fuse2fs nullfs nullfs-wb}"
 fi
 PARTS=${PARTS:-fxmark lockstats create orphan stressng dbench}
 LOOP=auto
@@ -194,7 +200,7 @@ export UEXT4_FUSE_LOOP=$LOOP   # nullfs takes the same default transport as uext
 can_run() {
 	case $1 in
 	lib) return 0 ;;
-	fuse | nullfs) [ -c /dev/fuse ] ;;
+	fuse | nullfs | nullfs-wb) [ -c /dev/fuse ] ;;
 	kernel) [ $ROOT = 1 ] && losetup -f >/dev/null 2>&1 ;;
 	fuse2fs) have fuse2fs && [ -c /dev/fuse ] ;;
 	*) return 1 ;;
@@ -239,7 +245,7 @@ URING_SEEN=$W/uring_seen
 uring_sample() { cat "$URING_PARAM" 2>/dev/null >>"$URING_SEEN" || echo absent >>"$URING_SEEN"; }
 # mount_sys SYSTEM: mount IMG (nullfs: nothing) on MNT.
 mount_sys() {
-	case $1 in fuse | nullfs) uring_sample ;; esac
+	case $1 in fuse | nullfs*) uring_sample ;; esac
 	SERVER_PID=
 	case $1 in
 	fuse) "$UEXT4" mount "$IMG" "$MNT" 2>>"$LOG" || return 1 ;;
@@ -252,6 +258,9 @@ mount_sys() {
 		# cache from the setup's create to the unlink or rename.
 		"$NULLFS" --create --timeout=3600 "$MNT" 2>>"$LOG" || return 1
 		SERVER_PID=$(pgrep -n -f -x "$NULLFS --create --timeout=3600 $MNT") ;;
+	nullfs-wb)
+		"$NULLFS" --create --timeout=3600 --writeback "$MNT" 2>>"$LOG" || return 1
+		SERVER_PID=$(pgrep -n -f -x "$NULLFS --create --timeout=3600 --writeback $MNT") ;;
 	esac
 	mountpoint -q "$MNT"
 }
@@ -280,6 +289,7 @@ FX_ALL="MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM MRDL MRDM"
 fx_workloads() {
 	case $1 in
 	nullfs) echo "MWCL MWCM MWUL MWUM MRPL MRPM MRDL MRDM" ;;   # no rename, no write
+	nullfs-wb) echo "MWUL MWUM" ;;   # where the writeback cache adds a request
 	*) echo "$FX_ALL" ;;
 	esac
 }
@@ -305,7 +315,7 @@ fx_point() {
 	[ "$sys" = lib ] && awk '/^RESULT/ {
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		print v["workload"], v["threads"], v["meta_reads"], v["itable_reads"] }' <<<"$out" >>"$META"
-	if [ "$3" = 1 ] && [ "$sys" != nullfs ]; then fsck_note "$sys" "fxmark, $n threads"; fi
+	if [ "$3" = 1 ] && [ "${sys#nullfs}" = "$sys" ]; then fsck_note "$sys" "fxmark, $n threads"; fi
 	return 0
 }
 part_fxmark() {
@@ -483,16 +493,17 @@ save_results() {
 	mkdir -p "$d"
 	for f in $SAVED; do cp "$W/$f" "$d/$f"; done
 	declare -p T_START T_END LOAD_START LOAD_END COMMIT DIRTY RUNS THREADS SECS IMG_SIZE IMG_INODES \
-		STATS_THREADS CREATE_FILES STRESS_SECS DBENCH_SECS QUICK B >"$d/run.env"
+		PARTS STATS_THREADS CREATE_FILES STRESS_SECS DBENCH_SECS QUICK B >"$d/run.env"
 }
 if [ -n "$FROM" ]; then
 	for f in $SAVED; do
 		case $f in
-		stats*) [ -e "$FROM/$f" ] || { : >"$W/$f"; continue; } ;;   # kept before the statistics run existed
+		stats*) [ -e "$FROM/$f" ] || { : >"$W/$f"; OLD_RESULTS=1; continue; } ;;   # kept before part lockstats existed
 		esac
 		cp "$FROM/$f" "$W/$f" || exit 1
 	done
 	. "$FROM/run.env"
+	[ "${OLD_RESULTS:-0}" = 1 ] && PARTS=$(echo " $PARTS " | sed 's/ lockstats / /')
 	say "report from the results in $FROM"
 else
 	for p in $PARTS; do
@@ -530,7 +541,7 @@ END { for (i = 1; i <= nk; i++) print order[i], median(v[order[i]]) }' "$RAW" >"
 val() { awk -v w="$1" -v s="$2" -v n="$3" '$1 == w && $2 == s && $3 == n { print $4 }' "$MED"; }
 systems_of() { # WORKLOAD: the systems with values, in the columns' order
 	local s
-	for s in lib fuse kernel fuse2fs nullfs; do
+	for s in lib fuse kernel fuse2fs nullfs nullfs-wb; do
 		awk -v w="$1" -v s="$s" '$1 == w && $2 == s { f = 1 } END { exit !f }' "$MED" && echo -n "$s "
 	done
 }
@@ -575,12 +586,14 @@ EOF
 
 # table WORKLOAD TITLE UNIT: the Markdown table (threads x systems, ratios) and its plot.
 table() {
-	local wl=$1 systems n s hdr sep row
+	local wl=$1 systems n s hdr sep row wb
 	systems=$(systems_of "$wl")
 	[ -n "$systems" ] || { echo "_No results: $2 did not run._"; echo; return; }
 	hdr="| threads |" sep="|---|"
 	for s in $systems; do hdr="$hdr $s |"; sep="$sep---|"; done
 	hdr="$hdr lib/kernel | FUSE/kernel | FUSE/fuse2fs | FUSE/nullfs |"; sep="$sep---|---|---|---|"
+	wb=0
+	case " $systems " in *" nullfs-wb "*) wb=1; hdr="$hdr FUSE/nullfs-wb |"; sep="$sep---|" ;; esac
 	echo "$3, median of $RUNS:"
 	echo
 	echo "$hdr"; echo "$sep"
@@ -591,6 +604,7 @@ table() {
 		row="$row $(ratio "$(val "$wl" fuse "$n")" "$(val "$wl" kernel "$n")") |"
 		row="$row $(ratio "$(val "$wl" fuse "$n")" "$(val "$wl" fuse2fs "$n")") |"
 		row="$row $(ratio "$(val "$wl" fuse "$n")" "$(val "$wl" nullfs "$n")") |"
+		[ $wb = 1 ] && row="$row $(ratio "$(val "$wl" fuse "$n")" "$(val "$wl" nullfs-wb "$n")") |"
 		echo "$row"
 	done
 	echo
@@ -631,6 +645,9 @@ targets() {
 	done
 	for wl in $(fx_workloads nullfs) sibling-creates; do
 		target "FUSE $wl vs nullfs, 8 threads" "$(val "$wl" fuse 8)" "$(val "$wl" nullfs 8)" 0.8
+	done
+	for wl in $(fx_workloads nullfs-wb); do
+		target "FUSE $wl vs nullfs-wb (the stub with uext4's writeback cache), 8 threads" "$(val "$wl" fuse 8)" "$(val "$wl" nullfs-wb 8)" 0.8
 	done
 	if [ -s "$UNMEASURED" ]; then
 		echo
@@ -759,8 +776,12 @@ request_table() {
 }
 lock_stats_section() {
 	local sys n hdr sep k
+	case " $PARTS " in
+	*" lockstats "*) ;;
+	*) echo "_No statistics: part lockstats was not in PARTS._"; echo; return ;;
+	esac
 	if [ ! -s "$STATS" ]; then
-		echo "_No statistics: the statistics run (part lockstats) did not run._"
+		echo "_No statistics: the statistics run gave none (see the notes)._"
 		echo
 		return
 	fi
@@ -828,7 +849,7 @@ fi
 	echo "- date: $(date -u -d "@$T_START" '+%Y-%m-%d %H:%M UTC'), $((T_END - T_START)) s for the measurements"
 	echo "- load average (1, 5, 15 min): $LOAD_START at the start, $LOAD_END at the end (the machine is shared: other work ran meanwhile)"
 	echo "- every value: median of $RUNS runs, each on a fresh image in tmpfs (/dev/shm); threads: $THREADS"
-	echo "- systems: lib = libuext4 through its API; fuse = \`uext4 mount\` (default transport, -o loop=$LOOP: $transport); kernel = the kernel's ext4 on a loop device; fuse2fs = Debian's fuse2fs; nullfs = bench/nullfs --create, a FUSE server doing no work on the same transport, the ceiling of any FUSE file system here"
+	echo "- systems: lib = libuext4 through its API; fuse = \`uext4 mount\` (default transport, -o loop=$LOOP: $transport); kernel = the kernel's ext4 on a loop device; fuse2fs = Debian's fuse2fs; nullfs = bench/nullfs --create, a FUSE server doing no work on the same transport, the ceiling of any FUSE file system here; nullfs-wb = the same with the kernel's writeback cache, as uext4's read-write mount has it (MWUL, MWUM: the kernel sends it a SETATTR of the ctime after every unlink, as it does to uext4)"
 	echo "- build: $(realpath --relative-to="$TOP" "$B")/ ($(case $B in */fast) echo "make BUILD=fast" ;; *) echo "not the fast build: numbers are lower" ;; esac))"
 	echo
 	echo "## Targets"
@@ -842,6 +863,10 @@ fi
 	echo "run one after another in one mount.  ops/s of all threads together.  nullfs serves the create,"
 	echo "unlink, lookup and readdir workloads (no rename, no data); its readdir lists only . and .., and its"
 	echo "entries stay cached for an hour (it remembers no files), so it is a ceiling, not a twin."
+	echo "uext4's read-write mount uses the kernel's writeback cache, so the kernel owns regular files'"
+	echo "times and sends a SETATTR of the new ctime right after every UNLINK (and RENAME) of one: two"
+	echo "round trips per unlink where nullfs, without the cache, gets one (\"FUSE requests per operation\""
+	echo "below).  nullfs-wb (MWUL, MWUM) is the stub with the cache: the ceiling of a server that has it."
 	echo
 	for wl in $FX_ALL; do
 		case $wl in

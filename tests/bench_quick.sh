@@ -6,7 +6,8 @@
 # the servers it started must report no sanitizer error; the lock and I/O
 # statistics section has a lock-class and a journal row for every workload
 # on the library (locks acquired in MWCL), and on the FUSE mount exactly
-# one UNLINK per unlink and one CREATE per create.  Then the checker
+# one UNLINK per unlink and one CREATE per create, and MWUL ran on
+# nullfs --writeback (nullfs-wb) too.  Then the checker
 # itself: a report with a non-number in a table, a missing plot, a plot
 # that is not a PNG or no lock-class tables must be refused.
 # Skips only without gnuplot (the plots); the systems this machine lacks
@@ -68,6 +69,10 @@ if [ -c /dev/fuse ]; then
 		fail "fuse MWUL: $(col MWUL 8) UNLINK requests per unlink, not 1"
 	awk -v v="$(col MWCL 6)" 'BEGIN { exit !(v >= 0.99 && v <= 1.01) }' ||
 		fail "fuse MWCL: $(col MWCL 6) CREATE requests per create, not 1"
+	# The stub with the writeback cache ran MWUL, and the ratio to it is there.
+	sec=$(awk 'index($0, "### MWUL:") == 1 { on = 1; next } on && /^##/ { exit } on' "$md")
+	grep -q '^| threads | .*nullfs-wb .*| FUSE/nullfs-wb |$' <<< "$sec" || fail "MWUL: no nullfs-wb column"
+	grep -Eq '^\| 2 \|.* [0-9.]+x \|$' <<< "$sec" || fail "MWUL: no FUSE/nullfs-wb ratio at 2 threads"
 fi
 
 note "every image the run wrote is e2fsck -fn clean"
