@@ -682,8 +682,9 @@ meta_table() {
 
 # ---- the statistics section ----------------------------------------------------
 
-# lock_table SYSTEM THREADS: the two most contended lock classes of every
-# workload (by contentions, then wait, then acquisitions).
+# lock_table SYSTEM THREADS: per workload, the two lock classes threads
+# waited on longest (total wait, then contentions, then acquisitions), and
+# the most often contended class as well where it is neither of those.
 lock_table() {
 	awk -v s="$1" -v n="$2" -v wls="$FX_ALL" '
 	$1 == s && $2 == n && $4 ~ /^locks\./ {
@@ -692,10 +693,17 @@ lock_table() {
 		v[k, p[3]] = $5; any[$3] = 1
 		if (p[3] == "acquisitions" && $5 > 0) used[$3] = used[$3] " " p[2]
 	}
-	function better(w, a, b) {   # is class a more contended than b?
-		if (v[w, a, "contentions"] != v[w, b, "contentions"]) return v[w, a, "contentions"] > v[w, b, "contentions"]
+	function better(w, a, b) {   # did threads wait on class a more than on b?
 		if (v[w, a, "wait_ns"] != v[w, b, "wait_ns"]) return v[w, a, "wait_ns"] > v[w, b, "wait_ns"]
+		if (v[w, a, "contentions"] != v[w, b, "contentions"]) return v[w, a, "contentions"] > v[w, b, "contentions"]
 		return v[w, a, "acquisitions"] > v[w, b, "acquisitions"]
+	}
+	function row(w, c,   acq, con) {
+		acq = v[w, c, "acquisitions"] + 0; con = v[w, c, "contentions"] + 0
+		printf "| %s %s | %d | %d | %.3f | %.3f | %.1f | %.1f |\n", w, c, acq, con,
+			acq ? 100 * con / acq : 0, v[w, c, "wait_ns"] / 1e6,
+			con ? v[w, c, "wait_ns"] / con / 1e3 : 0, v[w, c, "wait_max_ns"] / 1e3
+		rows++
 	}
 	END {
 		nw = split(wls, W, " ")
@@ -704,13 +712,12 @@ lock_table() {
 			if (!(m = split(used[w], C, " "))) { printf "| %s (no lock taken) | 0 | 0 | 0 | 0 | 0 | 0 |\n", w; rows++; continue }
 			for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++)
 				if (better(w, C[b], C[a])) { t = C[a]; C[a] = C[b]; C[b] = t }
-			for (a = 1; a <= 2 && a <= m; a++) {
-				c = C[a]; acq = v[w, c, "acquisitions"] + 0; con = v[w, c, "contentions"] + 0
-				printf "| %s %s | %d | %d | %.3f | %.3f | %.1f | %.1f |\n", w, c, acq, con,
-					acq ? 100 * con / acq : 0, v[w, c, "wait_ns"] / 1e6,
-					con ? v[w, c, "wait_ns"] / con / 1e3 : 0, v[w, c, "wait_max_ns"] / 1e3
-				rows++
+			top = 1
+			for (a = 1; a <= m; a++) {
+				if (a <= 2) row(w, C[a])
+				if (v[w, C[a], "contentions"] > v[w, C[top], "contentions"]) top = a
 			}
+			if (top > 2) row(w, C[top])
 		}
 		exit !rows
 	}' "$STATS"
@@ -799,8 +806,8 @@ lock_stats_section() {
 			grep -q "^$sys $n " "$STATS" || continue
 			echo "### $sys, $n threads"
 			echo
-			echo "Lock classes, the two most contended per workload (lock classes count process-wide:"
-			echo "for fuse, the server's):"
+			echo "Lock classes: per workload the two that threads waited on longest, and the most often"
+			echo "contended one where it is neither (lock classes count process-wide: for fuse, the server's):"
 			echo
 			echo "| workload, lock class | acquisitions | contentions | contended % | wait total ms | wait avg us | wait max us |"
 			echo "|---|---|---|---|---|---|---|"
