@@ -131,7 +131,10 @@ struct job {
 	struct sent *ent;       /* the copy stores ent->flags */
 	uint64_t size;          /* bytes to copy (st_size at the scan) */
 	size_t nruns, cap;
-	struct run *runs;
+	struct run *runs;       /* &one, or allocated when there are more */
+	/* Most files are one run: in the job, not one more allocation per
+	 * file (made by the namespace thread, freed by a copying one). */
+	struct run one;
 };
 
 struct batch {
@@ -717,6 +720,8 @@ static void pool_init(struct pool *q)
 	pthread_cond_init(&q->scanned, NULL);
 }
 
+static void job_free(struct job *j);
+
 static void pool_destroy(struct pool *q)
 {
 	struct batch *b;
@@ -724,8 +729,7 @@ static void pool_destroy(struct pool *q)
 	while ((b = q->data_head)) {
 		q->data_head = b->next;
 		for (size_t i = 0; i < b->n; i++) {
-			free(b->jobs[i]->runs);
-			free(b->jobs[i]);
+			job_free(b->jobs[i]);
 		}
 		free(b);
 	}
@@ -774,7 +778,8 @@ static void wbuf_flush(struct pop *p, struct scratch *s);
 
 static void job_free(struct job *j)
 {
-	free(j->runs);
+	if (j->runs != &j->one)
+		free(j->runs);
 	free(j);
 }
 
@@ -1335,12 +1340,18 @@ static int job_add_run(struct pop *p, struct job *j, uint64_t lblk, uint64_t pbl
 		last->len += len;
 		return 0;
 	}
-	if (j->nruns == j->cap) {
-		size_t cap = j->cap ? 2 * j->cap : 2;
-		struct run *v = realloc(j->runs, cap * sizeof(*v));
+	if (!j->nruns) {
+		j->runs = &j->one;
+		j->cap = 1;
+	} else if (j->nruns == j->cap) {
+		size_t cap = 2 * j->cap;
+		struct run *v = malloc(cap * sizeof(*v));
 
 		if (!v)
 			return pop_fail(p, ENOMEM, "populate: out of memory");
+		memcpy(v, j->runs, j->nruns * sizeof(*v));
+		if (j->runs != &j->one)
+			free(j->runs);
 		j->runs = v;
 		j->cap = cap;
 	}
