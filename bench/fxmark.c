@@ -32,7 +32,15 @@
  *
  * Prints one line per workload:
  *   RESULT workload=W threads=N ops=TOTAL secs=S ops_per_sec=R errors=E
- *          meta_reads=M itable_reads=I
+ *          meta_reads=M itable_reads=I cpu_secs=C
+ * cpu_secs: CPU time the whole process used during the timed part (user +
+ * system, every thread: the workers and, on the lib path, the library's
+ * own threads such as the commit timer).  On a shared machine a rate can
+ * be limited by the CPU the threads were given rather than by what an
+ * operation costs: ops/cpu_secs is the cost, and cpu_secs / secs against
+ * the thread count shows how much CPU the run got (a loaded machine
+ * preempts one thread as often as it runs it).  Not a replacement for
+ * ops_per_sec, which stays the wall-clock rate.
  * meta_reads / itable_reads: metadata blocks (every kind but file data) and
  * inode-table blocks the library read from the device during the timed
  * part (lib only; -1 for posix).  A failed operation is counted in errors
@@ -122,12 +130,22 @@ static struct worker workers[MAX_THREADS];
 static struct dir shared_dir, wl_dir;
 static pthread_barrier_t barrier;
 static double start_time;       /* written by main between the two barriers */
+static double start_cpu;        /* process CPU time at start_time; main only */
 
 static double now(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU time of every thread of the process so far. */
+static double process_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -571,7 +589,7 @@ static void stats_end(enum workload wl)
 	fflush(stdout);
 }
 
-static int report(enum workload wl, int64_t meta0, int64_t itable0)
+static int report(enum workload wl, int64_t meta0, int64_t itable0, double cpu)
 {
 	long ops = 0, errors = 0;
 	double end = start_time;
@@ -597,9 +615,9 @@ static int report(enum workload wl, int64_t meta0, int64_t itable0)
 	double secs = end - start_time > 1e-9 ? end - start_time : 1e-9;
 
 	printf("RESULT workload=%s threads=%d ops=%ld secs=%.6f ops_per_sec=%.1f errors=%ld"
-	       " meta_reads=%lld itable_reads=%lld\n", wl_names[wl], nthreads, ops, secs,
-	       (double)ops / secs, errors, (long long)(meta < 0 ? -1 : meta - meta0),
-	       (long long)(itable < 0 ? -1 : itable - itable0));
+	       " meta_reads=%lld itable_reads=%lld cpu_secs=%.6f\n", wl_names[wl], nthreads, ops,
+	       secs, (double)ops / secs, errors, (long long)(meta < 0 ? -1 : meta - meta0),
+	       (long long)(itable < 0 ? -1 : itable - itable0), cpu);
 	fflush(stdout);
 	return status;
 }
@@ -628,11 +646,12 @@ static int run_workload(enum workload wl)
 	pthread_barrier_wait(&barrier);   /* every setup is done */
 	meta_reads(&meta0, &itable0);
 	stats_begin();
+	start_cpu = process_cpu();
 	start_time = now();
 	pthread_barrier_wait(&barrier);
 	for (int t = 0; t < nthreads; t++)
 		pthread_join(workers[t].tid, NULL);
-	int status = report(wl, meta0, itable0);
+	int status = report(wl, meta0, itable0, process_cpu() - start_cpu);
 
 	stats_end(wl);
 

@@ -794,6 +794,11 @@ enum inode_state_bits {
 	 * iget() refuses it (ENOENT: only a number looked up before the
 	 * previous owner was freed can lead there) until inode_created(). */
 	INODE_CREATING = 1u << 6,
+	/* Its inode-bitmap bit is known to be set: set by our ialloc (a new
+	 * inode) or read by ialloc_check_allocated() once.  Only freeing this
+	 * inode clears the bit (INODE_DELETED is set first), so while cached
+	 * the bitmap need not be read again (inode_check_map_from()). */
+	INODE_BITMAP_OK = 1u << 7,
 };
 /* Legacy orphan list: the inode's on-disk i_dtime holds the next orphan's
  * number; store it in inode->orphan_next_ino, then call this to put it in

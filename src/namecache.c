@@ -39,6 +39,17 @@
  * change, so the check is exact for the name, whatever locks order the
  * read and the change.
  *
+ * Skipping: a directory gets its nc_id in the first probe (make_key(),
+ * before the probe reads seq), and only a probe's token lets an insert in.
+ * So an invalidation that finds nc_id still 0 has nothing to do: no entry
+ * names the directory, and no lookup is between its probe and its insert.
+ * The order is the same one the token relies on: the lookup sets nc_id
+ * before it reads the directory, the change is made before the
+ * invalidation reads nc_id, and whatever lock orders that read and that
+ * change also makes the store visible to the load.  A directory that
+ * nothing looks up (creates and unlinks through the API alone, as a
+ * program that knows its names does) then never touches the table.
+ *
  * Directory identity: an entry names its directory by struct inode.nc_id,
  * a number unique within the mount, taken from a counter the first time
  * the directory is used here (the inode slab hands out zeroed memory, so
@@ -357,6 +368,12 @@ void namecache_invalidate(struct namecache *nc, struct inode *dir, const char *n
 
 	if (!cacheable(nc, len))
 		return; /* never cached, never inserted */
+	/* A directory never probed since it was loaded has no identity yet:
+	 * no entry can name it and no lookup holds a token for it, so there
+	 * is nothing to drop or to fail (see "Skipping" above).  Saves a
+	 * cache miss on a random bucket per create or unlink. */
+	if (atomic_load_explicit(&dir->nc_id, memory_order_relaxed) == 0)
+		return;
 	make_key(nc, dir, name, len, &k);
 	b = bucket_of(nc, &k);
 	bucket_lock(b);
