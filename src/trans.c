@@ -4,7 +4,9 @@
  *
  * A handle is thread-local (no allocation).  handle_begin() counts the
  * thread in one of TRANS_SLOTS drain counters, each on its own cache line,
- * so concurrent operations share no written line; a commit raises
+ * so concurrent operations share no written line (begin and end are one
+ * atomic add on that line and a load of `blocked` each; every
+ * check_mask+1-th end also sums the shards' dirty counts); a commit raises
  * `blocked`, waits until every counter is zero, and so sees the metadata
  * between two operations, never in the middle of one.  It then takes the
  * dirty buffers, sets each one's checksum, writes the group descriptors
