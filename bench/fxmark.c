@@ -699,6 +699,10 @@ static int open_target(const char *where)
 			fprintf(stderr, "fxmark: mount %s: %s\n", where, uext4_last_error());
 			return -1;
 		}
+		/* FXMARK_JOURNAL_STATS=1: commit latency and handle hold-back
+		 * at the end (the statistics cost a little: not for throughput). */
+		if (getenv("FXMARK_JOURNAL_STATS"))
+			uext4_stats_enable(bench_fs, 1);
 		return 0;
 	}
 	root_fd = open(where, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -709,10 +713,34 @@ static int open_target(const char *where)
 	return 0;
 }
 
+static void print_journal_stats(void)
+{
+	struct uext4_stats st;
+	const struct uext4_journal_stats *j = &st.journal;
+	uint64_t c;
+
+	if (uext4_stats_get(bench_fs, &st) < 0)
+		return;
+	c = j->commits ? j->commits : 1;
+	fprintf(stderr,
+		"JOURNAL commits=%llu blocks_per_commit=%llu commit_avg_us=%llu "
+		"commit_max_us=%llu blocked_avg_us=%llu blocked_max_us=%llu handle_waits=%llu "
+		"handle_wait_avg_us=%llu\n",
+		(unsigned long long)j->commits, (unsigned long long)(j->blocks / c),
+		(unsigned long long)(j->commit_ns / c / 1000),
+		(unsigned long long)(j->commit_max_ns / 1000),
+		(unsigned long long)(j->blocked_ns / c / 1000),
+		(unsigned long long)(j->blocked_max_ns / 1000),
+		(unsigned long long)j->handle_waits,
+		(unsigned long long)(j->handle_waits ? j->handle_wait_ns / j->handle_waits / 1000 : 0));
+}
+
 static int close_target(void)
 {
 	if (backend == BACKEND_POSIX)
 		return close(root_fd) ? 1 : 0;
+	if (getenv("FXMARK_JOURNAL_STATS"))
+		print_journal_stats();
 	if (uext4_umount(bench_fs) < 0) {
 		fprintf(stderr, "fxmark: umount: %s\n", uext4_last_error());
 		return 1;

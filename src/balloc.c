@@ -373,10 +373,10 @@ static int init_uninit_bitmap(struct handle *h, uint32_t g, struct buf **out)
 
 	if ((err = bget_new(fs->bc, gi->block_bitmap, &b)))
 		return err;
-	used = build_block_bitmap(fs, g, b->data);
-	if (used < 0 || (err = handle_create_access(h, b))) {
+	if ((err = handle_create_access(h, b)) ||
+	    (used = build_block_bitmap(fs, g, b->data)) < 0) {
 		brelse(fs->bc, b);
-		return used < 0 ? (int)used : err;
+		return err ? err : (int)used;
 	}
 	handle_dirty(h, b, CSUM_BLOCK_BITMAP, g, 0);
 	atomic_store_explicit(&gi->flags, gi->flags & ~EXT4_BG_BLOCK_UNINIT, memory_order_relaxed);

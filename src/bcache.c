@@ -649,6 +649,7 @@ int bget_new(struct bcache *bc, uint64_t blocknr, struct buf **out)
 	if (err)
 		return err;
 	ulock_lock(&b->lock);
+	buf_unfreeze(b, bc->block_size); /* reused while a commit copies */
 	memset(b->data, 0, bc->block_size);
 	b->kind = UEXT4_META_OTHER;
 	atomic_fetch_and_explicit(&b->state, ~(BUF_IOERR | BUF_DIRENTS_OK), memory_order_relaxed);
@@ -716,6 +717,8 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 		ulock_lock(&s->lock);
 		b = hash_lookup(s, h, blk);
 		if (b) {
+			/* A closing commit may still copy it: first. */
+			buf_unfreeze(b, bc->block_size);
 			atomic_fetch_and_explicit(&b->state,
 						  ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED |
 						    BUF_DIRENTS_OK),

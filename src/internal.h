@@ -171,6 +171,12 @@ enum buf_state_bits {
 	BUF_IOERR = 1u << 3,    /* last read failed */
 	BUF_DIRENTS_OK = 1u << 4, /* a directory leaf whose entries were all
 				   * checked once (dir.c); the writers keep it so */
+	/* Frozen copy-on-write (trans.c): the closing commit took the buffer
+	 * and has not copied it yet; the first writer (handle_write_access())
+	 * or the commit, whichever wins the CAS to BUF_COPYING, copies it
+	 * into buf.frozen.  Others wait while BUF_COPYING is set. */
+	BUF_FROZEN = 1u << 5,
+	BUF_COPYING = 1u << 6,
 };
 
 /*
@@ -205,6 +211,13 @@ struct buf {
 	_Atomic uint8_t csum_kind;  /* enum csum_kind */
 	_Atomic uint32_t owner_gen;
 	_Atomic uint64_t owner;     /* inode number, or group for bitmaps */
+	/* Where the committing transaction's copy goes: set by the commit
+	 * (handles drained) before BUF_FROZEN, read by whoever wins the CAS
+	 * from BUF_FROZEN to BUF_COPYING (trans.c). */
+	uint8_t *frozen;
+#ifdef UEXT4_LOCKDEP
+	_Atomic uint32_t access_tid; /* last transaction that took write access */
+#endif
 	/* Protected by the owning shard's lock: */
 	struct buf *hnext;
 	struct buf *lru_prev, *lru_next;
@@ -268,8 +281,11 @@ void bcache_count_write(struct bcache *bc, enum uext4_meta_kind kind, uint64_t n
  *   handle_end(h)
  *
  * A commit (sync, unmount, memory pressure) waits until no handle is open,
- * sets each dirty buffer's checksum, copies them, lets handles run again and
- * writes the copies.  Issue "journal" turns the commit into a JBD2 one with
+ * takes the dirty buffers (BUF_FROZEN), sets their checksums, lets handles
+ * run again, copies them and writes the copies.  handle_write_access()
+ * copies a still-frozen buffer itself before the caller changes it, so
+ * EVERY change of a cached block must come after one (debug builds check
+ * it in handle_dirty()).  Issue "journal" turns the commit into a JBD2 one with
  * no change to callers.  Rules: take inode locks BEFORE handle_begin, never
  * inside a handle (lockdep checks it: a handle has RANK_HANDLE); nested
  * begin/end on one thread just count; a handle never waits for I/O that a
@@ -296,6 +312,12 @@ void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t
  * are also revoked in the journal (a later replay must not write an old
  * copy over the block's next owner). */
 void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool metadata);
+/* The buffer is about to change outside handle_write_access() (bcache:
+ * forgotten or reused): make the committing transaction's copy now if it
+ * is still frozen, wait if another thread is making it. */
+void buf_unfreeze(struct buf *b, uint32_t block_size);
+/* How many frozen copies handle_write_access() made (for tests). */
+uint64_t trans_handle_copies(struct uext4_fs *fs);
 /* Commit the running transaction (everything changed so far) and wait
  * until it is durable. */
 int trans_commit(struct uext4_fs *fs);

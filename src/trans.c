@@ -4,12 +4,20 @@
  *
  * A handle is thread-local (no allocation).  handle_begin() counts the
  * thread in one of TRANS_SLOTS drain counters, each on its own cache line,
- * so concurrent operations share no written line; a commit raises
+ * so concurrent operations share no written line (begin and end are one
+ * atomic add on that line and a load of `blocked` each; every
+ * check_mask+1-th end also sums the shards' dirty counts); a commit raises
  * `blocked`, waits until every counter is zero, and so sees the metadata
- * between two operations, never in the middle of one.  It then sets each
- * dirty buffer's checksum, writes the group descriptors and superblock,
- * copies everything, lets handles run again, and writes the copies with no
- * handle waiting for the I/O.
+ * between two operations, never in the middle of one.  It then takes the
+ * dirty buffers, sets each one's checksum, writes the group descriptors
+ * and superblock, marks the buffers BUF_FROZEN (each with its slot in the
+ * commit's copy buffer), and lets handles run again.  Only then are the
+ * blocks copied: by the commit, or, for a block a handle is about to
+ * change, by that handle in handle_write_access() (jbd2's frozen buffers),
+ * whichever wins the CAS from BUF_FROZEN to BUF_COPYING.  So the copies
+ * hold the blocks as they were at the close, and the checksums set at the
+ * close match them; a change after the close gets its checksum in the next
+ * commit.  The copies are written with no handle waiting for the I/O.
  *
  * With a journal (journal.c) the commit is a JBD2 one: the copies and
  * the revoke records of freed metadata go to the log, which is made
@@ -40,11 +48,16 @@
  *   revoke[i]              revoke[i].lock (leaf): freed metadata blocks of
  *                          the running transaction, by handle slot
  *   timer_*                wait_lock
+ *   buf.frozen             set by the committer with handles drained,
+ *                          before BUF_FROZEN; used by the thread that
+ *                          claims BUF_COPYING; copybuf outlives the copies
+ *                          (the commit waits for every BUF_COPYING to clear)
  */
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 
 #define TRANS_SLOTS 16
@@ -74,6 +87,7 @@ struct trans {
 	struct ulock commit_lock;
 	_Atomic int err;                       /* first write-back error (negative) */
 	_Atomic uint64_t commits;
+	_Atomic uint64_t handle_copies;        /* frozen copies made by handles (tests) */
 	size_t dirty_limit;                    /* buffers; commit beyond it */
 	/* The commit's copy buffer, kept between commits (commit_lock):
 	 * fresh memory for every commit cost a page fault per 4 KiB. */
@@ -308,23 +322,136 @@ int handle_end(struct handle *h)
 	return err;
 }
 
+/* ------------------------------------------------------------- frozen COW */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* Take the copy of a frozen buffer: BUF_FROZEN -> BUF_COPYING in one CAS
+ * (the other state bits change meanwhile), so exactly one thread copies. */
+static bool claim_copy(struct buf *b)
+{
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+
+	while (st & BUF_FROZEN)
+		if (atomic_compare_exchange_weak_explicit(&b->state, &st,
+							  (st & ~BUF_FROZEN) | BUF_COPYING,
+							  memory_order_acquire, memory_order_acquire))
+			return true;
+	return false;
+}
+
+/* Another thread is copying: a 4 KiB memcpy, unless it was preempted. */
+static void wait_copied(struct buf *b)
+{
+	for (unsigned spins = 0;
+	     atomic_load_explicit(&b->state, memory_order_acquire) & BUF_COPYING; spins++) {
+		if (spins >= 64)
+			sched_yield();
+		else
+			cpu_relax();
+	}
+}
+
+static void copy_frozen(struct buf *b, uint32_t block_size)
+{
+	memcpy(b->frozen, b->data, block_size);
+	atomic_fetch_and_explicit(&b->state, ~BUF_COPYING, memory_order_release);
+}
+
+/* After this the commit's copy of b (if b is frozen) is made: b may change. */
+static void unfreeze(struct buf *b, uint32_t block_size)
+{
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+
+	if (__builtin_expect(!(st & (BUF_FROZEN | BUF_COPYING)), 1))
+		return;
+	if (claim_copy(b))
+		copy_frozen(b, block_size);
+	else
+		wait_copied(b);
+}
+
+void buf_unfreeze(struct buf *b, uint32_t block_size)
+{
+	unfreeze(b, block_size);
+}
+
+static void note_access(struct handle *h, struct buf *b)
+{
+#ifdef UEXT4_LOCKDEP
+	atomic_store_explicit(&b->access_tid, h->tid, memory_order_relaxed);
+#else
+	(void)h;
+	(void)b;
+#endif
+}
+
+/*
+ * Before the first change of b in this handle.  If the closing commit has
+ * taken b and not copied it yet, copy it for the commit first (jbd2's
+ * frozen buffer), so that the commit writes b as it was at the close.
+ */
 int handle_write_access(struct handle *h, struct buf *b)
 {
-	(void)h;
-	(void)b; /* the journal issue freezes a copy here when committing */
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+
+	if (__builtin_expect((st & (BUF_FROZEN | BUF_COPYING)) != 0, 0)) {
+		if (claim_copy(b)) {
+			copy_frozen(b, h->fs->block_size);
+			atomic_fetch_add_explicit(&h->fs->trans->handle_copies, 1,
+						  memory_order_relaxed);
+		} else {
+			wait_copied(b);
+		}
+	}
+	note_access(h, b);
 	return 0;
 }
 
+uint64_t trans_handle_copies(struct uext4_fs *fs)
+{
+	return fs->trans ? atomic_load(&fs->trans->handle_copies) : 0;
+}
+
+/* A new block (bget_new()): nobody else can reach it; bget_new() already
+ * saw to a copy the commit might still need. */
 int handle_create_access(struct handle *h, struct buf *b)
 {
-	(void)h;
-	(void)b;
+	unfreeze(b, h->fs->block_size);
+	note_access(h, b);
 	return 0;
 }
+
+#ifdef UEXT4_LOCKDEP
+/* A change without handle_write_access() first corrupts the log silently
+ * whenever a commit is copying: catch it in every debug run instead. */
+static void check_write_access(struct handle *h, struct buf *b)
+{
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+	uint32_t tid = atomic_load_explicit(&b->access_tid, memory_order_relaxed);
+
+	if ((st & BUF_FROZEN) || tid != h->tid) {
+		fprintf(stderr,
+			"uext4 lockdep: block %llu dirtied in transaction %u without "
+			"handle_write_access() (last access in transaction %u%s)\n",
+			(unsigned long long)b->blocknr, h->tid, tid,
+			(st & BUF_FROZEN) ? "; still frozen for the commit" : "");
+		abort();
+	}
+}
+#endif
 
 void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t owner,
 		  uint32_t gen)
 {
+#ifdef UEXT4_LOCKDEP
+	check_write_access(h, b);
+#endif
 	atomic_store_explicit(&b->csum_kind, (uint8_t)kind, memory_order_relaxed);
 	atomic_store_explicit(&b->owner, owner, memory_order_relaxed);
 	atomic_store_explicit(&b->owner_gen, gen, memory_order_relaxed);
@@ -484,7 +611,8 @@ static uint8_t *copy_buffer(struct trans *t, size_t bytes)
 }
 
 /*
- * Take the dirty buffers, finish their checksums, copy them.  The buffers
+ * Take the dirty buffers, finish their checksums, freeze them (their
+ * copies are made once handles run again).  The buffers
  * stay referenced (*held) until their copies are on disk: evicted earlier,
  * a block would be read back from disk older than the copy being written.
  */
@@ -547,7 +675,10 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 	}
 	*n = kept;
 	for (i = 0; i < *n; i++) {
-		memcpy(*copies + i * fs->block_size, all[i]->data, fs->block_size);
+		/* Frozen, not copied: copy_frozen_all() or the block's next
+		 * writer copies it, with handles running. */
+		all[i]->frozen = *copies + i * fs->block_size;
+		atomic_fetch_or_explicit(&all[i]->state, BUF_FROZEN, memory_order_release);
 		(*blocks)[i] = all[i]->blocknr;
 		if (all[i]->csum_kind == CSUM_INODE_TABLE)
 			mark_itable_written(fs, all[i]);
@@ -556,6 +687,21 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 	free(v);
 	free(v2);
 	return err;
+}
+
+/*
+ * Handles run again: copy every frozen buffer no writer has copied yet,
+ * and wait for those a writer is copying, so that every copy holds its
+ * block as it was at the close of the transaction.
+ */
+static void copy_frozen_all(struct uext4_fs *fs, struct buf **held, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (claim_copy(held[i]))
+			copy_frozen(held[i], fs->block_size);
+		else
+			wait_copied(held[i]);
+	}
 }
 
 /* Write sorted copies, one device write per run of consecutive blocks. */
@@ -775,6 +921,7 @@ static int commit_locked(struct uext4_fs *fs)
 	release_handles(t);
 	if (counting)
 		t_released = lockstat_now_ns();
+	copy_frozen_all(fs, held, n);
 	werr = err ? err : write_out(fs, tid, copies, blocks, n, revoked, nrevoked);
 	if (werr) {
 		int expected = 0;
