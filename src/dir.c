@@ -1309,6 +1309,94 @@ static int dir_remove_uncached(struct handle *h, struct inode *dir, const char *
 	return inode_write(h, dir);
 }
 
+/* ------------------------------------------------------------ shared (parallel) changes */
+
+#define DIR_ATTR_STRIPES 256
+
+static struct dir_attr_stripe {
+	_Alignas(64) struct ulock l;    /* a line each: no false sharing */
+} dir_attr_locks[DIR_ATTR_STRIPES];
+static pthread_once_t dir_attr_once = PTHREAD_ONCE_INIT;
+
+static void dir_attr_init(void)
+{
+	for (unsigned i = 0; i < DIR_ATTR_STRIPES; i++)
+		ulock_init(&dir_attr_locks[i].l, RANK_DIR_ATTR);
+}
+
+struct ulock *dir_attr_lock(const struct inode *dir)
+{
+	pthread_once(&dir_attr_once, dir_attr_init);
+	return &dir_attr_locks[(dir->ino * 0x9e3779b97f4a7c15ull >> 40) % DIR_ATTR_STRIPES].l;
+}
+
+int dir_touch_shared(struct handle *h, struct inode *dir)
+{
+	struct ulock *l = dir_attr_lock(dir);
+	int err;
+
+	ulock_lock(l);
+	touch_dir(h->fs, dir);
+	err = inode_write(h, dir);
+	ulock_unlock(l);
+	return err;
+}
+
+bool dir_can_share(struct uext4_fs *fs, const struct inode *dir)
+{
+	return !(dir->flags & EXT4_INLINE_DATA_FL) && dir_is_htree(fs, dir);
+}
+
+int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   unsigned ftype, int (*make)(void *ctx, uint64_t *ino), void *ctx)
+{
+	struct htree_par hp;
+	uint64_t ino;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN || !dir_can_share(h->fs, dir))
+		return DIR_NEED_WIDE;
+	err = htree_par_add_begin(h, dir, name, len, &hp);
+	if (err == -EEXIST)
+		return fs_err(EEXIST, "\"%.*s\" exists in directory inode %llu", (int)len, name,
+			      (unsigned long long)dir->ino);
+	if (err)
+		return err;
+	err = make(ctx, &ino);
+	if (!err) {
+		dir_leaf_put(h->fs, hp.s.lf.b->data, hp.s.off, ino, name, (unsigned)len, ftype);
+		dir_leaf_dirty(h, dir, hp.s.lf.b);
+		/* After the change, the leaf still locked: see namecache.c. */
+		namecache_invalidate(h->fs->nc, dir, name, len);
+	}
+	htree_par_end(h->fs, &hp);
+	return err;
+}
+
+int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+		      uint64_t ino, int (*commit)(void *ctx), void *ctx)
+{
+	struct htree_par hp;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN || !dir_can_share(h->fs, dir))
+		return DIR_NEED_WIDE;
+	err = htree_par_find(h, dir, name, len, &hp);
+	if (err == -ENOENT)
+		return not_found(dir, name, len);
+	if (err)
+		return err;
+	if (hp.s.ino != ino)
+		err = stale(dir, name, len, hp.s.ino, ino);
+	else if (!(err = commit(ctx))) {
+		slot_delete(h->fs, &hp.s);
+		dir_leaf_dirty(h, dir, hp.s.lf.b);
+		namecache_invalidate(h->fs->nc, dir, name, len);
+	}
+	htree_par_end(h->fs, &hp);
+	return err;
+}
+
 /* "." or ".." of an htree directory: in the root, outside the index. */
 static int htree_dot_slot(struct uext4_fs *fs, struct inode *dir, size_t len, struct dir_slot *s)
 {

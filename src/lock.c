@@ -28,6 +28,7 @@ static int class_of_rank(int rank)
 	case RANK_BCACHE_SHARD: return LOCKSTAT_BCACHE;
 	case RANK_TRANS: return LOCKSTAT_TRANS;
 	case RANK_LEAF: return LOCKSTAT_LEAF;
+	case RANK_DIR_LEAF: return LOCKSTAT_DIR_LEAF;
 	default: return LOCKSTAT_OTHER;
 	}
 }
@@ -175,6 +176,7 @@ static const char *const class_names[LOCKSTAT_NCLASSES] = {
 	[LOCKSTAT_REVOKE] = "revoke_list",
 	[LOCKSTAT_INODE_RAW] = "inode_raw",
 	[LOCKSTAT_LEAF] = "leaf",
+	[LOCKSTAT_DIR_LEAF] = "dir_leaf",
 };
 
 _Static_assert(LOCKSTAT_NCLASSES <= UEXT4_LOCK_CLASSES, "uext4.h has room for every class");
