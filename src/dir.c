@@ -280,26 +280,40 @@ static uint64_t skip_hole(struct uext4_fs *fs, struct inode *dir, uint64_t lblk,
 	return lblk + 1;
 }
 
+/* Also the fallback of an htree lookup meeting a damaged index: then
+ * parallel changes may be under way in its leaves (dir->lock shared), so
+ * each block is read under its leaf lock. */
 int dir_linear_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
 			     size_t len, uint64_t *ino, unsigned *ftype)
 {
 	uint64_t nblocks, lblk = 0;
+	bool indexed = dir->flags & EXT4_INDEX_FL;
 	int err = dir_nblocks(fs, dir, &nblocks);
 
 	while (!err && lblk < nblocks) {
+		struct urwlock *lk = indexed ? htree_leaf_lock(dir, lblk) : NULL;
 		struct dir_leaf lf;
 		bool found;
 
+		if (lk)
+			urw_rdlock(lk);
 		err = dir_read_leaf(fs, dir, lblk, &lf);
 		if (err == -ENODATA) {
+			if (lk)
+				urw_unlock(lk);
 			err = 0;
 			lblk = skip_hole(fs, dir, lblk, nblocks);
 			continue;
 		}
-		if (err)
+		if (err) {
+			if (lk)
+				urw_unlock(lk);
 			break;
+		}
 		err = dir_leaf_find(fs, dir, &lf, name, len, &found, ino, ftype);
 		dir_release_leaf(fs, &lf);
+		if (lk)
+			urw_unlock(lk);
 		if (!err && found)
 			return 0;
 		lblk++;
@@ -414,14 +428,24 @@ static int linear_fill_batch(struct uext4_fs *fs, struct inode *dir, uint64_t *p
 	uint64_t nblocks, lblk = *pos >> fs->log_block_size;
 	unsigned off = (unsigned)(*pos & (fs->block_size - 1));
 	struct dir_leaf lf;
+	struct urwlock *lk = NULL;
 	int err;
 
 	urw_rdlock(&dir->lock);
+	/* Made an htree since dir_iterate() looked: parallel changes may be
+	 * under way in its leaves, so read each under its leaf lock. */
+	bool indexed = dir->flags & EXT4_INDEX_FL;
+
 	err = dir_nblocks(fs, dir, &nblocks);
 	while (!err && lblk < nblocks) {
+		if (indexed)
+			urw_rdlock(lk = htree_leaf_lock(dir, lblk));
 		err = dir_read_leaf(fs, dir, lblk, &lf);
 		if (err != -ENODATA)
 			break;
+		if (lk)
+			urw_unlock(lk);
+		lk = NULL;
 		err = 0;
 		lblk = skip_hole(fs, dir, lblk, nblocks);
 		off = 0;
@@ -435,6 +459,8 @@ static int linear_fill_batch(struct uext4_fs *fs, struct inode *dir, uint64_t *p
 		dir_release_leaf(fs, &lf);
 		*pos = (lblk + 1) << fs->log_block_size;
 	}
+	if (lk)
+		urw_unlock(lk);
 	urw_unlock(&dir->lock);
 	return err;
 }

@@ -125,6 +125,8 @@ int htree_par_add_begin(struct handle *h, struct inode *dir, const char *name, s
 /* For a removal: 0 found (hp->s.ino, off, prev), -ENOENT, or 1 as above. */
 int htree_par_find(struct handle *h, struct inode *dir, const char *name, size_t len,
 		   struct htree_par *hp);
+/* The lock of an htree directory's block lblk (readers: for reading). */
+struct urwlock *htree_leaf_lock(const struct inode *dir, uint64_t lblk);
 /* Release the leaf and its lock (nothing is held after a non-0 return). */
 void htree_par_end(struct uext4_fs *fs, struct htree_par *hp);
 /* Find name's entry in an htree's leaves (not "." / ".."). */

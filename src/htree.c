@@ -353,7 +353,7 @@ static void leaf_locks_init(void)
 		urwlock_init(&leaf_locks[i].l, RANK_DIR_LEAF);
 }
 
-static struct urwlock *leaf_lock(const struct inode *dir, uint64_t lblk)
+struct urwlock *htree_leaf_lock(const struct inode *dir, uint64_t lblk)
 {
 	uint64_t k = dir->ino * 0x9e3779b97f4a7c15ull ^ lblk * 0xc2b2ae3d27d4eb4full;
 
@@ -374,7 +374,7 @@ static int dx_read_leaf_as(struct uext4_fs *fs, struct inode *dir, struct dx_pat
 	if (err)
 		return err;
 	if (lk) {
-		*lk = leaf_lock(dir, lblk);
+		*lk = htree_leaf_lock(dir, lblk);
 		if (wr)
 			urw_wrlock(*lk);
 		else

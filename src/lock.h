@@ -70,6 +70,7 @@ enum lockstat_class {
 	LOCKSTAT_INODE_RAW,     /* inode.c's slot locks (inode-table slot bytes) */
 	LOCKSTAT_LEAF,          /* RANK_LEAF: slab, errors, crash devices */
 	LOCKSTAT_DIR_LEAF,      /* RANK_DIR_LEAF: htree leaf-block locks */
+	LOCKSTAT_DIR_ATTR,      /* RANK_DIR_ATTR: directory mtime/ctime stripes */
 	LOCKSTAT_NCLASSES
 };
 
