@@ -93,6 +93,32 @@ static int lookup_unlocked(uext4_fs *fs, struct inode *dir, const char *name, si
 	return err;
 }
 
+/*
+ * Look name up and get its inode.  Between the two, an unlink of the
+ * same name in another thread may free the inode (with dir->lock shared
+ * by both, or not held between the lookup and iget()): iget() then finds
+ * a free inode (EUCLEAN) or a deleted one (ENOENT).  That is corruption
+ * only if the name still points to it; else look again.
+ */
+static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		       uint64_t *ino, struct inode **out)
+{
+	for (;;) {
+		char msg[512];
+		uint64_t now;
+		int err = lookup_unlocked(fs, dir, name, len, ino);
+
+		if (err)
+			return err;
+		err = iget(fs, *ino, out);
+		if (err != -EUCLEAN && err != -ENOENT)
+			return err;
+		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+		if (lookup_unlocked(fs, dir, name, len, &now) == 0 && now == *ino)
+			return fs_err(-err, "%s", msg);
+	}
+}
+
 /* Up to four inodes locked for writing in inode-number order; `shared`
  * (if set, one of them) is locked for reading instead. */
 struct lockset {
@@ -710,7 +736,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 	for (;;) {
 		struct lockset ls = {0};
 
-		if ((err = lookup_unlocked(fs, dir, name, len, &ino)) || (err = iget(fs, ino, &c)))
+		if ((err = lookup_iget(fs, dir, name, len, &ino, &c)))
 			break;
 		lockset_add(&ls, dir);
 		lockset_add(&ls, c);
@@ -1128,8 +1154,7 @@ static int rename_once_try(struct rename_op *r)
 	struct lockset ls = {0};
 	int err;
 
-	if ((err = lookup_unlocked(r->fs, r->od, r->oname, r->olen, &sino)) ||
-	    (err = iget(r->fs, sino, &r->s)))
+	if ((err = lookup_iget(r->fs, r->od, r->oname, r->olen, &sino, &r->s)))
 		return err;
 	err = lookup_unlocked(r->fs, r->nd, r->nname, r->nlen, &tino);
 	if (err == -ENOENT)
