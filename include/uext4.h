@@ -125,7 +125,9 @@ struct uext4_counters {
  * "xattr_index", "buffer", "bcache_shard", "trans_wait"
  * (handles and the committer meeting), "revoke_list", "inode_raw" (the
  * spin lock around an inode's copy in its table block), "leaf" (slab,
- * error record, crash devices), "other".  Lock classes are counted
+ * error record, crash devices), "dir_leaf" (htree leaf-block locks of
+ * parallel changes in one directory), "dir_attr" (a directory's times
+ * under those changes), "other".  Lock classes are counted
  * process-wide, over every mount with statistics on (as the kernel's
  * lock_stat): with several such mounts in one process each report shows
  * their sum, and a reset of one resets them all.

@@ -294,26 +294,40 @@ static uint64_t skip_hole(struct uext4_fs *fs, struct inode *dir, uint64_t lblk,
 	return lblk + 1;
 }
 
+/* Also the fallback of an htree lookup meeting a damaged index: then
+ * parallel changes may be under way in its leaves (dir->lock shared), so
+ * each block is read under its leaf lock. */
 int dir_linear_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
 			     size_t len, uint64_t *ino, unsigned *ftype)
 {
 	uint64_t nblocks, lblk = 0;
+	bool indexed = dir->flags & EXT4_INDEX_FL;
 	int err = dir_nblocks(fs, dir, &nblocks);
 
 	while (!err && lblk < nblocks) {
+		struct urwlock *lk = indexed ? htree_leaf_lock(dir, lblk) : NULL;
 		struct dir_leaf lf;
 		bool found;
 
+		if (lk)
+			urw_rdlock(lk);
 		err = dir_read_leaf(fs, dir, lblk, &lf);
 		if (err == -ENODATA) {
+			if (lk)
+				urw_unlock(lk);
 			err = 0;
 			lblk = skip_hole(fs, dir, lblk, nblocks);
 			continue;
 		}
-		if (err)
+		if (err) {
+			if (lk)
+				urw_unlock(lk);
 			break;
+		}
 		err = dir_leaf_find(fs, dir, &lf, name, len, &found, ino, ftype);
 		dir_release_leaf(fs, &lf);
+		if (lk)
+			urw_unlock(lk);
 		if (!err && found)
 			return 0;
 		lblk++;
@@ -428,14 +442,24 @@ static int linear_fill_batch(struct uext4_fs *fs, struct inode *dir, uint64_t *p
 	uint64_t nblocks, lblk = *pos >> fs->log_block_size;
 	unsigned off = (unsigned)(*pos & (fs->block_size - 1));
 	struct dir_leaf lf;
+	struct urwlock *lk = NULL;
 	int err;
 
 	urw_rdlock(&dir->lock);
+	/* Made an htree since dir_iterate() looked: parallel changes may be
+	 * under way in its leaves, so read each under its leaf lock. */
+	bool indexed = dir->flags & EXT4_INDEX_FL;
+
 	err = dir_nblocks(fs, dir, &nblocks);
 	while (!err && lblk < nblocks) {
+		if (indexed)
+			urw_rdlock(lk = htree_leaf_lock(dir, lblk));
 		err = dir_read_leaf(fs, dir, lblk, &lf);
 		if (err != -ENODATA)
 			break;
+		if (lk)
+			urw_unlock(lk);
+		lk = NULL;
 		err = 0;
 		lblk = skip_hole(fs, dir, lblk, nblocks);
 		off = 0;
@@ -449,6 +473,8 @@ static int linear_fill_batch(struct uext4_fs *fs, struct inode *dir, uint64_t *p
 		dir_release_leaf(fs, &lf);
 		*pos = (lblk + 1) << fs->log_block_size;
 	}
+	if (lk)
+		urw_unlock(lk);
 	urw_unlock(&dir->lock);
 	return err;
 }
@@ -1322,6 +1348,94 @@ static int dir_remove_uncached(struct handle *h, struct inode *dir, const char *
 		return err;
 	touch_dir(h->fs, dir);
 	return inode_write(h, dir);
+}
+
+/* ------------------------------------------------------------ shared (parallel) changes */
+
+#define DIR_ATTR_STRIPES 256
+
+static struct dir_attr_stripe {
+	_Alignas(64) struct ulock l;    /* a line each: no false sharing */
+} dir_attr_locks[DIR_ATTR_STRIPES];
+static pthread_once_t dir_attr_once = PTHREAD_ONCE_INIT;
+
+static void dir_attr_init(void)
+{
+	for (unsigned i = 0; i < DIR_ATTR_STRIPES; i++)
+		ulock_init(&dir_attr_locks[i].l, RANK_DIR_ATTR);
+}
+
+struct ulock *dir_attr_lock(const struct inode *dir)
+{
+	pthread_once(&dir_attr_once, dir_attr_init);
+	return &dir_attr_locks[(dir->ino * 0x9e3779b97f4a7c15ull >> 40) % DIR_ATTR_STRIPES].l;
+}
+
+int dir_touch_shared(struct handle *h, struct inode *dir)
+{
+	struct ulock *l = dir_attr_lock(dir);
+	int err;
+
+	ulock_lock(l);
+	touch_dir(h->fs, dir);
+	err = inode_write(h, dir);
+	ulock_unlock(l);
+	return err;
+}
+
+bool dir_can_share(struct uext4_fs *fs, const struct inode *dir)
+{
+	return !(dir->flags & EXT4_INLINE_DATA_FL) && dir_is_htree(fs, dir);
+}
+
+int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   unsigned ftype, int (*make)(void *ctx, uint64_t *ino), void *ctx)
+{
+	struct htree_par hp;
+	uint64_t ino;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN || !dir_can_share(h->fs, dir))
+		return DIR_NEED_WIDE;
+	err = htree_par_add_begin(h, dir, name, len, &hp);
+	if (err == -EEXIST)
+		return fs_err(EEXIST, "\"%.*s\" exists in directory inode %llu", (int)len, name,
+			      (unsigned long long)dir->ino);
+	if (err)
+		return err;
+	err = make(ctx, &ino);
+	if (!err) {
+		dir_leaf_put(h->fs, hp.s.lf.b->data, hp.s.off, ino, name, (unsigned)len, ftype);
+		dir_leaf_dirty(h, dir, hp.s.lf.b);
+		/* After the change, the leaf still locked: see namecache.c. */
+		namecache_invalidate(h->fs->nc, dir, name, len);
+	}
+	htree_par_end(h->fs, &hp);
+	return err;
+}
+
+int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+		      uint64_t ino, int (*commit)(void *ctx), void *ctx)
+{
+	struct htree_par hp;
+	int err;
+
+	if (len == 0 || len > EXT4_NAME_LEN || !dir_can_share(h->fs, dir))
+		return DIR_NEED_WIDE;
+	err = htree_par_find(h, dir, name, len, &hp);
+	if (err == -ENOENT)
+		return not_found(dir, name, len);
+	if (err)
+		return err;
+	if (hp.s.ino != ino)
+		err = stale(dir, name, len, hp.s.ino, ino);
+	else if (!(err = commit(ctx))) {
+		slot_delete(h->fs, &hp.s);
+		dir_leaf_dirty(h, dir, hp.s.lf.b);
+		namecache_invalidate(h->fs->nc, dir, name, len);
+	}
+	htree_par_end(h->fs, &hp);
+	return err;
 }
 
 /* "." or ".." of an htree directory: in the root, outside the index. */

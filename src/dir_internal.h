@@ -4,8 +4,10 @@
  *
  * Locking: every read function here is called with dir->lock held (the
  * caller keeps i_block and i_size stable), every write function with
- * dir->lock held for writing and a handle open; none takes a lock besides
- * the buffer cache's (and the allocators' inside dir_append_block).
+ * dir->lock held for writing and a handle open, except htree_par_*
+ * (dir->lock for reading, and the leaf lock they take themselves); none
+ * takes a lock besides the buffer cache's, the htree leaf locks (htree.c)
+ * and the allocators' inside dir_append_block.
  */
 #ifndef UEXT4_DIR_INTERNAL_H
 #define UEXT4_DIR_INTERNAL_H
@@ -109,6 +111,24 @@ int htree_add(struct handle *h, struct inode *dir, const char *name, size_t len,
 /* Turn a one-block linear directory into an htree, then add the name. */
 int htree_make_indexed(struct handle *h, struct inode *dir, const char *name, size_t len,
 		       uint64_t ino, unsigned ftype);
+/* Parallel changes (dir.c's dir_add_shared(), dir_remove_shared()):
+ * dir->lock held for reading, a handle open.  The leaf the name hashes to
+ * is locked for writing and write access taken; hp->s says where. */
+struct htree_par {
+	struct dir_slot s;
+	struct urwlock *lock;   /* the leaf's lock, held until htree_par_end() */
+};
+/* For an insert: 0 room at hp->s.off, -EEXIST (the name is there), or 1:
+ * only the wide path can (a split, a collision chain, an error). */
+int htree_par_add_begin(struct handle *h, struct inode *dir, const char *name, size_t len,
+			struct htree_par *hp);
+/* For a removal: 0 found (hp->s.ino, off, prev), -ENOENT, or 1 as above. */
+int htree_par_find(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   struct htree_par *hp);
+/* The lock of an htree directory's block lblk (readers: for reading). */
+struct urwlock *htree_leaf_lock(const struct inode *dir, uint64_t lblk);
+/* Release the leaf and its lock (nothing is held after a non-0 return). */
+void htree_par_end(struct uext4_fs *fs, struct htree_par *hp);
 /* Find name's entry in an htree's leaves (not "." / ".."). */
 int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		    struct dir_slot *s);

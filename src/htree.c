@@ -42,7 +42,11 @@
  *
  * Locking: dir->lock is held as a reader while index and leaf blocks are
  * read; readdir drops it before calling the filldir callback.  Writers
- * hold it for writing, so a reader never sees a half-split leaf or index.
+ * that split a leaf or an index node hold it for writing, so a reader
+ * never sees a half-split leaf or index.  Writers that change one leaf
+ * only (htree_par_*) hold it for reading and that leaf's lock for
+ * writing; readers hold the leaf lock for reading while they read the
+ * leaf's entries ("leaf locks" below).
  */
 #include "dir_internal.h"
 
@@ -326,20 +330,79 @@ static int dx_probe(struct uext4_fs *fs, struct inode *dir, uint32_t hash, struc
 	return err ? err : dx_descend(fs, dir, hash, p);
 }
 
-/* The leaf the deepest frame points to, read and verified. */
-static int dx_read_leaf(struct uext4_fs *fs, struct inode *dir, struct dx_path *p,
-			struct dir_leaf *lf)
+/* ------------------------------------------------------------ leaf locks
+ * With dir->lock held for reading, inserts and removals that stay inside
+ * one leaf run in parallel (dir_add_shared(), dir_remove_shared()).  Each
+ * leaf block then has a lock of its own, from a process-wide table
+ * striped by (directory inode number, logical block): a changer holds it
+ * for writing, a reader of the leaf's entries (lookup, readdir) for
+ * reading.  Index blocks and the root change only with dir->lock held
+ * for writing, so they are read without a leaf lock.  A thread holds at
+ * most one leaf lock at a time, so the stripes need no order.
+ */
+#define LEAF_LOCK_STRIPES 1024
+
+static struct leaf_stripe {
+	_Alignas(64) struct urwlock l;  /* a line each: no false sharing */
+} leaf_locks[LEAF_LOCK_STRIPES];
+static pthread_once_t leaf_locks_once = PTHREAD_ONCE_INIT;
+
+static void leaf_locks_init(void)
+{
+	for (unsigned i = 0; i < LEAF_LOCK_STRIPES; i++)
+		urwlock_init(&leaf_locks[i].l, RANK_DIR_LEAF);
+}
+
+struct urwlock *htree_leaf_lock(const struct inode *dir, uint64_t lblk)
+{
+	uint64_t k = dir->ino * 0x9e3779b97f4a7c15ull ^ lblk * 0xc2b2ae3d27d4eb4full;
+
+	pthread_once(&leaf_locks_once, leaf_locks_init);
+	k ^= k >> 31;
+	return &leaf_locks[k % LEAF_LOCK_STRIPES].l;
+}
+
+/* The leaf the deepest frame points to, read and verified; with lk, its
+ * leaf lock is taken first (for writing when wr) and *lk says which, held
+ * only on success. */
+static int dx_read_leaf_as(struct uext4_fs *fs, struct inode *dir, struct dx_path *p,
+			   struct dir_leaf *lf, struct urwlock **lk, bool wr)
 {
 	uint64_t lblk;
 	int err = dx_child_block(dir, p, p->levels - 1, &lblk);
 
 	if (err)
 		return err;
+	if (lk) {
+		*lk = htree_leaf_lock(dir, lblk);
+		if (wr)
+			urw_wrlock(*lk);
+		else
+			urw_rdlock(*lk);
+	}
 	err = dir_read_leaf(fs, dir, lblk, lf);
+	if (err && lk) {
+		urw_unlock(*lk);
+		*lk = NULL;
+	}
 	if (err == -ENODATA)
 		return fs_corrupt("htree directory inode %lu: hole at leaf block %lu",
 				  (unsigned long)dir->ino, (unsigned long)lblk);
 	return err;
+}
+
+static int dx_read_leaf(struct uext4_fs *fs, struct inode *dir, struct dx_path *p,
+			struct dir_leaf *lf)
+{
+	return dx_read_leaf_as(fs, dir, p, lf, NULL, false);
+}
+
+/* A leaf read with dx_read_leaf_as() released, and its lock. */
+static void dx_release_leaf_as(struct uext4_fs *fs, struct dir_leaf *lf, struct urwlock *lk)
+{
+	dir_release_leaf(fs, lf);
+	if (lk)
+		urw_unlock(lk);
 }
 
 /*
@@ -388,12 +451,13 @@ static int htree_find(struct uext4_fs *fs, struct inode *dir, const char *name, 
 		return err;
 	while (more > 0) {
 		struct dir_leaf lf;
+		struct urwlock *lk;
 		bool found;
 
-		if ((err = dx_read_leaf(fs, dir, p, &lf)))
+		if ((err = dx_read_leaf_as(fs, dir, p, &lf, &lk, false)))
 			return err;
 		err = dir_leaf_find(fs, dir, &lf, name, len, &found, ino, ftype);
-		dir_release_leaf(fs, &lf);
+		dx_release_leaf_as(fs, &lf, lk);
 		if (err || found)
 			return err;
 		more = dx_next_leaf(fs, dir, p, &hash, &next);
@@ -554,11 +618,12 @@ static int htree_collect(struct uext4_fs *fs, struct inode *dir, uint32_t start,
 		err = hbatch_add(hb, "..", 2, p.dotdot_ino, dir_dtype(fs, p.dotdot_ft), 2, 0, 1);
 	while (!err && r > 0) {
 		struct dir_leaf lf;
+		struct urwlock *lk;
 
-		if ((err = dx_read_leaf(fs, dir, &p, &lf)))
+		if ((err = dx_read_leaf_as(fs, dir, &p, &lf, &lk, false)))
 			break;
 		err = collect_leaf(fs, dir, &p, &lf, start, hb);
-		dir_release_leaf(fs, &lf);
+		dx_release_leaf_as(fs, &lf, lk);
 		if (err)
 			break;
 		r = dx_next_leaf(fs, dir, &p, NULL, next_hash);
@@ -1229,5 +1294,91 @@ int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, si
 				     name, (unsigned long)dir->ino);
 out:
 	path_release(fs, &p);
+	return r;
+}
+
+/* ------------------------------------------------------------ parallel changes
+ * dir->lock held for READING and a handle open: the change stays inside
+ * the leaf the name hashes to, whose lock is held for writing from the
+ * check to the change, so that a name's absence (O_EXCL) and its insert
+ * are one step.  Whatever needs more (a full leaf to split, a hash
+ * collision that continues into the next leaf, any error: the wide path
+ * reports it as before) returns 1 with nothing changed.
+ */
+
+void htree_par_end(struct uext4_fs *fs, struct htree_par *hp)
+{
+	dx_release_leaf_as(fs, &hp->s.lf, hp->lock);
+	hp->lock = NULL;
+}
+
+/* Probe for hash and lock and read its leaf for writing. */
+static int par_probe(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		     struct dx_path *p, uint32_t *hash, struct htree_par *hp)
+{
+	int r;
+
+	memset(hp, 0, sizeof(*hp));
+	if ((r = dx_read_root(fs, dir, p)) ||
+	    (r = dirhash(p->hash_version, fs->hash_seed, name, len, hash, NULL)) ||
+	    (r = dx_descend(fs, dir, *hash, p)))
+		return r;
+	return dx_read_leaf_as(fs, dir, p, &hp->s.lf, &hp->lock, true);
+}
+
+int htree_par_add_begin(struct handle *h, struct inode *dir, const char *name, size_t len,
+			struct htree_par *hp)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dx_path p;
+	uint32_t hash;
+	int r = par_probe(fs, dir, name, len, &p, &hash, hp);
+
+	if (r == 0) {
+		r = dir_leaf_find_name_or_room(fs, dir, &hp->s.lf, name, len,
+					       EXT4_DIR_REC_LEN(len), &hp->s.off);
+		/* The name may sit in the next leaf: only the wide path looks. */
+		if (r != -EEXIST && dx_leaf_continues(&p, hash))
+			r = 1;
+		else if (r == 1)
+			r = handle_write_access(h, hp->s.lf.b) ? 1 : 0;
+		else if (r != -EEXIST)
+			r = 1;  /* full (a split) or damaged */
+	} else {
+		r = 1;
+	}
+	path_release(fs, &p);
+	if (r)
+		htree_par_end(fs, hp);
+	return r;
+}
+
+int htree_par_find(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   struct htree_par *hp)
+{
+	struct uext4_fs *fs = h->fs;
+	struct dx_path p;
+	uint32_t hash;
+	int r = par_probe(fs, dir, name, len, &p, &hash, hp);
+
+	if (r == 0) {
+		r = dir_leaf_locate(fs, dir, &hp->s.lf, name, len, &hp->s.off, &hp->s.prev);
+		if (r == 1) {
+			const struct ext4_dir_entry_2 *de =
+				(const void *)(hp->s.lf.b->data + hp->s.off);
+
+			hp->s.ino = le32(de->inode);
+			r = handle_write_access(h, hp->s.lf.b) ? 1 : 0;
+		} else if (r == 0 && !dx_leaf_continues(&p, hash)) {
+			r = -ENOENT;
+		} else {
+			r = 1;
+		}
+	} else {
+		r = 1;
+	}
+	path_release(fs, &p);
+	if (r)
+		htree_par_end(fs, hp);
 	return r;
 }

@@ -21,8 +21,9 @@
  *    and blocks, else a quadratic hash from (group + parent inode number),
  *    else the first group with a free inode.
  *
- * Locking: dir->lock (write) is held by the caller, so dir->last_alloc_group
- * is ours to change.  Group counters, flags and both bitmaps change only
+ * Locking: dir->lock is held by the caller, for writing or (parallel
+ * creates in one directory) for reading, so dir->last_alloc_group is read
+ * and written with relaxed atomics: only a hint.  Group counters, flags and both bitmaps change only
  * under fs->groups[g].lock; the group pickers read the counters without it
  * (grp_read) and the claim re-checks under the lock.
  */
@@ -36,7 +37,7 @@
  * inode means "no group picked" whatever group 0 is. */
 static uint32_t last_group_of(struct uext4_fs *fs, const struct inode *dir)
 {
-	uint32_t v = dir->last_alloc_group;
+	uint32_t v = __atomic_load_n(&dir->last_alloc_group, __ATOMIC_RELAXED);
 
 	return v && v - 1 < fs->groups_count ? v - 1 : UINT32_MAX;
 }
@@ -667,7 +668,10 @@ int ialloc_alloc_undo(struct handle *h, struct inode *dir, uint32_t mode, uint64
 				    g / fs_flex_size(fs))
 				atomic_store_explicit(&fs->hot->last_flex, g / fs_flex_size(fs),
 						      memory_order_relaxed);
-			dir->last_alloc_group = g + 1;
+			/* Relaxed atomic: creates in one directory run in
+			 * parallel (dir->lock shared); store only a change. */
+			if (__atomic_load_n(&dir->last_alloc_group, __ATOMIC_RELAXED) != g + 1)
+				__atomic_store_n(&dir->last_alloc_group, g + 1, __ATOMIC_RELAXED);
 			return 0;
 		}
 		if (err < 0 && !first_err)

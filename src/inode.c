@@ -1064,8 +1064,19 @@ void inode_to_stat(struct uext4_fs *fs, const struct inode *n, struct uext4_stat
 	if (S_ISCHR(n->mode) || S_ISBLK(n->mode))
 		st->rdev = decode_rdev(inode_raw(n));
 	st->atime = n->atime;
-	st->mtime = n->mtime;
-	st->ctime = n->ctime;
+	if (S_ISDIR(n->mode)) {
+		/* Parallel creates in a directory change these two with its
+		 * lock shared, under the attribute lock (dir.c). */
+		struct ulock *l = dir_attr_lock(n);
+
+		ulock_lock(l);
+		st->mtime = n->mtime;
+		st->ctime = n->ctime;
+		ulock_unlock(l);
+	} else {
+		st->mtime = n->mtime;
+		st->ctime = n->ctime;
+	}
 	st->crtime = n->crtime;
 	st->generation = n->generation;
 	st->flags = n->flags;
@@ -1120,12 +1131,16 @@ static void encode_time(struct inode *n, uint32_t *sec, uint32_t *extra, struct 
 static void encode_blocks(struct uext4_fs *fs, struct inode *n, struct ext4_inode *r)
 {
 	uint64_t b = n->blocks;
+	uint32_t flags = n->flags & ~EXT4_HUGE_FILE_FL;
 
-	n->flags &= ~EXT4_HUGE_FILE_FL;
 	if (b > 0xFFFFFFFFull && FS_HAS_RO_COMPAT(fs, HUGE_FILE) && b >= (1ull << 48)) {
-		n->flags |= EXT4_HUGE_FILE_FL; /* count in file system blocks */
+		flags |= EXT4_HUGE_FILE_FL; /* count in file system blocks */
 		b >>= (fs->log_block_size - 9);
 	}
+	/* Store only a change: a directory's inode is written by parallel
+	 * creates with its lock shared, while lookups read its flags. */
+	if (flags != n->flags)
+		n->flags = flags;
 	r->i_blocks_lo = cpu_to_le32((uint32_t)b);
 	if (FS_HAS_RO_COMPAT(fs, HUGE_FILE))
 		r->i_blocks_high = cpu_to_le16((uint16_t)(b >> 32));

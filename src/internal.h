@@ -960,7 +960,8 @@ int inline_size(struct uext4_fs *fs, struct inode *inode, size_t *size);
 ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
 
 /* ---------------------------------------------------------------- dir.c (write side)
- * Caller holds dir->lock for writing and a handle; names are validated
+ * Caller holds dir->lock for writing and a handle (but see the *_shared
+ * functions below); names are validated
  * (1..255 bytes, no '/', not "." or "..") by the caller.
  */
 /* Same as dir_lookup(), with dir->lock already held (read or write). */
@@ -980,6 +981,35 @@ int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t l
 		 uint64_t ino, unsigned ftype);
 /* Give a new directory its "." and ".." entries. */
 int dir_make(struct handle *h, struct inode *dir, uint64_t parent);
+/*
+ * Parallel changes (issue 12 item 4): dir->lock held for READING and a
+ * handle open.  Only an htree directory's changes that stay inside one
+ * leaf block go this way; the leaf is locked (htree.c) from the check to
+ * the change.  DIR_NEED_WIDE: nothing was done, the change needs
+ * dir->lock for writing (a leaf or index split, a hash collision chain
+ * across leaves, a damaged block: the wide path reports it).
+ */
+#define DIR_NEED_WIDE 1
+/* Can dir take shared changes at all (dir->lock held)? */
+bool dir_can_share(struct uext4_fs *fs, const struct inode *dir);
+/* Add name unless it exists (-EEXIST): make() is called with the leaf
+ * locked and room for the entry found, makes the inode and writes the
+ * directory's inode (dir_touch_shared()); it returns its inode number, or
+ * an error after undoing what it did (then no entry is added). */
+int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+		   unsigned ftype, int (*make)(void *ctx, uint64_t *ino), void *ctx);
+/* Remove name, which must point to ino (-ENOENT if absent): commit() is
+ * called with the entry found and locked, changes the inode and the
+ * directory's inode, or undoes itself and returns an error. */
+int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+		      uint64_t ino, int (*commit)(void *ctx), void *ctx);
+/* Set dir's mtime and ctime and write its inode, under the directory's
+ * attribute lock: with dir->lock shared, several writers do this at once. */
+int dir_touch_shared(struct handle *h, struct inode *dir);
+/* The attribute lock (RANK_DIR_ATTR, striped): protects a directory's
+ * mtime and ctime while dir->lock is held shared by writers; readers of
+ * those two fields (inode_to_stat()) take it too. */
+struct ulock *dir_attr_lock(const struct inode *dir);
 /* 1 if the directory holds only "." and "..", 0 if not, or -errno. */
 int dir_is_empty(struct uext4_fs *fs, struct inode *dir);
 

@@ -28,6 +28,8 @@ static int class_of_rank(int rank)
 	case RANK_BCACHE_SHARD: return LOCKSTAT_BCACHE;
 	case RANK_TRANS: return LOCKSTAT_TRANS;
 	case RANK_LEAF: return LOCKSTAT_LEAF;
+	case RANK_DIR_LEAF: return LOCKSTAT_DIR_LEAF;
+	case RANK_DIR_ATTR: return LOCKSTAT_DIR_ATTR;
 	default: return LOCKSTAT_OTHER;
 	}
 }
@@ -52,9 +54,23 @@ void ulock_destroy(struct ulock *l)
 	pthread_mutex_destroy(&l->m);
 }
 
+/*
+ * Writers first: a reader arriving while a writer waits queues behind it.
+ * glibc's default lets readers in as long as any reader holds the lock,
+ * so with creates holding a directory's lock shared (dir_add_shared()),
+ * the one that must split a leaf waited for a gap in a stream of
+ * readers (up to 200 ms at 16 threads on 2 cores).  Lockdep forbids
+ * taking a lock already held, so no reader recurses (which this mode
+ * would deadlock with a writer waiting).
+ */
 void urwlock_init(struct urwlock *l, int rank)
 {
-	pthread_rwlock_init(&l->rw, NULL);
+	pthread_rwlockattr_t a;
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&l->rw, &a);
+	pthread_rwlockattr_destroy(&a);
 	l->rank = rank;
 	l->stat_class = (uint8_t)class_of_rank(rank);
 }
@@ -175,6 +191,8 @@ static const char *const class_names[LOCKSTAT_NCLASSES] = {
 	[LOCKSTAT_REVOKE] = "revoke_list",
 	[LOCKSTAT_INODE_RAW] = "inode_raw",
 	[LOCKSTAT_LEAF] = "leaf",
+	[LOCKSTAT_DIR_LEAF] = "dir_leaf",
+	[LOCKSTAT_DIR_ATTR] = "dir_attr",
 };
 
 _Static_assert(LOCKSTAT_NCLASSES <= UEXT4_LOCK_CLASSES, "uext4.h has room for every class");

@@ -27,7 +27,12 @@ enum lock_rank {
 	RANK_INODE_4 = 13,
 	RANK_HANDLE = 15,       /* an open transaction handle (trans.c): no inode
 				 * lock may be taken while a handle is open */
-	RANK_EA_INODE = 17,     /* EA inode lock shard (ea_inode.c): an xattr value's inode */
+	RANK_DIR_LEAF = 16,     /* htree leaf-block lock (htree.c), under a shared
+				 * dir->lock; inside a handle, since lookups in
+				 * undo paths read leaves with a handle open */
+	RANK_EA_INODE = 17,
+	RANK_DIR_ATTR = 18,     /* directory mtime/ctime stripe (dir.c): shared
+				 * writers of one directory */     /* EA inode lock shard (ea_inode.c): an xattr value's inode */
 	RANK_ICACHE_SHARD = 20, /* inode cache hash shard */
 	RANK_GROUP = 25,        /* struct group_info.lock: one group's counters and bitmaps */
 	RANK_XATTR_INDEX = 27,  /* shared-xattr-block index */
@@ -64,6 +69,8 @@ enum lockstat_class {
 	LOCKSTAT_REVOKE,        /* trans.c's per-slot revoke lists */
 	LOCKSTAT_INODE_RAW,     /* inode.c's slot locks (inode-table slot bytes) */
 	LOCKSTAT_LEAF,          /* RANK_LEAF: slab, errors, crash devices */
+	LOCKSTAT_DIR_LEAF,      /* RANK_DIR_LEAF: htree leaf-block locks */
+	LOCKSTAT_DIR_ATTR,      /* RANK_DIR_ATTR: directory mtime/ctime stripes */
 	LOCKSTAT_NCLASSES
 };
 

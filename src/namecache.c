@@ -29,7 +29,8 @@
  * entry it adds, removes or retargets (create, mknod, mkdir, symlink,
  * link, unlink, rmdir, every rename flavour and their undo paths, ".."
  * of a moved directory), after the change and with dir->lock still held
- * for writing.  It always bumps the bucket's seq, even when nothing was
+ * for writing (or, for the parallel changes of one htree leaf, dir->lock
+ * shared and the leaf's lock held for writing).  It always bumps the bucket's seq, even when nothing was
  * cached, because of this race: a lookup misses, reads the directory (old
  * contents), a create of that name changes it, and only then the lookup
  * would insert its stale "absent".  The lookup therefore inserts only if

@@ -93,10 +93,38 @@ static int lookup_unlocked(uext4_fs *fs, struct inode *dir, const char *name, si
 	return err;
 }
 
-/* Up to four inodes locked for writing in inode-number order. */
+/*
+ * Look name up and get its inode.  Between the two, an unlink of the
+ * same name in another thread may free the inode (with dir->lock shared
+ * by both, or not held between the lookup and iget()): iget() then finds
+ * a free inode (EUCLEAN) or a deleted one (ENOENT).  That is corruption
+ * only if the name still points to it; else look again.
+ */
+static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		       uint64_t *ino, struct inode **out)
+{
+	for (;;) {
+		char msg[512];
+		uint64_t now;
+		int err = lookup_unlocked(fs, dir, name, len, ino);
+
+		if (err)
+			return err;
+		err = iget(fs, *ino, out);
+		if (err != -EUCLEAN && err != -ENOENT)
+			return err;
+		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+		if (lookup_unlocked(fs, dir, name, len, &now) == 0 && now == *ino)
+			return fs_err(-err, "%s", msg);
+	}
+}
+
+/* Up to four inodes locked for writing in inode-number order; `shared`
+ * (if set, one of them) is locked for reading instead. */
 struct lockset {
 	struct inode *v[4];
 	int n;
+	struct inode *shared;
 };
 
 static void lockset_add(struct lockset *ls, struct inode *n)
@@ -116,8 +144,12 @@ static void lockset_add(struct lockset *ls, struct inode *n)
 
 static void lockset_lock(struct lockset *ls)
 {
-	for (int i = 0; i < ls->n; i++)
-		urw_wrlock_as(&ls->v[i]->lock, RANK_INODE + i);
+	for (int i = 0; i < ls->n; i++) {
+		if (ls->v[i] == ls->shared)
+			urw_rdlock_as(&ls->v[i]->lock, RANK_INODE + i);
+		else
+			urw_wrlock_as(&ls->v[i]->lock, RANK_INODE + i);
+	}
 }
 
 static void lockset_unlock(struct lockset *ls)
@@ -343,6 +375,60 @@ undo:
 	return err;
 }
 
+/* A create with dir->lock shared (issue 12 item 4): what make_in_leaf()
+ * needs, called by dir_add_shared() with the name's leaf locked. */
+struct shared_make {
+	struct handle *h;
+	struct inode *dir, *n;
+	const struct new_node *nn;
+	const struct acl_inherit *ai;
+	struct inode_undo u;
+};
+
+/* Make the inode, then write the directory's inode: everything that can
+ * fail comes before the entry (which then cannot), so an undo gives back
+ * the inode only and never touches the shared directory's blocks. */
+static int make_in_leaf(void *ctx, uint64_t *ino)
+{
+	struct shared_make *m = ctx;
+	char msg[512];
+	int err = inode_new_undoable(m->h, m->dir, m->nn->mode, &m->n, &m->u);
+
+	if (err) {
+		m->n = NULL;
+		return err;
+	}
+	if ((err = init_body(m->h, m->dir, m->n, m->nn)) == 1)
+		err = inode_write(m->h, m->n);
+	if (!err && (m->ai->access || m->ai->deflt))
+		err = acl_inherit_apply(m->h, m->n, m->ai);
+	if (!err)
+		err = dir_touch_shared(m->h, m->dir);
+	if (!err) {
+		/* The entry goes in next, the leaf still locked. */
+		inode_created(m->n);
+		*ino = m->n->ino;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+	give_back_new_inode(m->h, m->n, &m->u);
+	fs_err(-err, "%s", msg);
+	return err;
+}
+
+/* Inside the handle, dir->lock held for reading: 0, an error (*out, if
+ * set, is to be dropped), or DIR_NEED_WIDE (nothing done). */
+static int create_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
+			 const struct new_node *nn, const struct acl_inherit *ai,
+			 struct inode **out)
+{
+	struct shared_make m = {.h = h, .dir = dir, .nn = nn, .ai = ai};
+	int err = dir_add_shared(h, dir, name, len, ftype_of_mode(nn->mode), make_in_leaf, &m);
+
+	*out = m.n;
+	return err;
+}
+
 static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 			  const struct new_node *nn, struct uext4_stat *st);
 
@@ -367,7 +453,7 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 	uint64_t existing;
 	size_t len;
 	unsigned ft;
-	bool looked_up;
+	bool looked_up, wide;
 	int err;
 
 	if ((err = check_writable(fs)) || (err = check_name(name, &len)))
@@ -375,10 +461,25 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 									  name) : err;
 	if ((err = get_dir(fs, dirino, &dir)))
 		return err;
-	urw_wrlock(&dir->lock);
+	/* Files go into an htree directory with its lock shared, unless
+	 * their leaf must split (DIR_NEED_WIDE); a subdirectory changes the
+	 * parent's link count, so it takes the lock exclusive. */
+	wide = S_ISDIR(nn->mode);
+again:
+	if (wide) {
+		urw_wrlock(&dir->lock);
+	} else {
+		urw_rdlock(&dir->lock);
+		if (!dir_can_share(fs, dir)) {
+			urw_unlock(&dir->lock);
+			wide = true;
+			goto again;
+		}
+	}
 	err = check_dir_alive(dir);
 	/* An htree directory checks the name in dir_add_excl()'s single leaf
-	 * scan; others look it up first, before an inode is taken. */
+	 * scan (or dir_add_shared()'s); others look it up first, before an
+	 * inode is taken. */
 	looked_up = !(dir->flags & EXT4_INDEX_FL);
 	if (!err && looked_up) {
 		err = dir_lookup_locked(fs, dir, name, len, &existing, &ft);
@@ -401,7 +502,8 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 	if (!err)
 		err = acl_inherit_prepare(fs, dir, &nn->mode, &ai);
 	if (!err && (err = handle_begin(fs, 16, &h)) == 0) {
-		err = create_locked(h, dir, name, len, nn, &ai, looked_up, &n);
+		err = wide ? create_locked(h, dir, name, len, nn, &ai, looked_up, &n)
+			   : create_shared(h, dir, name, len, nn, &ai, &n);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
@@ -409,6 +511,13 @@ static int make_node_once(uext4_fs *fs, uint64_t dirino, const char *name,
 	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 
 	urw_unlock(&dir->lock);
+	if (err == DIR_NEED_WIDE) {
+		/* Nothing was done: again with the wide lock (a leaf split). */
+		nnode = *given;
+		memset(&ai, 0, sizeof(ai));
+		wide = true;
+		goto again;
+	}
 	err = flags_sync_commit(fs, dir, sync, err);
 	if (!err)
 		stat_of(fs, n, st);
@@ -563,6 +672,43 @@ static int remove_allowed(struct inode *dir, struct inode *c, bool want_dir, con
 	return 0;
 }
 
+/* An unlink with dir->lock shared: what unlink_in_leaf() changes, and
+ * what it was before. */
+struct shared_unlink {
+	struct handle *h;
+	struct inode *dir, *c;
+};
+
+/* Called by dir_remove_shared() with the entry found and its leaf locked:
+ * the inode's link and the directory's inode first (all that can fail),
+ * then the entry goes.  A failure puts the inode back as it was. */
+static int unlink_in_leaf(void *ctx)
+{
+	struct shared_unlink *u = ctx;
+	struct inode *c = u->c;
+	struct timespec cct = c->ctime;
+	uint32_t clinks = c->links;
+	char msg[512];
+	int err = drop_link(u->h, c);
+
+	if (!err)
+		err = inode_write(u->h, c);
+	if (!err)
+		err = dir_touch_shared(u->h, u->dir);
+	if (!err)
+		return 0;
+	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+	if (atomic_load(&c->istate) & INODE_UNLINKED) {
+		atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
+		orphan_del(u->h, c);
+	}
+	c->links = clinks;
+	c->ctime = cct;
+	inode_write(u->h, c);
+	fs_err(-err, "%s", msg);
+	return err;
+}
+
 /* Remove name (which must be of the kind `want_dir` asks) from dir. */
 static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool want_dir)
 {
@@ -581,14 +727,28 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 							       : err;
 	if ((err = get_dir(fs, dirino, &dir)))
 		return err;
+	/* A file's name leaves an htree directory with the directory's lock
+	 * shared (dir_remove_shared()); rmdir changes the parent's link count
+	 * and takes it exclusive, as does anything dir_remove_shared() sends
+	 * back (DIR_NEED_WIDE). */
+	bool wide = want_dir;
+
 	for (;;) {
 		struct lockset ls = {0};
 
-		if ((err = lookup_unlocked(fs, dir, name, len, &ino)) || (err = iget(fs, ino, &c)))
+		if ((err = lookup_iget(fs, dir, name, len, &ino, &c)))
 			break;
 		lockset_add(&ls, dir);
 		lockset_add(&ls, c);
+		ls.shared = wide || c == dir ? NULL : dir;
 		lockset_lock(&ls);
+		if (ls.shared && !dir_can_share(fs, dir)) {
+			lockset_unlock(&ls);
+			iput(fs, c);
+			c = NULL;
+			wide = true;
+			continue;
+		}
 		err = dir_lookup_locked(fs, dir, name, len, &again, &ft);
 		if (err || again != c->ino) {
 			lockset_unlock(&ls);
@@ -606,7 +766,21 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		 * so refuse now if it would fail (image unchanged). */
 		if (!err && (want_dir || c->links == 1) && inode_users(c) == 1)
 			err = inode_check_freeable(fs, c);
-		if (!err && !(err = handle_begin(fs, 16, &h))) {
+		if (!err && ls.shared && !(err = handle_begin(fs, 16, &h))) {
+			struct shared_unlink u = {.h = h, .dir = dir, .c = c};
+
+			err = dir_remove_shared(h, dir, name, len, c->ino, unlink_in_leaf, &u);
+			int e2 = handle_end(h);
+			err = err ? err : e2;
+			if (err == DIR_NEED_WIDE) {
+				/* Nothing was done: again with the wide lock. */
+				lockset_unlock(&ls);
+				iput(fs, c);
+				c = NULL;
+				wide = true;
+				continue;
+			}
+		} else if (!err && !(err = handle_begin(fs, 16, &h))) {
 			struct timespec cct = c->ctime, dmt = dir->mtime, dct = dir->ctime;
 			uint32_t clinks = c->links, dlinks = dir->links;
 
@@ -980,8 +1154,7 @@ static int rename_once_try(struct rename_op *r)
 	struct lockset ls = {0};
 	int err;
 
-	if ((err = lookup_unlocked(r->fs, r->od, r->oname, r->olen, &sino)) ||
-	    (err = iget(r->fs, sino, &r->s)))
+	if ((err = lookup_iget(r->fs, r->od, r->oname, r->olen, &sino, &r->s)))
 		return err;
 	err = lookup_unlocked(r->fs, r->nd, r->nname, r->nlen, &tino);
 	if (err == -ENOENT)
