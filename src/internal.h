@@ -195,7 +195,7 @@ enum csum_kind {
 struct buf {
 	uint64_t blocknr;
 	uint8_t *data;              /* block_size bytes; immutable pointer */
-	_Atomic uint32_t refcount;  /* atomic; 0 = on the shard's LRU */
+	_Atomic uint32_t refcount;  /* atomic; 0 = idle; BUF_REF_DEAD = being freed */
 	_Atomic uint32_t state;     /* BUF_* bits, atomic */
 	uint8_t kind;               /* enum uext4_meta_kind of the first read */
 	struct ulock lock;          /* serialises reading in (and xattr block changes) */
@@ -205,8 +205,9 @@ struct buf {
 	_Atomic uint8_t csum_kind;  /* enum csum_kind */
 	_Atomic uint32_t owner_gen;
 	_Atomic uint64_t owner;     /* inode number, or group for bitmaps */
-	/* Protected by the owning shard's lock: */
-	struct buf *hnext;
+	/* Written under the owning shard's lock; hnext is also read without
+	 * it by lock-free lookups (bcache.c): */
+	struct buf *_Atomic hnext;
 	struct buf *lru_prev, *lru_next;
 	struct buf *dirty_next;     /* shard's dirty list */
 };
