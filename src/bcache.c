@@ -80,6 +80,8 @@
 #define BC_MAX_BUCKETS (1u << 20)
 /* In refcount: the buffer is unhashed and waits to be freed. */
 #define BUF_REF_DEAD (1u << 31)
+/* Retired buffers per shard before asking whether the older ones can go. */
+#define RECLAIM_BATCH 32
 
 /* A buffer plus what only the cache needs to know about it. */
 struct bc_buf {
@@ -100,6 +102,7 @@ struct bc_shard {
 	 * stamp to be safe (lock). */
 	struct buf *retired_new, *retired_old;
 	uint64_t new_stamp, old_stamp;
+	uint32_t nretired_new;  /* length of retired_new */
 	uint64_t limit;         /* bytes, immutable */
 	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
 	_Atomic uint64_t reads[UEXT4_META_NKINDS];
@@ -367,6 +370,7 @@ static void retire_locked(struct bc_shard *s, struct buf *b)
 	b->lru_next = s->retired_new;
 	s->retired_new = b;
 	s->new_stamp = ebr_stamp();
+	s->nretired_new++;
 }
 
 /* Buffers now safe to free (returned linked by lru_next): the older
@@ -376,7 +380,8 @@ static struct buf *reclaim_locked(struct bc_shard *s)
 {
 	struct buf *out = NULL;
 
-	if (s->retired_old && ebr_safe(s->old_stamp)) {
+	/* Asking costs a scan (and a membarrier(), ebr.c): once a batch. */
+	if (s->retired_old && s->nretired_new >= RECLAIM_BATCH && ebr_safe(s->old_stamp)) {
 		out = s->retired_old;
 		s->retired_old = NULL;
 	}
@@ -384,6 +389,7 @@ static struct buf *reclaim_locked(struct bc_shard *s)
 		s->retired_old = s->retired_new;
 		s->old_stamp = s->new_stamp;
 		s->retired_new = NULL;
+		s->nretired_new = 0;
 	}
 	return out;
 }

@@ -6,8 +6,8 @@
  * A reader brackets its walk with ebr_enter()/ebr_exit().  A writer that
  * unlinks an object (under the structure's own lock) stamps it with
  * ebr_stamp() and frees it only once ebr_safe(stamp) says every reader
- * that could have seen it has left.  Sections are short (one hash probe)
- * and never block; they nest.
+ * that could have seen it has left.  Sections are short (a hash probe,
+ * or the end of a release) and nest; a long one only delays freeing.
  */
 #ifndef UEXT4_EBR_H
 #define UEXT4_EBR_H

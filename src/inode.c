@@ -37,6 +37,8 @@
  * it (the shard's retired lists, reclaim_locked()).
  */
 #define INODE_REF_DEAD (1u << 31)
+/* Retired inodes per shard before asking whether the older ones can go. */
+#define RECLAIM_BATCH 32
 
 struct icache_shard {
 	struct ulock lock;          /* protects everything below (see struct inode) */
@@ -48,6 +50,7 @@ struct icache_shard {
 	 * lru_next): retired_new fills while retired_old waits. */
 	struct inode *retired_new, *retired_old;
 	uint64_t new_stamp, old_stamp;
+	uint32_t nretired_new;  /* length of retired_new */
 } __attribute__((aligned(CACHELINE)));
 
 /*
@@ -308,6 +311,7 @@ static void retire_locked(struct icache_shard *s, struct inode *n)
 	n->lru_next = s->retired_new;
 	s->retired_new = n;
 	s->new_stamp = ebr_stamp();
+	s->nretired_new++;
 }
 
 /* Inodes safe to give back to the slab now, linked by lru_next. */
@@ -315,7 +319,8 @@ static struct inode *reclaim_locked(struct icache_shard *s)
 {
 	struct inode *out = NULL;
 
-	if (s->retired_old && ebr_safe(s->old_stamp)) {
+	/* Asking costs a scan (and a membarrier(), ebr.c): once a batch. */
+	if (s->retired_old && s->nretired_new >= RECLAIM_BATCH && ebr_safe(s->old_stamp)) {
 		out = s->retired_old;
 		s->retired_old = NULL;
 	}
@@ -323,6 +328,7 @@ static struct inode *reclaim_locked(struct icache_shard *s)
 		s->retired_old = s->retired_new;
 		s->old_stamp = s->new_stamp;
 		s->retired_new = NULL;
+		s->nretired_new = 0;
 	}
 	return out;
 }
