@@ -1037,17 +1037,28 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 static void put_deleted(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s = shard_of(fs->icache, n->ino);
-	bool killed;
+	struct inode *free_now = NULL;
+	bool killed, at_once = false;
 
 	ulock_lock(&s->lock);
 	killed = kill_locked(s, n, 1);
-	if (!killed)
+	if (!killed) {
 		atomic_fetch_sub(&n->refcount, 1);
+	} else if (!n->pa) {
+		/* inode_delete() gave the preallocation back: nothing left
+		 * to release that takes a lock, so retire it now (one shard
+		 * lock per unlink, not two). */
+		urwlock_destroy(&n->lock);
+		retire_locked(s, n);
+		free_now = reclaim_locked(s);
+		at_once = true;
+	}
 	ulock_unlock(&s->lock);
-	if (killed) {
+	if (killed && !at_once) {
 		n->lru_next = NULL;
 		retire_victims(fs, s, n);
 	}
+	slab_free_list(fs->icache, free_now);
 }
 
 /* Our reference was the last of a live inode: if the evictor took it off
