@@ -8,16 +8,22 @@
  *
  * What protects what:
  *   struct bcache         immutable after bcache_create().
- *   shard->lock           (RANK_BCACHE_SHARD) the hash chains (buckets[],
- *                         buf.hnext), the LRU (lru_head/lru_tail,
- *                         buf.lru_prev/lru_next, bc_buf.on_lru), and
+ *   shard->lock           (RANK_BCACHE_SHARD) every change of the hash
+ *                         chains (buckets[], buf.hnext: atomics, because
+ *                         lookups read them without the lock), the LRU
+ *                         (lru_head/lru_tail, nlru, buf.lru_prev/lru_next,
+ *                         bc_buf.on_lru: written under the lock, read
+ *                         without it by brelse()), the retired lists, and
  *                         shard->bytes (written under the lock, atomic so
  *                         bcache_counters() can read it without it).
  *   shard counters        atomics updated with relaxed ordering; summed
  *                         by bcache_counters().
- *   buf.refcount          atomic.  1 -> 0 and 0 -> 1 only happen under the
- *                         shard lock (so "unreferenced" and "on the LRU"
- *                         change together); other changes are lock-free.
+ *   buf.refcount          atomic.  Taken lock-free by a lookup with a CAS
+ *                         that refuses BUF_REF_DEAD; dropped lock-free.
+ *                         0 -> BUF_REF_DEAD (the buffer is going) happens
+ *                         only under the shard lock, together with the
+ *                         unhashing, so a locked lookup never meets it.
+ *   bc_buf.referenced     atomic: set by a hit, cleared by the evictor.
  *   buf.state             atomic bits.  BUF_UPTODATE is set with release
  *                         order after data is filled, and tested with acquire
  *                         order, so a reader that sees it sees the data.
@@ -29,11 +35,25 @@
  * Lock order: a buf lock (30) may be held when taking a shard lock (40),
  * never the reverse; the shard lock is never held during I/O.
  *
- * Lifetime.  A buffer is freed only when unreferenced and under its shard's
- * lock: either evicted from the LRU tail when the shard is over its share of
- * the memory limit, or at its last brelse() if it never became uptodate (a
- * failed read or an unused bget()), so no half-valid buffer stays cached.
- * Dirty buffers are never put on the LRU, hence never evicted: the first
+ * Lock-free hits (issue 12, item 2).  bread()/bget() of a cached block
+ * walk the hash chain inside an epoch section (ebr.h) and take the
+ * reference with a CAS "if not dead"; brelse() drops it with one atomic.
+ * Neither takes the shard lock, and a hit does not move the buffer in the
+ * LRU: it sets bc_buf.referenced instead, and the evictor (a clock with
+ * second chance, under the lock) moves a referenced buffer back to the
+ * head once instead of evicting it.  A buffer that is in use (refcount >
+ * 0) or dirty when the evictor meets it is taken off the LRU; its next
+ * drop to 0 finds it off (on_lru) and puts it back, under the lock.  The
+ * memory of an evicted buffer is freed only when no lock-free lookup can
+ * still be looking at it: unhashed buffers wait on their shard's retired
+ * lists until ebr_safe() says so (retire()/reclaim_locked()).
+ *
+ * Lifetime.  A buffer is unhashed only when unreferenced and under its
+ * shard's lock: either evicted from the LRU tail when the shard is over
+ * its share of the memory limit, or at its last brelse() if it is not
+ * uptodate (a failed read, an unused bget(), a forgotten block), so no
+ * half-valid buffer stays cached.
+ * Dirty buffers are never evicted: the first
  * bcache_mark_dirty() puts a buffer on its shard's dirty list with a
  * reference of its own (BUF_ONLIST), which bcache_take_dirty() hands to the
  * commit; the commit drops it after writing, and the idle buffer goes on
@@ -47,6 +67,7 @@
  * temporarily while many buffers are held.
  */
 #include "internal.h"
+#include "ebr.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -57,19 +78,31 @@
 #define BC_MIN_BLOCKS_PER_SHARD 8
 #define BC_DEFAULT_LIMIT (256ull << 20)
 #define BC_MAX_BUCKETS (1u << 20)
+/* In refcount: the buffer is unhashed and waits to be freed. */
+#define BUF_REF_DEAD (1u << 31)
+/* Retired buffers per shard before asking whether the older ones can go. */
+#define RECLAIM_BATCH 32
 
 /* A buffer plus what only the cache needs to know about it. */
 struct bc_buf {
 	struct buf b;
-	bool on_lru;            /* shard lock */
+	_Atomic bool on_lru;            /* written under the shard lock */
+	_Atomic uint8_t referenced;     /* hit since the evictor last passed */
 };
 
 struct bc_shard {
 	struct ulock lock;
-	struct buf **buckets;   /* nbuckets chains; array immutable, chains: lock */
+	struct buf *_Atomic *buckets; /* nbuckets chains; array immutable, chains: lock */
 	uint32_t nbuckets;      /* power of two, immutable */
 	struct buf *lru_head;   /* most recently released; lock */
 	struct buf *lru_tail;   /* next to evict; lock */
+	uint64_t nlru;          /* length of the LRU; lock */
+	/* Unhashed buffers waiting for lock-free lookups to leave (linked by
+	 * lru_next): retired_new fills while retired_old waits for its
+	 * stamp to be safe (lock). */
+	struct buf *retired_new, *retired_old;
+	uint64_t new_stamp, old_stamp;
+	uint32_t nretired_new;  /* length of retired_new */
 	uint64_t limit;         /* bytes, immutable */
 	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
 	_Atomic uint64_t reads[UEXT4_META_NKINDS];
@@ -112,7 +145,7 @@ static struct bc_shard *shard_of(struct bcache *bc, uint64_t h)
 	return &bc->shards[h >> bc->shard_shift];
 }
 
-static struct buf **bucket_of(struct bc_shard *s, uint64_t h)
+static struct buf *_Atomic *bucket_of(struct bc_shard *s, uint64_t h)
 {
 	return &s->buckets[(h >> 20) & (s->nbuckets - 1)];
 }
@@ -233,11 +266,11 @@ static void buf_free(struct bcache *bc, struct buf *b)
 	slab_free(bc->slab, to_bc_buf(b));
 }
 
-/* Free a list of buffers linked by hnext (outside any lock). */
+/* Free a list of buffers linked by lru_next (outside any lock). */
 static void buf_free_list(struct bcache *bc, struct buf *list)
 {
 	while (list) {
-		struct buf *next = list->hnext;
+		struct buf *next = list->lru_next;
 
 		buf_free(bc, list);
 		list = next;
@@ -249,7 +282,9 @@ static void buf_free_list(struct bcache *bc, struct buf *list)
 
 static struct buf *hash_lookup(struct bc_shard *s, uint64_t h, uint64_t blocknr)
 {
-	for (struct buf *b = *bucket_of(s, h); b; b = b->hnext)
+	struct buf *b = atomic_load_explicit(bucket_of(s, h), memory_order_relaxed);
+
+	for (; b; b = atomic_load_explicit(&b->hnext, memory_order_relaxed))
 		if (b->blocknr == blocknr)
 			return b;
 	return NULL;
@@ -257,25 +292,35 @@ static struct buf *hash_lookup(struct bc_shard *s, uint64_t h, uint64_t blocknr)
 
 static void hash_insert(struct bcache *bc, struct bc_shard *s, uint64_t h, struct buf *b)
 {
-	struct buf **head = bucket_of(s, h);
+	struct buf *_Atomic *head = bucket_of(s, h);
 
-	b->hnext = *head;
-	*head = b;
+	atomic_store_explicit(&b->hnext, atomic_load_explicit(head, memory_order_relaxed),
+			      memory_order_relaxed);
+	/* Release: a lock-free lookup that finds b sees it initialised. */
+	atomic_store_explicit(head, b, memory_order_release);
 	atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) +
 			      bc->block_size, memory_order_relaxed);
 }
 
+/* b's own hnext is left as it is: a lookup standing on b goes on along
+ * the chain. */
 static void hash_remove(struct bcache *bc, struct bc_shard *s, struct buf *b)
 {
-	struct buf **pp = bucket_of(s, hash_block(b->blocknr));
+	struct buf *_Atomic *pp = bucket_of(s, hash_block(b->blocknr));
+	struct buf *cur;
 
-	while (*pp && *pp != b)
-		pp = &(*pp)->hnext;
-	if (*pp)
-		*pp = b->hnext;
-	b->hnext = NULL;
+	while ((cur = atomic_load_explicit(pp, memory_order_relaxed)) && cur != b)
+		pp = &cur->hnext;
+	if (cur)
+		atomic_store_explicit(pp, atomic_load_explicit(&b->hnext, memory_order_relaxed),
+				      memory_order_release);
 	atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) -
 			      bc->block_size, memory_order_relaxed);
+}
+
+static bool on_lru(struct buf *b)
+{
+	return atomic_load(&to_bc_buf(b)->on_lru);
 }
 
 static void lru_add_head(struct bc_shard *s, struct buf *b)
@@ -287,7 +332,8 @@ static void lru_add_head(struct bc_shard *s, struct buf *b)
 	else
 		s->lru_tail = b;
 	s->lru_head = b;
-	to_bc_buf(b)->on_lru = true;
+	s->nlru++;
+	atomic_store(&to_bc_buf(b)->on_lru, true);
 }
 
 static void lru_remove(struct bc_shard *s, struct buf *b)
@@ -301,59 +347,151 @@ static void lru_remove(struct bc_shard *s, struct buf *b)
 	else
 		s->lru_tail = b->lru_prev;
 	b->lru_prev = b->lru_next = NULL;
-	to_bc_buf(b)->on_lru = false;
+	s->nlru--;
+	atomic_store(&to_bc_buf(b)->on_lru, false);
 }
 
-/* Take a reference on a hashed buffer, taking it off the LRU if it was idle. */
-static void grab_locked(struct bc_shard *s, struct buf *b)
+/* Take a reference on a hashed buffer (never dead under the lock). */
+static void grab_locked(struct buf *b)
 {
 	atomic_fetch_add_explicit(&b->refcount, 1, memory_order_acquire);
-	if (to_bc_buf(b)->on_lru)
+}
+
+static bool idle_and_clean(struct buf *b)
+{
+	return atomic_load(&b->refcount) == 0 &&
+	       !(atomic_load_explicit(&b->state, memory_order_acquire) & BUF_DIRTY);
+}
+
+/* Unhashed b waits on the shard's retired list until lock-free lookups
+ * that might hold its address are gone (its refcount is BUF_REF_DEAD). */
+static void retire_locked(struct bc_shard *s, struct buf *b)
+{
+	b->lru_next = s->retired_new;
+	s->retired_new = b;
+	s->new_stamp = ebr_stamp();
+	s->nretired_new++;
+}
+
+/* Buffers now safe to free (returned linked by lru_next): the older
+ * batch once its stamp is safe, after which the newer batch starts to
+ * wait. */
+static struct buf *reclaim_locked(struct bc_shard *s)
+{
+	struct buf *out = NULL;
+
+	/* Asking costs a scan (and a membarrier(), ebr.c): once a batch. */
+	if (s->retired_old && s->nretired_new >= RECLAIM_BATCH && ebr_safe(s->old_stamp)) {
+		out = s->retired_old;
+		s->retired_old = NULL;
+	}
+	if (!s->retired_old && s->retired_new) {
+		s->retired_old = s->retired_new;
+		s->old_stamp = s->new_stamp;
+		s->retired_new = NULL;
+		s->nretired_new = 0;
+	}
+	return out;
+}
+
+/* Unhash an idle buffer if nobody takes a reference first (0 -> dead). */
+static bool kill_if_idle_locked(struct bcache *bc, struct bc_shard *s, struct buf *b)
+{
+	uint32_t zero = 0;
+
+	if (!atomic_compare_exchange_strong(&b->refcount, &zero, BUF_REF_DEAD))
+		return false;
+	if (on_lru(b))
 		lru_remove(s, b);
+	hash_remove(bc, s, b);
+	retire_locked(s, b);
+	return true;
 }
 
 /*
- * Unhash least recently used idle buffers while the shard is over its
- * limit.  Returns them linked by hnext, for freeing after the lock is
- * dropped.  Only clean buffers are ever on the LRU.
+ * The LRU tail b is in use or dirty: take it off the list (its next drop
+ * to 0 puts it back).  The re-check pairs with brelse(), which drops the
+ * count and then looks at on_lru (both seq_cst): if the drop came first,
+ * it is put back here; else brelse() sees it off and puts it back.
+ */
+static void lru_drop_busy(struct bc_shard *s, struct buf *b)
+{
+	lru_remove(s, b);
+	if (idle_and_clean(b))
+		lru_add_head(s, b);
+}
+
+/*
+ * A clock over the LRU while the shard is over its limit: idle buffers
+ * hit since the last pass get a second chance at the head, the others are
+ * unhashed and retired.  Each buffer is looked at about once per call.
+ * Returns the buffers that are safe to free, linked by lru_next.
  */
 static struct buf *evict_locked(struct bcache *bc, struct bc_shard *s)
 {
-	struct buf *victims = NULL;
+	uint64_t budget = s->nlru + 1;
 
-	while (atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit && s->lru_tail) {
+	while (atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit && s->lru_tail &&
+	       budget--) {
 		struct buf *b = s->lru_tail;
 
-		lru_remove(s, b);
-		hash_remove(bc, s, b);
-		b->hnext = victims;
-		victims = b;
-		count_add(&s->evictions, 1);
+		if (!idle_and_clean(b)) {
+			lru_drop_busy(s, b);
+		} else if (atomic_load_explicit(&to_bc_buf(b)->referenced, memory_order_relaxed)) {
+			atomic_store_explicit(&to_bc_buf(b)->referenced, 0, memory_order_relaxed);
+			lru_remove(s, b);
+			lru_add_head(s, b);
+		} else if (kill_if_idle_locked(bc, s, b)) {
+			count_add(&s->evictions, 1);
+		} else {
+			lru_drop_busy(s, b);
+		}
 	}
-	return victims;
+	return reclaim_locked(s);
+}
+
+/* ------------------------------------------------------------- lock-free */
+
+static void mark_referenced(struct buf *b)
+{
+	if (!atomic_load_explicit(&to_bc_buf(b)->referenced, memory_order_relaxed))
+		atomic_store_explicit(&to_bc_buf(b)->referenced, 1, memory_order_relaxed);
+}
+
+/* A reference on b unless it is dead (being freed). */
+static bool try_grab(struct buf *b)
+{
+	uint32_t r = atomic_load_explicit(&b->refcount, memory_order_relaxed);
+
+	while (!(r & BUF_REF_DEAD))
+		if (atomic_compare_exchange_weak_explicit(&b->refcount, &r, r + 1,
+							  memory_order_acquire,
+							  memory_order_relaxed))
+			return true;
+	return false;
 }
 
 /*
- * The last reference to b was just dropped (shard lock held).  Returns
- * buffers to free after unlocking.
+ * The cached buffer of blocknr with a reference, or NULL: no lock.  The
+ * epoch section keeps every buffer on the chain from being freed while we
+ * walk it; a buffer unhashed meanwhile may still be met, but it is dead
+ * (refused) or, if our CAS came first, was not unhashed at all.
  */
-static struct buf *buf_became_unreferenced(struct bcache *bc, struct bc_shard *s, struct buf *b)
+static struct buf *lookup_lockfree(struct bc_shard *s, uint64_t h, uint64_t blocknr)
 {
-	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+	struct buf *b;
 
-	if (st & BUF_DIRTY) {
-		/* Writeback (later issue) owns dirty buffers: it writes them,
-		 * clears BUF_DIRTY and then puts idle ones on the LRU. */
-		return NULL;
-	}
-	if (!(st & BUF_UPTODATE)) {
-		/* Failed read or unused bget(): never leave it cached. */
-		hash_remove(bc, s, b);
-		b->hnext = NULL;
-		return b;
-	}
-	lru_add_head(s, b);
-	return evict_locked(bc, s);
+	ebr_enter();
+	b = atomic_load_explicit(bucket_of(s, h), memory_order_acquire);
+	for (; b; b = atomic_load_explicit(&b->hnext, memory_order_acquire))
+		if (b->blocknr == blocknr)
+			break;
+	if (b && !try_grab(b))
+		b = NULL;
+	ebr_exit();
+	if (b)
+		mark_referenced(b);
+	return b;
 }
 
 /* ------------------------------------------------------------- API */
@@ -373,11 +511,7 @@ static int get_buf_fresh(struct bcache *bc, uint64_t blocknr, struct buf **out, 
 	struct bc_shard *s = shard_of(bc, h);
 	struct buf *b, *fresh_buf, *victims;
 
-	ulock_lock(&s->lock);
-	b = hash_lookup(s, h, blocknr);
-	if (b)
-		grab_locked(s, b);
-	ulock_unlock(&s->lock);
+	b = lookup_lockfree(s, h, blocknr);
 	if (fresh)
 		*fresh = false;
 	if (b) {
@@ -393,10 +527,12 @@ static int get_buf_fresh(struct bcache *bc, uint64_t blocknr, struct buf **out, 
 	ulock_lock(&s->lock);
 	b = hash_lookup(s, h, blocknr);
 	if (b) {
-		grab_locked(s, b);
+		grab_locked(b);
+		mark_referenced(b);
 		victims = NULL;
 	} else {
 		hash_insert(bc, s, h, fresh_buf);
+		lru_add_head(s, fresh_buf);
 		victims = evict_locked(bc, s);
 	}
 	ulock_unlock(&s->lock);
@@ -438,6 +574,8 @@ static int read_in(struct bcache *bc, struct buf *b, enum uext4_meta_kind kind)
 	return 0;
 }
 
+static struct bc_shard *thread_count_shard(struct bcache *bc);
+
 int bread(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind, struct buf **out)
 {
 	struct bc_shard *s = shard_of(bc, hash_block(blocknr));
@@ -472,7 +610,8 @@ int bread(struct bcache *bc, uint64_t blocknr, enum uext4_meta_kind kind, struct
 		count_add(&s->misses, 1);
 		count_add(&s->reads[kind], 1);
 	} else {
-		count_add(&s->hits, 1);
+		/* On the thread's own shard: a hit writes no shared line. */
+		count_add(&thread_count_shard(bc)->hits, 1);
 	}
 	*out = b;
 	return 0;
@@ -485,10 +624,13 @@ bool bcache_uptodate(struct bcache *bc, uint64_t blocknr)
 	struct buf *b;
 	bool ret;
 
-	ulock_lock(&s->lock);
-	b = hash_lookup(s, h, blocknr);
-	ret = b && buf_uptodate(b);
-	ulock_unlock(&s->lock);
+	ebr_enter();
+	b = atomic_load_explicit(bucket_of(s, h), memory_order_acquire);
+	for (; b; b = atomic_load_explicit(&b->hnext, memory_order_acquire))
+		if (b->blocknr == blocknr)
+			break;
+	ret = b && !(atomic_load(&b->refcount) & BUF_REF_DEAD) && buf_uptodate(b);
+	ebr_exit();
 	return ret;
 }
 
@@ -545,27 +687,51 @@ int bget(struct bcache *bc, uint64_t blocknr, struct buf **out)
 	return get_buf(bc, blocknr, out);
 }
 
+/*
+ * Our reference was the last: a buffer that is not uptodate leaves the
+ * cache now; one the evictor took off the LRU while it was in use goes
+ * back on (shard lock).  Called inside an epoch section, since b may be
+ * unhashed by another thread as soon as the count is 0.
+ */
+static void buf_went_idle(struct bcache *bc, struct buf *b)
+{
+	uint32_t st = atomic_load(&b->state);
+	struct bc_shard *s = shard_of(bc, hash_block(b->blocknr));
+	/* Over the limit: an insert found only busy buffers to evict. */
+	bool over = atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit;
+	struct buf *to_free;
+
+	if ((st & BUF_UPTODATE) && (on_lru(b) || (st & BUF_DIRTY)) && !over)
+		return; /* the common case: nothing to do */
+	ulock_lock(&s->lock);
+	if (!(atomic_load(&b->state) & BUF_UPTODATE)) {
+		/* Failed read, unused bget(), forgotten block. */
+		kill_if_idle_locked(bc, s, b);
+	} else if (!on_lru(b) && idle_and_clean(b)) {
+		lru_add_head(s, b);
+	}
+	to_free = evict_locked(bc, s); /* and reclaims */
+	ulock_unlock(&s->lock);
+	buf_free_list(bc, to_free);
+}
+
 void brelse(struct bcache *bc, struct buf *b)
 {
-	struct bc_shard *s;
-	struct buf *to_free = NULL;
 	uint32_t r, old;
 
 	if (!b)
 		return;
-	/* Fast path: not the last reference, no lock needed. */
+	/* Not the last reference: one CAS. */
 	r = atomic_load_explicit(&b->refcount, memory_order_relaxed);
-	while (r > 1) {
+	while (r > 1 && !(r & BUF_REF_DEAD)) {
 		if (atomic_compare_exchange_weak_explicit(&b->refcount, &r, r - 1,
 							  memory_order_release,
 							  memory_order_relaxed))
 			return;
 	}
-	/* Possibly the last one: 1 -> 0 only happens under the shard lock. */
-	s = shard_of(bc, hash_block(b->blocknr));
-	ulock_lock(&s->lock);
-	old = atomic_fetch_sub_explicit(&b->refcount, 1, memory_order_acq_rel);
-	if (old == 0) {
+	ebr_enter();
+	old = atomic_fetch_sub(&b->refcount, 1);
+	if (old == 0 || (old & BUF_REF_DEAD)) {
 		atomic_fetch_add_explicit(&b->refcount, 1, memory_order_relaxed);
 		fprintf(stderr, "uext4 bug: brelse of unreferenced block %llu\n",
 			(unsigned long long)b->blocknr);
@@ -573,10 +739,20 @@ void brelse(struct bcache *bc, struct buf *b)
 		abort();
 #endif
 	} else if (old == 1) {
-		to_free = buf_became_unreferenced(bc, s, b);
+		buf_went_idle(bc, b);
 	}
-	ulock_unlock(&s->lock);
-	buf_free_list(bc, to_free);
+	ebr_exit();
+}
+
+/* Every buffer of a list linked by hnext (bcache_destroy() only). */
+static void free_chain(struct bcache *bc, struct buf *b)
+{
+	while (b) {
+		struct buf *next = atomic_load_explicit(&b->hnext, memory_order_relaxed);
+
+		buf_free(bc, b);
+		b = next;
+	}
 }
 
 void bcache_destroy(struct bcache *bc)
@@ -588,7 +764,10 @@ void bcache_destroy(struct bcache *bc)
 
 		/* Dirty buffers would be written back here (write path). */
 		for (uint32_t j = 0; j < s->nbuckets; j++)
-			buf_free_list(bc, s->buckets[j]);
+			free_chain(bc, atomic_load_explicit(&s->buckets[j], memory_order_relaxed));
+		/* No lookup runs any more: the retired can go at once. */
+		buf_free_list(bc, s->retired_new);
+		buf_free_list(bc, s->retired_old);
 		free(s->buckets);
 		ulock_destroy(&s->lock);
 	}
@@ -697,7 +876,7 @@ void bcache_mark_dirty(struct bcache *bc, struct buf *b)
 	/* Re-check under the lock: two threads may dirty one block at once. */
 	old = atomic_fetch_or_explicit(&b->state, BUF_ONLIST, memory_order_acq_rel);
 	if (!(old & BUF_ONLIST)) {
-		grab_locked(s, b);
+		grab_locked(b);
 		b->dirty_next = s->dirty_head;
 		s->dirty_head = b;
 		atomic_store_explicit(&s->ndirty,
@@ -712,27 +891,22 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t blk = blocknr + i, h = hash_block(blk);
 		struct bc_shard *s = shard_of(bc, h);
-		struct buf *b, *victim = NULL;
+		struct buf *b, *to_free = NULL;
 
 		ulock_lock(&s->lock);
 		b = hash_lookup(s, h, blk);
 		if (b) {
 			/* A closing commit may still copy it: first. */
 			buf_unfreeze(b, bc->block_size);
-			atomic_fetch_and_explicit(&b->state,
-						  ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED |
-						    BUF_DIRENTS_OK),
-						  memory_order_acq_rel);
-			if (atomic_load_explicit(&b->refcount, memory_order_relaxed) == 0) {
-				/* Idle and clean: drop it now. */
-				lru_remove(s, b);
-				hash_remove(bc, s, b);
-				victim = b;
-			}
+			/* seq_cst, as brelse(): either it sees the bits gone
+			 * and drops the buffer, or we see it idle here. */
+			atomic_fetch_and(&b->state, ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED |
+						      BUF_DIRENTS_OK));
+			if (kill_if_idle_locked(bc, s, b)) /* idle: drop it now */
+				to_free = reclaim_locked(s);
 		}
 		ulock_unlock(&s->lock);
-		if (victim)
-			buf_free(bc, victim);
+		buf_free_list(bc, to_free);
 	}
 }
 

@@ -6,9 +6,11 @@
  * slow read never blocks lookups of other inodes; if two threads load the
  * same inode at once, the first to insert wins and the other frees its
  * copy.  Unreferenced inodes stay cached on a per-shard LRU until the
- * shard holds more than its share of ICACHE_MAX_UNUSED.
+ * shard holds more than its share of ICACHE_MAX_UNUSED.  Hits take no
+ * lock (see "Lock-free hits" below).
  */
 #include "internal.h"
+#include "ebr.h"
 #include "orphan_int.h"
 
 #include <sched.h>
@@ -23,12 +25,33 @@
 #define INODE_READAHEAD_BLOCKS 32
 #define SLOT_STRIPES 256            /* power of two */
 
+/*
+ * Lock-free hits (issue 12, item 2), as in bcache.c: iget() of a cached
+ * inode walks the hash chain inside an epoch section (ebr.h) and takes
+ * the reference with a CAS that refuses INODE_REF_DEAD; iput() drops it
+ * with one atomic.  The shard lock is taken only to insert, to evict, to
+ * free a deleted inode, and when an inode the evictor took off the LRU
+ * (it was in use) goes idle again.  A hit sets inode.referenced; the
+ * evictor (a clock, under the lock) gives a referenced idle inode a
+ * second chance instead of evicting it.  An unhashed inode's memory goes
+ * back to the slab only once no lock-free lookup can still be looking at
+ * it (the shard's retired lists, reclaim_locked()).
+ */
+#define INODE_REF_DEAD (1u << 31)
+/* Retired inodes per shard before asking whether the older ones can go. */
+#define RECLAIM_BATCH 32
+
 struct icache_shard {
-	struct ulock lock;          /* protects everything below */
-	struct inode **table;       /* hash chains */
+	struct ulock lock;          /* protects everything below (see struct inode) */
+	struct inode *_Atomic *table; /* hash chains; array immutable */
 	uint32_t nbuckets;
-	uint32_t nunused;           /* inodes on the LRU */
-	struct inode *lru_head, *lru_tail; /* unreferenced inodes, oldest at head */
+	uint32_t nlru;              /* inodes on the LRU */
+	struct inode *lru_head, *lru_tail; /* oldest at head */
+	/* Unhashed inodes waiting for lock-free lookups to leave (linked by
+	 * lru_next): retired_new fills while retired_old waits. */
+	struct inode *retired_new, *retired_old;
+	uint64_t new_stamp, old_stamp;
+	uint32_t nretired_new;  /* length of retired_new */
 } __attribute__((aligned(CACHELINE)));
 
 /*
@@ -55,9 +78,15 @@ struct slot_stripe {
 struct icache {
 	struct uext4_fs *fs;        /* read-only after create */
 	struct slab *slab;          /* struct inode + raw inode objects */
+	uint32_t max_unused_per_shard; /* LRU length beyond which a shard evicts; read-only */
 	struct icache_shard shards[ICACHE_SHARDS];
 	struct slot_stripe slots[SLOT_STRIPES];
 };
+
+static struct inode *chain_first(struct icache_shard *s, uint32_t b);
+static struct inode *chain_next(struct inode *n);
+static void retire_locked(struct icache_shard *s, struct inode *n);
+static struct inode *reclaim_locked(struct icache_shard *s);
 
 static struct icache_shard *shard_of(struct icache *ic, uint64_t ino)
 {
@@ -69,6 +98,23 @@ static uint32_t bucket_of(struct icache_shard *s, uint64_t ino)
 	return (uint32_t)((ino / ICACHE_SHARDS) % s->nbuckets);
 }
 
+/* Unused inodes kept per shard: ICACHE_MAX_UNUSED in all, or what
+ * UEXT4_ICACHE_UNUSED says (tests: a tiny cache evicts all the time). */
+static uint32_t unused_per_shard(void)
+{
+	const char *env = getenv("UEXT4_ICACHE_UNUSED");
+	unsigned long n = ICACHE_MAX_UNUSED;
+
+	if (env && *env) {
+		char *end;
+
+		n = strtoul(env, &end, 10);
+		if (*end || n > (1ul << 30))
+			n = ICACHE_MAX_UNUSED;
+	}
+	return (uint32_t)(n / ICACHE_SHARDS);
+}
+
 struct icache *icache_create(struct uext4_fs *fs)
 {
 	struct icache *ic = aligned_alloc(CACHELINE, sizeof(*ic));
@@ -77,6 +123,7 @@ struct icache *icache_create(struct uext4_fs *fs)
 		return NULL;
 	memset(ic, 0, sizeof(*ic));
 	ic->fs = fs;
+	ic->max_unused_per_shard = unused_per_shard();
 	for (int i = 0; i < SLOT_STRIPES; i++)
 		atomic_flag_clear(&ic->slots[i].lock);
 	ic->slab = slab_create(sizeof(struct inode) + fs->inode_size);
@@ -98,13 +145,53 @@ struct icache *icache_create(struct uext4_fs *fs)
 	return ic;
 }
 
-static void inode_free(struct uext4_fs *fs, struct inode *inode)
+/* What an inode holds besides its memory (dead or never hashed: no
+ * thread uses it any more, though a lookup may still read its key). */
+static void inode_release_state(struct uext4_fs *fs, struct inode *inode)
 {
-	/* Unreferenced and unhashed: nobody else can see it. */
 	if (inode->pa)
 		balloc_release_prealloc(fs, inode);
 	urwlock_destroy(&inode->lock);
+}
+
+/* A copy that was never hashed: nobody else can have seen it. */
+static void inode_free(struct uext4_fs *fs, struct inode *inode)
+{
+	inode_release_state(fs, inode);
 	slab_free(fs->icache->slab, inode);
+}
+
+static void slab_free_list(struct icache *ic, struct inode *n)
+{
+	while (n) {
+		struct inode *next = n->lru_next;
+
+		slab_free(ic->slab, n);
+		n = next;
+	}
+}
+
+/* Killed inodes (linked by lru_next): release their state outside the
+ * shard lock (the preallocation takes group locks), then retire them,
+ * and free whatever older retirees became safe. */
+static void retire_victims(struct uext4_fs *fs, struct icache_shard *s, struct inode *victims)
+{
+	struct inode *free_now;
+
+	if (!victims)
+		return;
+	for (struct inode *n = victims; n; n = n->lru_next)
+		inode_release_state(fs, n);
+	ulock_lock(&s->lock);
+	while (victims) {
+		struct inode *next = victims->lru_next;
+
+		retire_locked(s, victims);
+		victims = next;
+	}
+	free_now = reclaim_locked(s);
+	ulock_unlock(&s->lock);
+	slab_free_list(fs->icache, free_now);
 }
 
 void icache_destroy(struct icache *ic)
@@ -115,11 +202,14 @@ void icache_destroy(struct icache *ic)
 		for (uint32_t b = 0; s->table && b < s->nbuckets; b++) {
 			struct inode *n, *next;
 
-			for (n = s->table[b]; n; n = next) {
-				next = n->hnext;
+			for (n = chain_first(s, b); n; n = next) {
+				next = chain_next(n);
 				inode_free(ic->fs, n);
 			}
 		}
+		/* No lookup runs any more: the retired go at once. */
+		slab_free_list(ic, s->retired_new);
+		slab_free_list(ic, s->retired_old);
 		free(s->table);
 		ulock_destroy(&s->lock);
 	}
@@ -127,7 +217,12 @@ void icache_destroy(struct icache *ic)
 	free(ic);
 }
 
-/* --- LRU of unreferenced inodes (shard lock held) --- */
+/* --- LRU, eviction and deferred freeing (shard lock held) --- */
+
+static bool on_lru(struct inode *n)
+{
+	return atomic_load(&n->on_lru);
+}
 
 static void lru_remove(struct icache_shard *s, struct inode *n)
 {
@@ -140,7 +235,8 @@ static void lru_remove(struct icache_shard *s, struct inode *n)
 	else
 		s->lru_tail = n->lru_prev;
 	n->lru_prev = n->lru_next = NULL;
-	s->nunused--;
+	s->nlru--;
+	atomic_store(&n->on_lru, false);
 }
 
 static void lru_add_tail(struct icache_shard *s, struct inode *n)
@@ -152,41 +248,143 @@ static void lru_add_tail(struct icache_shard *s, struct inode *n)
 	else
 		s->lru_head = n;
 	s->lru_tail = n;
-	s->nunused++;
+	s->nlru++;
+	atomic_store(&n->on_lru, true);
 }
 
+static void hash_insert(struct icache_shard *s, struct inode *n)
+{
+	struct inode *_Atomic *head = &s->table[bucket_of(s, n->ino)];
+
+	atomic_store_explicit(&n->hnext, atomic_load_explicit(head, memory_order_relaxed),
+			      memory_order_relaxed);
+	/* Release: a lock-free lookup that finds n sees it initialised. */
+	atomic_store_explicit(head, n, memory_order_release);
+	lru_add_tail(s, n);
+}
+
+/* n's own hnext stays: a lookup standing on n goes on along the chain. */
 static void hash_remove(struct icache_shard *s, struct inode *n)
 {
-	struct inode **pp = &s->table[bucket_of(s, n->ino)];
+	struct inode *_Atomic *pp = &s->table[bucket_of(s, n->ino)];
+	struct inode *cur;
 
-	while (*pp != n)
-		pp = &(*pp)->hnext;
-	*pp = n->hnext;
+	while ((cur = atomic_load_explicit(pp, memory_order_relaxed)) != n)
+		pp = &cur->hnext;
+	atomic_store_explicit(pp, atomic_load_explicit(&n->hnext, memory_order_relaxed),
+			      memory_order_release);
 }
 
-/* Take a reference on a cached inode, or return NULL (shard lock held). */
+static struct inode *chain_first(struct icache_shard *s, uint32_t b)
+{
+	return atomic_load_explicit(&s->table[b], memory_order_acquire);
+}
+
+static struct inode *chain_next(struct inode *n)
+{
+	return atomic_load_explicit(&n->hnext, memory_order_acquire);
+}
+
+static void mark_referenced(struct inode *n)
+{
+	if (!atomic_load_explicit(&n->referenced, memory_order_relaxed))
+		atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
+}
+
+/* Take a reference on a cached inode, or return NULL (shard lock held:
+ * a hashed inode is never dead then). */
 static struct inode *lookup_locked(struct icache_shard *s, uint64_t ino)
 {
-	for (struct inode *n = s->table[bucket_of(s, ino)]; n; n = n->hnext) {
+	for (struct inode *n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n)) {
 		if (n->ino != ino)
 			continue;
-		if (atomic_fetch_add(&n->refcount, 1) == 0)
-			lru_remove(s, n);
+		atomic_fetch_add(&n->refcount, 1);
+		mark_referenced(n);
 		return n;
 	}
 	return NULL;
 }
 
-/* Evict the oldest unreferenced inodes beyond the shard's share. */
-static void shrink_locked(struct icache_shard *s, struct inode **victims)
+/* Unhashed n (refcount INODE_REF_DEAD, state released) waits on the
+ * retired list for the lookups that may still hold its address. */
+static void retire_locked(struct icache_shard *s, struct inode *n)
 {
-	while (s->nunused > ICACHE_MAX_UNUSED / ICACHE_SHARDS && s->lru_head) {
+	n->lru_next = s->retired_new;
+	s->retired_new = n;
+	s->new_stamp = ebr_stamp();
+	s->nretired_new++;
+}
+
+/* Inodes safe to give back to the slab now, linked by lru_next. */
+static struct inode *reclaim_locked(struct icache_shard *s)
+{
+	struct inode *out = NULL;
+
+	/* Asking costs a scan (and a membarrier(), ebr.c): once a batch. */
+	if (s->retired_old && s->nretired_new >= RECLAIM_BATCH && ebr_safe(s->old_stamp)) {
+		out = s->retired_old;
+		s->retired_old = NULL;
+	}
+	if (!s->retired_old && s->retired_new) {
+		s->retired_old = s->retired_new;
+		s->old_stamp = s->new_stamp;
+		s->retired_new = NULL;
+		s->nretired_new = 0;
+	}
+	return out;
+}
+
+/* count -> dead (the caller holds the last `count` references, or 0 for
+ * an idle inode), and out of the hash and the LRU; false if somebody took
+ * a reference meanwhile. */
+static bool kill_locked(struct icache_shard *s, struct inode *n, uint32_t count)
+{
+	if (!atomic_compare_exchange_strong(&n->refcount, &count, INODE_REF_DEAD))
+		return false;
+	if (on_lru(n))
+		lru_remove(s, n);
+	if (!(atomic_load(&n->istate) & INODE_UNHASHED))
+		hash_remove(s, n);
+	return true;
+}
+
+/*
+ * The LRU head n is in use: off the list (its next drop to 0 puts it
+ * back).  The re-check pairs with iput(), which drops the count and then
+ * looks at on_lru (both seq_cst), so one of the two puts it back.
+ */
+static void lru_drop_busy(struct icache_shard *s, struct inode *n)
+{
+	lru_remove(s, n);
+	if (atomic_load(&n->refcount) == 0)
+		lru_add_tail(s, n);
+}
+
+/*
+ * A clock over the LRU beyond the shard's share: idle inodes hit since
+ * the last pass go to the tail once more, the others are killed and
+ * linked on *victims by lru_next (their state is released and they are
+ * retired after the lock is dropped: retire_victims()).
+ */
+static void shrink_locked(struct uext4_fs *fs, struct icache_shard *s, struct inode **victims)
+{
+	uint32_t budget = s->nlru + 1;
+
+	while (s->nlru > fs->icache->max_unused_per_shard && s->lru_head && budget--) {
 		struct inode *n = s->lru_head;
 
-		lru_remove(s, n);
-		hash_remove(s, n);
-		n->hnext = *victims;
-		*victims = n;
+		if (atomic_load(&n->refcount) != 0) {
+			lru_drop_busy(s, n);
+		} else if (atomic_load_explicit(&n->referenced, memory_order_relaxed)) {
+			atomic_store_explicit(&n->referenced, 0, memory_order_relaxed);
+			lru_remove(s, n);
+			lru_add_tail(s, n);
+		} else if (kill_locked(s, n, 0)) {
+			n->lru_next = *victims;
+			*victims = n;
+		} else {
+			lru_drop_busy(s, n);
+		}
 	}
 }
 
@@ -635,6 +833,42 @@ static int refuse_unusable(struct uext4_fs *fs, struct inode *n)
 	return fs_err(ENOENT, "inode %llu was deleted (its number is being reused)", ino);
 }
 
+/* A reference on n unless it is dead (being freed). */
+static bool try_grab(struct inode *n)
+{
+	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
+
+	while (!(r & INODE_REF_DEAD))
+		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r + 1,
+							  memory_order_acquire,
+							  memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/*
+ * The cached inode ino with a reference, or NULL: no lock.  The epoch
+ * section keeps every inode on the chain from being freed while we walk
+ * it; one unhashed meanwhile is dead (refused), or our CAS came first and
+ * it was not unhashed.  NULL sends the caller to the locked path.
+ */
+static struct inode *lookup_lockfree(struct uext4_fs *fs, uint64_t ino)
+{
+	struct icache_shard *s = shard_of(fs->icache, ino);
+	struct inode *n;
+
+	ebr_enter();
+	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
+		if (n->ino == ino)
+			break;
+	if (n && !try_grab(n))
+		n = NULL;
+	ebr_exit();
+	if (n)
+		mark_referenced(n);
+	return n;
+}
+
 /*
  * Put a loaded copy in the cache unless one is there already (the first
  * to insert wins).  Also refused: a copy of a slot written since it was
@@ -650,7 +884,7 @@ static int icache_insert_loaded(struct uext4_fs *fs, struct inode **mine, uint32
 {
 	uint64_t ino = (*mine)->ino;
 	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n;
+	struct inode *n, *victims = NULL;
 	int again = 0;
 
 	ulock_lock(&s->lock);
@@ -658,28 +892,24 @@ static int icache_insert_loaded(struct uext4_fs *fs, struct inode **mine, uint32
 	if (!n && slot_writes(fs, ino) != writes) {
 		again = 1;
 	} else if (!n) {
-		uint32_t b = bucket_of(s, ino);
-
-		(*mine)->hnext = s->table[b];
-		s->table[b] = *mine;
+		hash_insert(s, *mine);
+		shrink_locked(fs, s, &victims);
 		n = *mine;
 		*mine = NULL;
 	}
 	ulock_unlock(&s->lock);
+	retire_victims(fs, s, victims);
 	*out = n;
 	return again;
 }
 
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 {
-	struct icache_shard *s = shard_of(fs->icache, ino);
 	struct inode *n, *mine = NULL;
 	uint32_t writes = 0;
 	int err;
 
-	ulock_lock(&s->lock);
-	n = lookup_locked(s, ino);
-	ulock_unlock(&s->lock);
+	n = lookup_lockfree(fs, ino);
 	/* Each round that loads again follows a write of a slot of the
 	 * stripe by another thread, which made progress. */
 	while (!n) {
@@ -842,17 +1072,64 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 	return err ? err : err2;
 }
 
-int iput(struct uext4_fs *fs, struct inode *n)
+/* The last reference of a deleted inode: it leaves the cache, unless a
+ * lookup took a reference meanwhile (then that one's iput() frees it). */
+static void put_deleted(struct uext4_fs *fs, struct inode *n)
+{
+	struct icache_shard *s = shard_of(fs->icache, n->ino);
+	struct inode *free_now = NULL;
+	bool killed, at_once = false;
+
+	ulock_lock(&s->lock);
+	killed = kill_locked(s, n, 1);
+	if (!killed) {
+		atomic_fetch_sub(&n->refcount, 1);
+	} else if (!n->pa) {
+		/* inode_delete() gave the preallocation back: nothing left
+		 * to release that takes a lock, so retire it now (one shard
+		 * lock per unlink, not two). */
+		urwlock_destroy(&n->lock);
+		retire_locked(s, n);
+		free_now = reclaim_locked(s);
+		at_once = true;
+	}
+	ulock_unlock(&s->lock);
+	if (killed && !at_once) {
+		n->lru_next = NULL;
+		retire_victims(fs, s, n);
+	}
+	slab_free_list(fs->icache, free_now);
+}
+
+/* Our reference was the last of a live inode: if the evictor took it off
+ * the LRU while it was in use, it goes back on (and the shard may shrink).
+ * Inside an epoch section: n may be evicted as soon as the count is 0. */
+static void put_idle(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s;
 	struct inode *victims = NULL;
+
+	if (on_lru(n))
+		return; /* the common case */
+	s = shard_of(fs->icache, n->ino);
+	ulock_lock(&s->lock);
+	if (!on_lru(n) && atomic_load(&n->refcount) == 0) {
+		lru_add_tail(s, n);
+		shrink_locked(fs, s, &victims);
+	}
+	ulock_unlock(&s->lock);
+	retire_victims(fs, s, victims);
+}
+
+int iput(struct uext4_fs *fs, struct inode *n)
+{
 	int err = 0;
+	uint32_t r, old;
 
 	if (!n)
 		return 0;
-	/* Fast path: not the last reference.  1 -> 0 (going on the LRU) and
-	 * 0 -> 1 (lookup_locked) only happen under the shard lock. */
-	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
+	/* Not the last reference: one CAS. */
+	r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
 	while (r > 1) {
 		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r - 1,
 							  memory_order_release,
@@ -861,26 +1138,15 @@ int iput(struct uext4_fs *fs, struct inode *n)
 	}
 	if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED)
 		err = inode_delete(fs, n);
-	s = shard_of(fs->icache, n->ino);
-	ulock_lock(&s->lock);
-	if (atomic_fetch_sub(&n->refcount, 1) == 1) {
-		if (atomic_load(&n->istate) & INODE_DELETED) {
-			if (!(atomic_load(&n->istate) & INODE_UNHASHED))
-				hash_remove(s, n);
-			n->hnext = victims;
-			victims = n;
-		} else {
-			lru_add_tail(s, n);
-			shrink_locked(s, &victims);
-		}
+	if (atomic_load(&n->istate) & INODE_DELETED) {
+		put_deleted(fs, n);
+		return err;
 	}
-	ulock_unlock(&s->lock);
-	while (victims) {
-		struct inode *next = victims->hnext;
-
-		inode_free(fs, victims);
-		victims = next;
-	}
+	ebr_enter();
+	old = atomic_fetch_sub(&n->refcount, 1);
+	if (old == 1)
+		put_idle(fs, n);
+	ebr_exit();
 	return err;
 }
 
@@ -903,7 +1169,7 @@ void icache_delete_unlinked(struct uext4_fs *fs)
 			found = NULL;
 			ulock_lock(&s->lock);
 			for (uint32_t b = 0; b < s->nbuckets && !found; b++)
-				for (struct inode *n = s->table[b]; n && !found; n = n->hnext)
+				for (struct inode *n = chain_first(s, b); n && !found; n = chain_next(n))
 					if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) ==
 					    INODE_UNLINKED)
 						found = lookup_locked(s, n->ino);
@@ -961,9 +1227,11 @@ int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 static struct inode *icache_find(struct uext4_fs *fs, uint64_t ino)
 {
 	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n;
+	struct inode *n = lookup_lockfree(fs, ino);
 
-	ulock_lock(&s->lock);
+	if (n)
+		return n;
+	ulock_lock(&s->lock); /* a dead copy may hide a live one behind it */
 	n = lookup_locked(s, ino);
 	ulock_unlock(&s->lock);
 	return n;
@@ -1023,7 +1291,7 @@ static void icache_drop_lookups(struct uext4_fs *fs)
 			do {
 				found = NULL;
 				ulock_lock(&s->lock);
-				for (struct inode *n = s->table[b]; n && !found; n = n->hnext)
+				for (struct inode *n = chain_first(s, b); n && !found; n = chain_next(n))
 					if (atomic_exchange(&n->nlookup, 0) > 0)
 						found = n;  /* the count's reference is ours */
 				ulock_unlock(&s->lock);
@@ -1366,10 +1634,10 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s = shard_of(fs->icache, n->ino);
-	struct inode *old;
+	struct inode *old, *victims = NULL;
 
 	ulock_lock(&s->lock);
-	for (old = s->table[bucket_of(s, n->ino)]; old; old = old->hnext)
+	for (old = chain_first(s, bucket_of(s, n->ino)); old; old = chain_next(old))
 		if (old->ino == n->ino)
 			break;
 	if (old && (atomic_load(&old->istate) & INODE_DELETED)) {
@@ -1380,12 +1648,11 @@ static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
 		old = NULL;
 	}
 	if (!old) {
-		uint32_t b = bucket_of(s, n->ino);
-
-		n->hnext = s->table[b];
-		s->table[b] = n;
+		hash_insert(s, n);
+		shrink_locked(fs, s, &victims);
 	}
 	ulock_unlock(&s->lock);
+	retire_victims(fs, s, victims);
 	if (old)
 		return fs_corrupt("inode %llu: allocated while still cached in use "
 				  "(inode bitmap out of step with the directory tree)",

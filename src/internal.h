@@ -201,7 +201,7 @@ enum csum_kind {
 struct buf {
 	uint64_t blocknr;
 	uint8_t *data;              /* block_size bytes; immutable pointer */
-	_Atomic uint32_t refcount;  /* atomic; 0 = on the shard's LRU */
+	_Atomic uint32_t refcount;  /* atomic; 0 = idle; BUF_REF_DEAD = being freed */
 	_Atomic uint32_t state;     /* BUF_* bits, atomic */
 	uint8_t kind;               /* enum uext4_meta_kind of the first read */
 	struct ulock lock;          /* serialises reading in (and xattr block changes) */
@@ -218,8 +218,9 @@ struct buf {
 #ifdef UEXT4_LOCKDEP
 	_Atomic uint32_t access_tid; /* last transaction that took write access */
 #endif
-	/* Protected by the owning shard's lock: */
-	struct buf *hnext;
+	/* Written under the owning shard's lock; hnext is also read without
+	 * it by lock-free lookups (bcache.c): */
+	struct buf *_Atomic hnext;
 	struct buf *lru_prev, *lru_next;
 	struct buf *dirty_next;     /* shard's dirty list */
 };
@@ -744,13 +745,19 @@ struct inode {
 	uint32_t orphan_slot;
 	struct inode *orphan_prev, *orphan_next;
 	_Atomic uint32_t orphan_next_ino;
-	/* Cache bookkeeping, protected by the icache shard lock: */
+	/* Cache bookkeeping (inode.c): refcount is atomic (0 = idle,
+	 * INODE_REF_DEAD = being freed); hnext, lru_* are written under the
+	 * icache shard lock, hnext is also read by lock-free lookups;
+	 * on_lru is written under the lock and read without it; referenced
+	 * is set by lookups, cleared by the evictor. */
 	_Atomic uint32_t refcount;
+	_Atomic bool on_lru;
+	_Atomic uint8_t referenced;
 	/* The frontend's lookup count (the FUSE kernel's nlookup), atomic, no
 	 * lock: while it is > 0 it holds one reference (taken at 0 -> 1,
 	 * dropped at -> 0; inode_lookup_ref(), inode_forget()). */
 	_Atomic uint64_t nlookup;
-	struct inode *hnext;
+	struct inode *_Atomic hnext;
 	struct inode *lru_prev, *lru_next;
 	uint8_t raw[];              /* fs->inode_size bytes */
 };

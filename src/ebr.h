@@ -1,0 +1,25 @@
+/*
+ * ebr.h - epoch-based reclamation: lock-free readers of a shared structure
+ * (the buffer and inode caches' hash chains) and deferred freeing of what
+ * they may still be looking at (issue 12, item 2).
+ *
+ * A reader brackets its walk with ebr_enter()/ebr_exit().  A writer that
+ * unlinks an object (under the structure's own lock) stamps it with
+ * ebr_stamp() and frees it only once ebr_safe(stamp) says every reader
+ * that could have seen it has left.  Sections are short (a hash probe,
+ * or the end of a release) and nest; a long one only delays freeing.
+ */
+#ifndef UEXT4_EBR_H
+#define UEXT4_EBR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+void ebr_enter(void);
+void ebr_exit(void);
+/* The epoch of an object just unlinked (call after the unlink). */
+uint64_t ebr_stamp(void);
+/* May an object stamped `stamp` be freed?  Tries to advance the epoch. */
+bool ebr_safe(uint64_t stamp);
+
+#endif
