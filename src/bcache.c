@@ -97,12 +97,9 @@ struct bc_shard {
 	struct buf *lru_head;   /* most recently released; lock */
 	struct buf *lru_tail;   /* next to evict; lock */
 	uint64_t nlru;          /* length of the LRU; lock */
-	/* Unhashed buffers waiting for lock-free lookups to leave (linked by
-	 * lru_next): retired_new fills while retired_old waits for its
-	 * stamp to be safe (lock). */
-	struct buf *retired_new, *retired_old;
-	uint64_t new_stamp, old_stamp;
-	uint32_t nretired_new;  /* length of retired_new */
+	/* Unhashed buffers waiting for lock-free lookups to leave, linked
+	 * by lru_next (lock): */
+	struct ebr_limbo retired;
 	uint64_t limit;         /* bytes, immutable */
 	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
 	_Atomic uint64_t reads[UEXT4_META_NKINDS];
@@ -367,10 +364,8 @@ static bool idle_and_clean(struct buf *b)
  * that might hold its address are gone (its refcount is BUF_REF_DEAD). */
 static void retire_locked(struct bc_shard *s, struct buf *b)
 {
-	b->lru_next = s->retired_new;
-	s->retired_new = b;
-	s->new_stamp = ebr_stamp();
-	s->nretired_new++;
+	b->lru_next = ebr_limbo_head(&s->retired);
+	ebr_limbo_push(&s->retired, b);
 }
 
 /* Buffers now safe to free (returned linked by lru_next): the older
@@ -378,20 +373,7 @@ static void retire_locked(struct bc_shard *s, struct buf *b)
  * wait. */
 static struct buf *reclaim_locked(struct bc_shard *s)
 {
-	struct buf *out = NULL;
-
-	/* Asking costs a scan (and a membarrier(), ebr.c): once a batch. */
-	if (s->retired_old && s->nretired_new >= RECLAIM_BATCH && ebr_safe(s->old_stamp)) {
-		out = s->retired_old;
-		s->retired_old = NULL;
-	}
-	if (!s->retired_old && s->retired_new) {
-		s->retired_old = s->retired_new;
-		s->old_stamp = s->new_stamp;
-		s->retired_new = NULL;
-		s->nretired_new = 0;
-	}
-	return out;
+	return ebr_limbo_reclaim(&s->retired, RECLAIM_BATCH);
 }
 
 /* Unhash an idle buffer if nobody takes a reference first (0 -> dead). */
@@ -766,8 +748,8 @@ void bcache_destroy(struct bcache *bc)
 		for (uint32_t j = 0; j < s->nbuckets; j++)
 			free_chain(bc, atomic_load_explicit(&s->buckets[j], memory_order_relaxed));
 		/* No lookup runs any more: the retired can go at once. */
-		buf_free_list(bc, s->retired_new);
-		buf_free_list(bc, s->retired_old);
+		buf_free_list(bc, s->retired.new_head);
+		buf_free_list(bc, s->retired.old_head);
 		free(s->buckets);
 		ulock_destroy(&s->lock);
 	}

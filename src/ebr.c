@@ -212,3 +212,27 @@ bool ebr_safe(uint64_t stamp)
 	try_advance(e);
 	return atomic_load(&g_epoch) >= stamp + 2;
 }
+
+void ebr_limbo_push(struct ebr_limbo *l, void *obj)
+{
+	l->new_head = obj;
+	l->new_stamp = ebr_stamp();
+	l->nnew++;
+}
+
+void *ebr_limbo_reclaim(struct ebr_limbo *l, uint32_t batch)
+{
+	void *out = NULL;
+
+	if (l->old_head && l->nnew >= batch && ebr_safe(l->old_stamp)) {
+		out = l->old_head;
+		l->old_head = NULL;
+	}
+	if (!l->old_head && l->new_head) {
+		l->old_head = l->new_head;
+		l->old_stamp = l->new_stamp;
+		l->new_head = NULL;
+		l->nnew = 0;
+	}
+	return out;
+}

@@ -47,11 +47,9 @@ struct icache_shard {
 	uint32_t nbuckets;
 	uint32_t nlru;              /* inodes on the LRU */
 	struct inode *lru_head, *lru_tail; /* oldest at head */
-	/* Unhashed inodes waiting for lock-free lookups to leave (linked by
-	 * lru_next): retired_new fills while retired_old waits. */
-	struct inode *retired_new, *retired_old;
-	uint64_t new_stamp, old_stamp;
-	uint32_t nretired_new;  /* length of retired_new */
+	/* Unhashed inodes waiting for lock-free lookups to leave, linked
+	 * by lru_next (lock): */
+	struct ebr_limbo retired;
 } __attribute__((aligned(CACHELINE)));
 
 /*
@@ -208,8 +206,8 @@ void icache_destroy(struct icache *ic)
 			}
 		}
 		/* No lookup runs any more: the retired go at once. */
-		slab_free_list(ic, s->retired_new);
-		slab_free_list(ic, s->retired_old);
+		slab_free_list(ic, s->retired.new_head);
+		slab_free_list(ic, s->retired.old_head);
 		free(s->table);
 		ulock_destroy(&s->lock);
 	}
@@ -309,29 +307,14 @@ static struct inode *lookup_locked(struct icache_shard *s, uint64_t ino)
  * retired list for the lookups that may still hold its address. */
 static void retire_locked(struct icache_shard *s, struct inode *n)
 {
-	n->lru_next = s->retired_new;
-	s->retired_new = n;
-	s->new_stamp = ebr_stamp();
-	s->nretired_new++;
+	n->lru_next = ebr_limbo_head(&s->retired);
+	ebr_limbo_push(&s->retired, n);
 }
 
 /* Inodes safe to give back to the slab now, linked by lru_next. */
 static struct inode *reclaim_locked(struct icache_shard *s)
 {
-	struct inode *out = NULL;
-
-	/* Asking costs a scan (and a membarrier(), ebr.c): once a batch. */
-	if (s->retired_old && s->nretired_new >= RECLAIM_BATCH && ebr_safe(s->old_stamp)) {
-		out = s->retired_old;
-		s->retired_old = NULL;
-	}
-	if (!s->retired_old && s->retired_new) {
-		s->retired_old = s->retired_new;
-		s->old_stamp = s->new_stamp;
-		s->retired_new = NULL;
-		s->nretired_new = 0;
-	}
-	return out;
+	return ebr_limbo_reclaim(&s->retired, RECLAIM_BATCH);
 }
 
 /* count -> dead (the caller holds the last `count` references, or 0 for
