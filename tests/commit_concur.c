@@ -185,26 +185,6 @@ static void *committer_main(void *arg)
 	return NULL;
 }
 
-static int run_e2fsck(const char *img, const char *log)
-{
-	posix_spawn_file_actions_t fa;
-	char *argv[] = { "e2fsck", "-fn", (char *)img, NULL };
-	pid_t pid;
-	int st, r;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	r = posix_spawnp(&pid, "e2fsck", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r)
-		return -r;
-	while (waitpid(pid, &st, 0) < 0)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static void print_file(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -234,7 +214,7 @@ static int check_state(struct bdev *dev, uint32_t k, const char *dir)
 		fprintf(stderr, "FAIL: state %u: recovery: %s\n", k, uext4_last_error());
 		return 1;
 	}
-	if ((r = run_e2fsck(img, log)) != 0) {
+	if ((r = t_run_e2fsck(img, log)) != 0) {
 		fprintf(stderr, "FAIL: state %u: e2fsck -fn exit %d after recovery:\n", k, r);
 		print_file(log);
 		return 1;

@@ -45,6 +45,7 @@
 
 #include "internal.h"
 #include "crashdev.h"
+#include "t.h"
 
 /* Until the lead's recovery entry point lands, fall back to mount+umount. */
 #pragma weak uext4_recover
@@ -800,26 +801,6 @@ static const struct workload workloads[] = {
 
 /* ------------------------------------------------------------ checking a state */
 
-static int run_e2fsck(const char *img, const char *log)
-{
-	posix_spawn_file_actions_t fa;
-	char *argv[] = { "e2fsck", "-fn", (char *)img, NULL };
-	pid_t pid;
-	int st, r;
-
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	r = posix_spawnp(&pid, "e2fsck", &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	if (r)
-		return -r;
-	while (waitpid(pid, &st, 0) < 0)
-		;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* Does the recovered image show alternative a for (path, xname)? */
 static bool alt_holds(uext4_fs *fs, const struct fact *f, const struct state *a, char *why,
 		      size_t whylen)
@@ -992,7 +973,7 @@ static void check_state(struct ctx *c, const struct cstate *s, size_t idx, const
 		ws->recover_bad++;
 		fails++;
 	}
-	r = run_e2fsck(img, fscklog);
+	r = t_run_e2fsck(img, fscklog);
 	if (r != 0) {
 		size_t used = strlen(msg);
 		FILE *f = fopen(fscklog, "r");

@@ -6,7 +6,8 @@
  *    read (fixed 4 KiB logical blocks, all-zero blocks hashed cheaply so a
  *    5 GiB sparse file costs little);
  *  - the canonical one-line description of a path that walk.c prints and
- *    threads.c digests, so both agree on what "the same tree" means.
+ *    threads.c digests, so both agree on what "the same tree" means;
+ *  - t_run_e2fsck(): the oracle run on an image, without a shell.
  *
  * Everything is static so each test program is a single translation unit.
  */
@@ -14,7 +15,9 @@
 #define UEXT4_TESTS_T_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +25,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ checks */
 
@@ -41,6 +46,28 @@ static int t_failures __attribute__((unused));
 #define T_PASS 0
 #define T_FAIL 1
 #define T_SKIP 77
+
+/* e2fsck -fn img, its output to log: its exit status (0: clean), or a
+ * negative errno when it could not be started. */
+static inline int t_run_e2fsck(const char *img, const char *log)
+{
+	posix_spawn_file_actions_t fa;
+	char *argv[] = { "e2fsck", "-fn", (char *)img, NULL };
+	pid_t pid;
+	int st, r;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	r = posix_spawnp(&pid, "e2fsck", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (r)
+		return -r;
+	while (waitpid(pid, &st, 0) < 0)
+		;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
 
 static inline void *t_xmalloc(size_t n)
 {
