@@ -40,6 +40,7 @@
 #include "namecache.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1354,8 +1355,13 @@ static int dir_remove_uncached(struct handle *h, struct inode *dir, const char *
 
 #define DIR_ATTR_STRIPES 256
 
+/* Parallel creates and unlinks in a directory change its times with its
+ * lock shared, so they serialise on a stripe's lock; stat reads the times
+ * with no lock, through the stripe's seqcount (as the name cache does:
+ * acquire loads, release stores, so no fence and no data race). */
 static struct dir_attr_stripe {
 	_Alignas(64) struct ulock l;    /* a line each: no false sharing */
+	_Atomic uint32_t seq;           /* odd while l's holder changes times */
 } dir_attr_locks[DIR_ATTR_STRIPES];
 static pthread_once_t dir_attr_once = PTHREAD_ONCE_INIT;
 
@@ -1365,21 +1371,58 @@ static void dir_attr_init(void)
 		ulock_init(&dir_attr_locks[i].l, RANK_DIR_ATTR);
 }
 
-struct ulock *dir_attr_lock(const struct inode *dir)
+static struct dir_attr_stripe *dir_attr_stripe(const struct inode *dir)
 {
 	pthread_once(&dir_attr_once, dir_attr_init);
-	return &dir_attr_locks[(dir->ino * 0x9e3779b97f4a7c15ull >> 40) % DIR_ATTR_STRIPES].l;
+	return &dir_attr_locks[(dir->ino * 0x9e3779b97f4a7c15ull >> 40) % DIR_ATTR_STRIPES];
+}
+
+static void store_time(struct timespec *t, struct timespec v)
+{
+	__atomic_store_n(&t->tv_sec, v.tv_sec, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->tv_nsec, v.tv_nsec, __ATOMIC_RELEASE);
+}
+
+static struct timespec load_time(const struct timespec *t)
+{
+	return (struct timespec){ .tv_sec = __atomic_load_n(&t->tv_sec, __ATOMIC_ACQUIRE),
+				  .tv_nsec = __atomic_load_n(&t->tv_nsec, __ATOMIC_ACQUIRE) };
+}
+
+void dir_read_times(const struct inode *dir, struct timespec *mtime, struct timespec *ctime)
+{
+	struct dir_attr_stripe *s = dir_attr_stripe(dir);
+
+	for (unsigned tries = 0;; tries++) {
+		uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
+
+		if (!(q & 1)) {
+			*mtime = load_time(&dir->mtime);
+			*ctime = load_time(&dir->ctime);
+			if (atomic_load_explicit(&s->seq, memory_order_acquire) == q)
+				return;
+		}
+		if (tries >= 64)
+			sched_yield(); /* the writer was preempted in its few stores */
+	}
 }
 
 int dir_touch_shared(struct handle *h, struct inode *dir)
 {
-	struct ulock *l = dir_attr_lock(dir);
+	struct dir_attr_stripe *s = dir_attr_stripe(dir);
+	struct timespec now;
+	uint32_t q;
 	int err;
 
-	ulock_lock(l);
-	touch_dir(h->fs, dir);
+	ulock_lock(&s->l);
+	now = fs_time(h->fs); /* under the lock: the times never go back */
+	q = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, q + 1, memory_order_relaxed);
+	store_time(&dir->mtime, now);
+	store_time(&dir->ctime, now);
+	atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 	err = inode_write(h, dir);
-	ulock_unlock(l);
+	ulock_unlock(&s->l);
 	return err;
 }
 

@@ -1317,13 +1317,8 @@ void inode_to_stat(struct uext4_fs *fs, const struct inode *n, struct uext4_stat
 	st->atime = n->atime;
 	if (S_ISDIR(n->mode)) {
 		/* Parallel creates in a directory change these two with its
-		 * lock shared, under the attribute lock (dir.c). */
-		struct ulock *l = dir_attr_lock(n);
-
-		ulock_lock(l);
-		st->mtime = n->mtime;
-		st->ctime = n->ctime;
-		ulock_unlock(l);
+		 * lock shared (dir.c). */
+		dir_read_times(n, &st->mtime, &st->ctime);
 	} else {
 		st->mtime = n->mtime;
 		st->ctime = n->ctime;

@@ -1013,10 +1013,9 @@ int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, siz
 /* Set dir's mtime and ctime and write its inode, under the directory's
  * attribute lock: with dir->lock shared, several writers do this at once. */
 int dir_touch_shared(struct handle *h, struct inode *dir);
-/* The attribute lock (RANK_DIR_ATTR, striped): protects a directory's
- * mtime and ctime while dir->lock is held shared by writers; readers of
- * those two fields (inode_to_stat()) take it too. */
-struct ulock *dir_attr_lock(const struct inode *dir);
+/* A directory's mtime and ctime, consistent with each other while
+ * dir_touch_shared() runs elsewhere (a seqcount: no lock, nothing written). */
+void dir_read_times(const struct inode *dir, struct timespec *mtime, struct timespec *ctime);
 /* 1 if the directory holds only "." and "..", 0 if not, or -errno. */
 int dir_is_empty(struct uext4_fs *fs, struct inode *dir);
 

@@ -17,8 +17,9 @@
  *     the others get ENOENT;
  *  meanwhile a reader thread looks the PRE names up again and again (each
  *  must always be found, with its inode: lookups run beside inserts in
- *  the same leaves) and lists the directory (no name twice, every PRE
- *  name present).
+ *  the same leaves), lists the directory (no name twice, every PRE
+ *  name present) and stats it (mtime and ctime, set together by every
+ *  change, must agree: no torn read).
  * Then the listing must be exactly the expected names, which are written
  * to EXPECTED_OUT (sorted) for the script to compare with the kernel.
  */
@@ -245,6 +246,17 @@ static void *reader(void *arg)
 		pre_name(name, sizeof(name), i);
 		err = uext4_lookup(fs, dino, name, &st);
 		CHECK(err == 0 && st.ino == pre_ino[i], "reader: lookup %s: %d", name, err);
+		if (rounds % 64 == 0) {
+			/* The directory's times, changed by parallel creates and
+			 * unlinks with its lock shared: each change sets both to
+			 * one value, so a torn read shows them apart. */
+			err = uext4_getattr(fs, dino, &st);
+			CHECK(err == 0 && st.mtime.tv_sec == st.ctime.tv_sec &&
+				      st.mtime.tv_nsec == st.ctime.tv_nsec,
+			      "reader: directory times torn: mtime %lld.%09ld ctime %lld.%09ld (%d)",
+			      (long long)st.mtime.tv_sec, st.mtime.tv_nsec,
+			      (long long)st.ctime.tv_sec, st.ctime.tv_nsec, err);
+		}
 		if (++rounds % 2000 == 0) {
 			struct listing l = {0};
 
