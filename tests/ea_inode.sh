@@ -316,7 +316,14 @@ fuse_rw_mount() { # fuse_rw_mount IMAGE DIR
 	MOUNTS+=("$2")
 	for ((i = 0; i < 300; i++)); do
 		[ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] && return 0
-		kill -0 "$FUSE_PID" 2> /dev/null || { cat "$2.log"; return 1; }
+		if ! kill -0 "$FUSE_PID" 2> /dev/null; then
+			# The daemon's parent exits once the mount is up: that
+			# may be between the two checks, so look once more.
+			wait "$FUSE_PID" && [ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] &&
+				return 0
+			cat "$2.log"
+			return 1
+		fi
 		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
 	done
 	cat "$2.log"
