@@ -116,6 +116,27 @@ static void heavy_fence(void)
 		full_fence();
 }
 
+/* Records for threads that arrive when malloc fails: ebr_enter() cannot
+ * return an error, so out of memory takes one of these instead of
+ * aborting.  Claimed once each (g_reserve_used, atomic); like every
+ * record, never freed, and reused through ->owned after its thread exits. */
+#define EBR_RESERVE 64
+static struct ebr_record g_reserve[EBR_RESERVE];
+static atomic_uint g_reserve_used;
+
+static struct ebr_record *record_alloc(void)
+{
+	struct ebr_record *r = aligned_alloc(CACHELINE, sizeof(*r));
+	unsigned i;
+
+	if (r)
+		return r;
+	i = atomic_fetch_add(&g_reserve_used, 1);
+	if (i >= EBR_RESERVE)
+		abort(); /* out of memory with 64 threads already on reserve records */
+	return &g_reserve[i];
+}
+
 static struct ebr_record *record_claim(void)
 {
 	struct ebr_record *r;
@@ -126,9 +147,7 @@ static struct ebr_record *record_claim(void)
 		if (atomic_compare_exchange_strong(&r->owned, &free_, 1))
 			return r;
 	}
-	r = aligned_alloc(CACHELINE, sizeof(*r));
-	if (!r)
-		abort(); /* a few bytes once per thread; nothing sane to do */
+	r = record_alloc();
 	memset(r, 0, sizeof(*r));
 	atomic_init(&r->owned, 1);
 	r->next = atomic_load(&g_records);
