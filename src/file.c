@@ -335,9 +335,33 @@ static int write_zeros(struct uext4_fs *fs, uint64_t devoff, size_t len)
 	return err < 0 ? err : 0;
 }
 
+/* Zeros for write_partial_noalloc(): read only, one largest block. */
+static const uint8_t g_zero_block[EXT4_MAX_BLOCK_SIZE];
+
+/* n bytes at byte in of fresh block pblk, zeros around them, without a
+ * bounce buffer: for when malloc fails, so that an allocated block is never
+ * left holding stale bytes (or the write failing after the blocks were
+ * mapped, which leaves them past i_size). */
+static int write_partial_noalloc(struct uext4_fs *fs, uint64_t pblk, size_t in,
+				 const uint8_t *data, size_t n)
+{
+	uint64_t at = pblk << block_shift(fs);
+	size_t tail = fs->block_size - in - n;
+	int err = 0;
+
+	if (in)
+		err = bdev_write(fs->dev, g_zero_block, in, at);
+	if (err >= 0)
+		err = bdev_write(fs->dev, data, n, at + in);
+	if (err >= 0 && tail)
+		err = bdev_write(fs->dev, g_zero_block, tail, at + in + n);
+	return err < 0 ? err : 0;
+}
+
 /*
  * Write len bytes at byte boff of a freshly allocated run starting at
- * block pblk: the blocks are written whole, zeros around the data.
+ * block pblk: the blocks are written whole, zeros around the data.  Out of
+ * memory is not an error here (see write_partial_noalloc()).
  */
 static int write_fresh(struct uext4_fs *fs, uint64_t pblk, uint64_t boff, const uint8_t *buf,
 		       size_t len)
@@ -350,12 +374,12 @@ static int write_fresh(struct uext4_fs *fs, uint64_t pblk, uint64_t boff, const 
 
 	if ((boff || len % bs) && span <= FRESH_BOUNCE_MAX) {
 		/* Small enough to assemble: one device write for the run. */
-		if (!(tmp = calloc(1, span)))
-			return fs_err(ENOMEM, "write: out of memory");
-		memcpy(tmp + boff, buf, len);
-		err = bdev_write(fs->dev, tmp, span, pblk << shift);
-		free(tmp);
-		return err < 0 ? err : 0;
+		if ((tmp = calloc(1, span))) {
+			memcpy(tmp + boff, buf, len);
+			err = bdev_write(fs->dev, tmp, span, pblk << shift);
+			free(tmp);
+			return err < 0 ? err : 0;
+		}
 	}
 	while (pos < len && !err) {
 		size_t in = pos == 0 ? (size_t)boff : 0;
@@ -369,8 +393,12 @@ static int write_fresh(struct uext4_fs *fs, uint64_t pblk, uint64_t boff, const 
 			pblk += whole / bs;
 			continue;
 		}
-		if (!tmp && !(tmp = malloc(bs)))
-			return fs_err(ENOMEM, "write: out of memory");
+		if (!tmp && !(tmp = malloc(bs))) {
+			err = write_partial_noalloc(fs, pblk, in, buf + pos, n);
+			pos += n;
+			pblk++;
+			continue;
+		}
 		memset(tmp, 0, bs);
 		memcpy(tmp + in, buf + pos, n);
 		err = bdev_write(fs->dev, tmp, bs, pblk << shift);
