@@ -166,6 +166,7 @@ static void unlock_image(void)
 }
 
 static unsigned commit_secs; /* mount -o commit=N */
+static unsigned max_open_files; /* mount -o max_open_files=N */
 static int mount_errors;     /* mount -o errors=...: UEXT4_ERRORS_* */
 
 /* As the kernel, a read-write mount of a file system that recorded an
@@ -183,6 +184,7 @@ static void warn_errors(const struct command *c, const char *image, uext4_fs *fs
 int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 {
 	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs,
+				.max_open_files = max_open_files,
 				.errors = mount_errors };
 	int ret;
 
@@ -1033,6 +1035,7 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 			return fail_host(c, "fork", errno);
 	}
 	commit_secs = o.commit_secs;
+	max_open_files = o.max_open_files;
 	mount_errors = o.errors;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
@@ -1386,6 +1389,9 @@ static const struct command commands[] = {
 	  "                    default\n"
 	  "    -o commit=N     commit the journal every N seconds (default 5); fsync,\n"
 	  "                    sync and unmount commit at once\n"
+	  "    -o max_open_files=N\n"
+	  "                    at most N files open at once (default 65536); an\n"
+	  "                    open past it fails with EMFILE\n"
 	  "    -o errors=continue|remount-ro|panic\n"
 	  "                    when a write meets corruption (the error is recorded\n"
 	  "                    in the superblock first, as the kernel does): go on;\n"

@@ -1609,6 +1609,12 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 			return -EINVAL;
 		}
 		o->commit_secs = (unsigned)v;
+	} else if (!strncmp(opt, "max_open_files=", 15)) {
+		if (parse_uint(opt + 15, 1u << 30, &v) || v == 0) {
+			snprintf(err, errlen, "bad max_open_files '%s' (1..2^30)", opt + 15);
+			return -EINVAL;
+		}
+		o->max_open_files = (unsigned)v;
 	} else if (!strncmp(opt, "errors=", 7)) {
 		static const char *const names[] = { [UEXT4_ERRORS_CONTINUE] = "continue",
 						     [UEXT4_ERRORS_RO] = "remount-ro",

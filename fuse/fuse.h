@@ -26,6 +26,7 @@ enum uext4_fuse_loop { UEXT4_FUSE_LOOP_ST = 0, UEXT4_FUSE_LOOP_MT, UEXT4_FUSE_LO
 struct uext4_fuse_opts {
 	int read_only;          /* mount read-only (-o ro); default read-write */
 	unsigned commit_secs;   /* -o commit=N: journal commit interval; 0 = 5 s */
+	unsigned max_open_files; /* -o max_open_files=N; 0 = the library's default */
 	int errors;             /* -o errors=continue|remount-ro|panic: UEXT4_ERRORS_*;
 				 * 0 = what the superblock's s_errors says */
 	int allow_other;        /* let other users see the mount */

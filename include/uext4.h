@@ -55,6 +55,9 @@ struct uext4_opts {
 	/* Nonzero: no name cache (every lookup reads the directory); the
 	 * environment's UEXT4_NAMECACHE=0 does the same, =N sizes it. */
 	int no_name_cache;
+	/* Most files open at once through uext4_open() (uext4_file handles);
+	 * opening more fails with -EMFILE.  0 = default (65536). */
+	unsigned max_open_files;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {

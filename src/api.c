@@ -228,10 +228,17 @@ int uext4_open(uext4_fs *fs, uint64_t ino, int flags, uext4_file **out)
 		iput(fs, n);
 		return err;
 	}
+	if (atomic_fetch_add(&fs->open_files, 1) >= fs->max_open_files) {
+		atomic_fetch_sub(&fs->open_files, 1);
+		iput(fs, n);
+		return fs_err(EMFILE, "open inode %llu: %u files already open (the max_open_files "
+			      "limit)", (unsigned long long)ino, fs->max_open_files);
+	}
 	f = malloc(sizeof(*f));
 	if (!f) {
+		atomic_fetch_sub(&fs->open_files, 1);
 		iput(fs, n);
-		return fs_err(ENOMEM, "out of memory");
+		return fs_err(ENOMEM, "open inode %llu: out of memory", (unsigned long long)ino);
 	}
 	f->fs = fs;
 	f->inode = n;
@@ -271,6 +278,7 @@ int uext4_release(uext4_file *f)
 		urw_unlock(&f->inode->lock);
 	}
 	err = iput(f->fs, f->inode); /* frees an inode unlinked while open */
+	atomic_fetch_sub(&f->fs->open_files, 1);
 	free(f);
 	return err;
 }

@@ -585,6 +585,8 @@ struct uext4_fs {
 	struct bcache *bc;
 	struct icache *icache;
 	struct namecache *nc;       /* name cache (namecache.c), NULL = off */
+	unsigned max_open_files;    /* uext4_opts.max_open_files, set at mount */
+	_Atomic unsigned open_files; /* uext4_file handles open now; atomic */
 	uint32_t block_size;
 	uint32_t log_block_size;    /* log2(block_size) */
 	uint32_t inode_size;

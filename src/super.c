@@ -771,6 +771,7 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->dev = dev;
 	fs->read_only = o->read_only != 0 || dev->read_only;
 	fs->commit_secs = o->commit_secs ? o->commit_secs : 5;
+	fs->max_open_files = o->max_open_files ? o->max_open_files : 65536;
 	fs->use_fixed_time = o->use_fixed_time != 0;
 	fs->fixed_time = o->fixed_time;
 	fs->bulk = o->bulk != 0;
