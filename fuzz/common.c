@@ -4,6 +4,7 @@
 #include "common.h"
 #include "internal.h"
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -64,7 +65,11 @@ int fuzz_mount_buffer(uint8_t *buf, size_t size, int read_only, uext4_fs **out)
 	o.commit_secs = 3600;   /* commits at sync and unmount only: reproducible */
 	o.use_fixed_time = 1;
 	o.fixed_time = 1700000000;
-	return super_mount_bdev(dev, &o, out);
+	int err = super_mount_bdev(dev, &o, out);
+	/* FUZZ_DEBUG=1: say why an input is refused (when reading a crash) */
+	if (err && getenv("FUZZ_DEBUG"))
+		fprintf(stderr, "fuzz: mount: %s\n", uext4_last_error());
+	return err;
 }
 
 /* Bounds of one walk: entries visited, directory depth, bytes read. */
