@@ -20,11 +20,14 @@ for h in $harnesses; do
 	corpus=$B/corpus/$h art=$B/artifacts/$h/ log=$B/logs/$h.$$.log
 	mkdir -p "$corpus" "$art" "$B/logs"
 	before=$(ls "$art" | wc -l)
-	# -timeout and -rss_limit_mb bound one input; -max_len the image size.
-	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 -max_len=4194304 \
+	# -timeout and -malloc_limit_mb bound one input, -max_len the image
+	# size; -rss_limit_mb is the whole process, with the corpus that
+	# libFuzzer keeps in memory (hundreds of 1-4 MiB images).
+	"$bin" -max_total_time="$secs" -timeout=10 -malloc_limit_mb=1024 -rss_limit_mb=4096 -max_len=4194304 \
 		-print_final_stats=1 -artifact_prefix="$art" "$corpus" "$B/seeds/$h" > "$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$log" | tail -1)  # stopped early
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
