@@ -30,7 +30,7 @@ populate() { # IMG
 		echo "symlink link file"
 		echo "symlink longlink /$(printf 'x%.0s' {1..90})/target"
 		echo "write $tmp/data dir/inner"
-		echo "mknod dir/fifo p"
+		echo "cd dir"; echo "mknod fifo p"; echo "cd /"
 		echo "ea_set file user.a hello"
 		echo "ea_set file user.b $(printf 'v%.0s' {1..300})"
 		echo "ea_set dir security.selinux system_u:object_r"
