@@ -60,7 +60,7 @@ mkimg ext4_128 1M -t ext4 -b 1024 -I 128 -O ^has_journal -N 128
 mkimg ext3 2M -t ext3 -b 1024 -N 128
 mkimg ext2 1M -t ext2 -b 1024 -N 64
 mkimg ext4_orphan 2M -t ext4 -b 1024 -O orphan_file,metadata_csum_seed -N 128
-mkimg ext4_bigalloc 2M -t ext4 -b 1024 -O bigalloc -C 4096 -N 128
+mkimg ext4_32bit 2M -t ext4 -b 2048 -O ^64bit,metadata_csum -N 128
 
 # Dirty journals: transactions logged by debugfs and never checkpointed.
 head -c 4096 /dev/urandom > "$tmp/blk"
