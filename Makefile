@@ -23,8 +23,15 @@ else ifeq ($(BUILD),tsan)
 else ifeq ($(BUILD),fast)
   B := $(or $(BUILDDIR),build/fast)
   MODE_CFLAGS := -O2 -g -DNDEBUG
+else ifeq ($(BUILD),fuzz)
+  # libFuzzer harnesses (fuzz/): clang, the library with sanitizers and
+  # coverage (make fuzz-build)
+  CC := clang
+  B := $(or $(BUILDDIR),build/fuzz)
+  MODE_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined
+  MODE_LDFLAGS := -fsanitize=address,undefined
 else
-  $(error unknown BUILD=$(BUILD): use release, asan, tsan or fast)
+  $(error unknown BUILD=$(BUILD): use release, asan, tsan, fast or fuzz)
 endif
 
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -50,7 +57,11 @@ TEST_BIN := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all lib check run clean bench bench-each
+FUZZ_HARNESS := fuzz_mount fuzz_write fuzz_recovery fuzz_mkfs_tar
+FUZZ_BIN := $(patsubst %,$(B)/fuzz/%,$(FUZZ_HARNESS))
+FUZZ_SECS ?= 60
+
+.PHONY: all lib check run clean bench bench-each fuzz fuzz-build fuzz-bins
 all: $(B)/libuext4.a $(B)/libuext4.so $(B)/uext4 $(TEST_BIN) $(BENCH_BIN)
 lib: $(B)/libuext4.a
 
@@ -84,6 +95,20 @@ $(B)/tests/%: tests/%.c tests/*.h $(B)/libuext4.a
 $(B)/bench/%: bench/%.c fuse/loop.c fuse/uring.c $(B)/libuext4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(URING_CFLAGS) -Iinclude -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(FUSE_LIBS) $(URING_LIBS) $(ARCHIVE_LIBS)
+
+# The image harnesses use the structure-aware mutator; the tar one libFuzzer's.
+$(B)/fuzz/fuzz_mkfs_tar: fuzz/fuzz_mkfs_tar.c fuzz/common.c fuzz/common.h $(B)/libuext4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -Isrc -fsanitize=fuzzer -o $@ $< fuzz/common.c $(B)/libuext4.a $(LDFLAGS) $(ARCHIVE_LIBS)
+$(B)/fuzz/%: fuzz/%.c fuzz/common.c fuzz/mutator.c fuzz/common.h $(B)/libuext4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -Isrc -fsanitize=fuzzer -o $@ $< fuzz/common.c fuzz/mutator.c $(B)/libuext4.a $(LDFLAGS) $(ARCHIVE_LIBS)
+fuzz-bins: $(FUZZ_BIN)
+fuzz-build:
+	$(MAKE) BUILD=fuzz fuzz-bins
+# Each harness FUZZ_SECS seconds on its generated corpus; summary in fuzz/LOG.md.
+fuzz: fuzz-build
+	fuzz/run.sh $(FUZZ_SECS)
 
 check:
 	$(MAKE) BUILD=release all

@@ -586,7 +586,7 @@ void csum_set_buffer(struct uext4_fs *fs, struct buf *b)
 {
 	if (!fs->metadata_csum)
 		return;
-	switch (b->csum_kind) {
+	switch ((unsigned)b->csum_kind) { /* clang: no switch on an _Atomic */
 	case CSUM_DIR_LEAF: set_dir_leaf(fs, b); break;
 	case CSUM_DX_NODE: set_dx_node(fs, b); break;
 	case CSUM_EXTENT: set_extent_block(fs, b); break;
