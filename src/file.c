@@ -410,6 +410,22 @@ static int write_fresh(struct uext4_fs *fs, uint64_t pblk, uint64_t boff, const 
 }
 
 /*
+ * The data write into blocks this run had just allocated failed (EIO, a
+ * full backing file): give the blocks back, so that the file is as before
+ * the write.  Kept, they would hold garbage inside i_size (a filled hole)
+ * or lie past it with i_size not covering them, which e2fsck reports; the
+ * kernel likewise frees what a failed write allocated
+ * (ext4_truncate_failed_write).  Returns err, or the unmap's own error.
+ */
+static int unmap_failed_fresh(struct handle *h, struct inode *inode, uint64_t lblk,
+			      uint64_t len, int err)
+{
+	int uerr = inode_punch_blocks(h, inode, lblk, len);
+
+	return uerr ? uerr : err;
+}
+
+/*
  * One run of a write: map (allocating) the blocks under [off, off+size),
  * as many as are physically contiguous, and write them.  *done = bytes
  * written.  Updates i_size but not the times.
@@ -438,7 +454,7 @@ static int write_run(struct handle *h, struct inode *inode, const uint8_t *buf, 
 	else
 		err = bdev_write(fs->dev, buf, run, (m.pblk << shift) + boff);
 	if (err < 0)
-		return err;
+		return m.fresh ? unmap_failed_fresh(h, inode, off >> shift, m.len, err) : err;
 	bcache_count_write(fs->bc, UEXT4_META_DATA, (boff + run + bmask) >> shift);
 	if (off + run > inode->size)
 		inode->size = off + run;
@@ -591,11 +607,12 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 		if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
 			break;
 		err = write_run(h, inode, p + done, size - done, off + done, &n);
-		if (!err || n) {
+		/* After a failed run too: its allocation and unmap changed
+		 * the block map and i_blocks. */
+		if (n)
 			touch_mc(fs, inode);
-			eerr = inode_write(h, inode);
-			err = err ? err : eerr;
-		}
+		eerr = inode_write(h, inode);
+		err = err ? err : eerr;
 		eerr = handle_end(h);
 		err = err ? err : eerr;
 		if (err)
