@@ -852,6 +852,40 @@ static struct inode *lookup_lockfree(struct uext4_fs *fs, uint64_t ino)
 	return n;
 }
 
+struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino)
+{
+	struct icache_shard *s = shard_of(fs->icache, ino);
+	struct inode *n;
+
+	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
+		if (n->ino == ino)
+			break;
+	if (n && (atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD))
+		return NULL;
+	return n;
+}
+
+/* Is a peeked inode live and usable (what iget() would hand out)? */
+static bool peek_usable(struct inode *n)
+{
+	uint32_t st = atomic_load_explicit(&n->istate, memory_order_acquire);
+
+	return !(st & (INODE_DELETED | INODE_CREATING)) &&
+	       !(atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD);
+}
+
+bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st)
+{
+	if (!peek_usable(n))
+		return false;
+	urw_rdlock(&n->lock);
+	inode_to_stat(fs, n, st);
+	urw_unlock(&n->lock);
+	/* Dead and deleted are for good: still usable now means it was
+	 * during the copy. */
+	return peek_usable(n);
+}
+
 /*
  * Put a loaded copy in the cache unless one is there already (the first
  * to insert wins).  Also refused: a copy of a slot written since it was
