@@ -446,7 +446,8 @@ int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino)
  * The reference-free walk for stat (as Linux's RCU-walk): inside one epoch
  * section, each component is a name-cache probe (stamped) and an icache
  * peek, so the walk writes no shared cache line (no refcount on the root
- * or the parents).  The attributes are copied from the last inode, then
+ * or the parents).  The attributes are copied from the last inode (the
+ * one reference the walk takes: its lock must outlive the copy), then
  * every stamp is checked: all entries of the path still held after the
  * copy, so the copy is of the inode the whole path named at that moment
  * (an unlink or rename that let the number be reused has bumped a stamp).

@@ -865,25 +865,26 @@ struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino)
 	return n;
 }
 
-/* Is a peeked inode live and usable (what iget() would hand out)? */
-static bool peek_usable(struct inode *n)
-{
-	uint32_t st = atomic_load_explicit(&n->istate, memory_order_acquire);
-
-	return !(st & (INODE_DELETED | INODE_CREATING)) &&
-	       !(atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD);
-}
-
+/*
+ * One reference on the final inode only: an eviction releases the
+ * inode's state (its lock) at once, not when the epoch frees the memory,
+ * so the copy under the lock needs the inode held.  The grab refuses a
+ * dead inode, and a held one is not evicted.
+ */
 bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st)
 {
-	if (!peek_usable(n))
+	uint32_t state;
+
+	if (!try_grab(n))
 		return false;
-	urw_rdlock(&n->lock);
-	inode_to_stat(fs, n, st);
-	urw_unlock(&n->lock);
-	/* Dead and deleted are for good: still usable now means it was
-	 * during the copy. */
-	return peek_usable(n);
+	state = atomic_load_explicit(&n->istate, memory_order_acquire);
+	if (!(state & (INODE_DELETED | INODE_CREATING))) {
+		urw_rdlock(&n->lock);
+		inode_to_stat(fs, n, st);
+		urw_unlock(&n->lock);
+	}
+	iput(fs, n);
+	return !(state & (INODE_DELETED | INODE_CREATING));
 }
 
 /*

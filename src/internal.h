@@ -785,8 +785,9 @@ int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk
  * (ebr.h), which keeps the result from being freed until it leaves: the
  * cached inode ino, not dead, without a reference, or NULL (not cached). */
 struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino);
-/* Copy the attributes of a peeked inode (under its lock, as a stat does);
- * false if it was dead or unusable (deleted, being created) meanwhile. */
+/* Copy the attributes of a peeked inode (holding one reference, under its
+ * lock, as a stat does); false if it was dead or unusable (deleted, being
+ * created) meanwhile. */
 bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
 /* Another reference to an inode the caller already holds. */
 void igrab(struct inode *inode);
