@@ -336,6 +336,34 @@ struct walk {
 static int walk_from(struct walk *w, struct inode *start, const char *path, int follow,
 		     struct inode **out);
 
+/*
+ * Between a lookup and its iget() the name's inode may be unlinked and
+ * freed, and its number reused by a create: iget() then fails on a free
+ * inode (EUCLEAN, ENOENT) or, worse, returns another file.  The name
+ * cache and the directory are invalidated before an unlinked inode is
+ * freed (dir_remove()), so looking the name up again after iget() tells:
+ * if it still names ino, what iget() returned (inode or error) is the
+ * truth at that moment; otherwise the caller looks again.  Keeps iget()'s
+ * error message.
+ */
+static bool name_still_names(struct uext4_fs *fs, struct inode *dir, const char *name,
+			     size_t len, uint64_t ino, int iget_err)
+{
+	char msg[512];
+	uint64_t now;
+	unsigned dtype;
+	bool same;
+
+	if (iget_err && iget_err != -EUCLEAN && iget_err != -ENOENT)
+		return true;    /* EIO, ENOMEM: not a sign of the race */
+	if (iget_err)
+		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+	same = dir_lookup(fs, dir, name, len, &now, &dtype) == 0 && now == ino;
+	if (iget_err && same)
+		fs_err(-iget_err, "%s", msg);
+	return same;
+}
+
 /* The child `name` of dir, referenced. */
 static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size_t len,
 		       struct inode **child)
@@ -350,9 +378,19 @@ static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size
 	if (len > EXT4_NAME_LEN)
 		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", len,
 			      EXT4_NAME_LEN);
-	if ((err = dir_lookup(w->fs, dir, name, len, &ino, &dtype)))
-		return err;
-	return iget(w->fs, ino, child);
+	/* A free inode still named after the look again is corruption only
+	 * if a second try finds it free too: the name may have been unlinked
+	 * and created again, reusing the number, after iget() read the old
+	 * free inode. */
+	for (int tries = 0;; ) {
+		if ((err = dir_lookup(w->fs, dir, name, len, &ino, &dtype)))
+			return err;
+		err = iget(w->fs, ino, child);
+		if (name_still_names(w->fs, dir, name, len, ino, err) && (!err || ++tries == 3))
+			return err;
+		if (!err)
+			iput(w->fs, *child);
+	}
 }
 
 /* Resolve symlink `link` found in directory dir to a referenced inode. */
