@@ -7,7 +7,10 @@
  */
 #include "internal.h"
 #include "acl_int.h"
+#include "ebr.h"
+#include "namecache.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +344,34 @@ struct walk {
 static int walk_from(struct walk *w, struct inode *start, const char *path, int follow,
 		     struct inode **out);
 
+/*
+ * Between a lookup and its iget() the name's inode may be unlinked and
+ * freed, and its number reused by a create: iget() then fails on a free
+ * inode (EUCLEAN, ENOENT) or, worse, returns another file.  The name
+ * cache and the directory are invalidated before an unlinked inode is
+ * freed (dir_remove()), so looking the name up again after iget() tells:
+ * if it still names ino, what iget() returned (inode or error) is the
+ * truth at that moment; otherwise the caller looks again.  Keeps iget()'s
+ * error message.
+ */
+static bool name_still_names(struct uext4_fs *fs, struct inode *dir, const char *name,
+			     size_t len, uint64_t ino, int iget_err)
+{
+	char msg[512];
+	uint64_t now;
+	unsigned dtype;
+	bool same;
+
+	if (iget_err && iget_err != -EUCLEAN && iget_err != -ENOENT)
+		return true;    /* EIO, ENOMEM: not a sign of the race */
+	if (iget_err)
+		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+	same = dir_lookup(fs, dir, name, len, &now, &dtype) == 0 && now == ino;
+	if (iget_err && same)
+		fs_err(-iget_err, "%s", msg);
+	return same;
+}
+
 /* The child `name` of dir, referenced. */
 static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size_t len,
 		       struct inode **child)
@@ -355,9 +386,19 @@ static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size
 	if (len > EXT4_NAME_LEN)
 		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", len,
 			      EXT4_NAME_LEN);
-	if ((err = dir_lookup(w->fs, dir, name, len, &ino, &dtype)))
-		return err;
-	return iget(w->fs, ino, child);
+	/* A free inode still named after the look again is corruption only
+	 * if a second try finds it free too: the name may have been unlinked
+	 * and created again, reusing the number, after iget() read the old
+	 * free inode. */
+	for (int tries = 0;; ) {
+		if ((err = dir_lookup(w->fs, dir, name, len, &ino, &dtype)))
+			return err;
+		err = iget(w->fs, ino, child);
+		if (name_still_names(w->fs, dir, name, len, ino, err) && (!err || ++tries == 3))
+			return err;
+		if (!err)
+			iput(w->fs, *child);
+	}
 }
 
 /* Resolve symlink `link` found in directory dir to a referenced inode. */
@@ -447,12 +488,83 @@ int uext4_resolve(uext4_fs *fs, const char *path, int follow, uint64_t *ino)
 	return 0;
 }
 
+/*
+ * The reference-free walk for stat (as Linux's RCU-walk): inside one epoch
+ * section, each component is a name-cache probe (stamped) and an icache
+ * peek, so the walk writes no shared cache line (no refcount on the root
+ * or the parents).  The attributes are copied from the last inode (the
+ * one reference the walk takes: its lock must outlive the copy), then
+ * every stamp is checked: all entries of the path still held after the
+ * copy, so the copy is of the inode the whole path named at that moment
+ * (an unlink or rename that let the number be reused has bumped a stamp).
+ * Anything else (a miss, a negative entry, ".", "..", a symlink or an
+ * unknown type on the way, a deep path, a failed check) returns false and
+ * the caller walks the ordinary way, which reports errors as before.
+ * The ordinary walk checks no permissions, so there is none to repeat.
+ */
+#define FAST_WALK_DEPTH 32
+
+static bool is_dot_or_dotdot(const char *p, size_t len)
+{
+	return p[0] == '.' && (len == 1 || (len == 2 && p[1] == '.'));
+}
+
+static bool walk_peek(uext4_fs *fs, const char *p, struct nc_stamp *stamps, int *depth,
+		      struct inode **out)
+{
+	struct inode *cur = fs->root;
+	unsigned dtype = DT_DIR;
+	uint64_t ino;
+	const char *end;
+
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchrnul(p, '/');
+		if (*depth == FAST_WALK_DEPTH || dtype != DT_DIR ||
+		    (size_t)(end - p) > NC_NAME_MAX || is_dot_or_dotdot(p, (size_t)(end - p)))
+			return false;
+		if (namecache_lookup_stamped(fs->nc, cur, p, (size_t)(end - p), &ino, &dtype,
+					     &stamps[*depth]) != 1 || !ino)
+			return false;
+		(*depth)++;
+		if (!(cur = icache_peek(fs, ino)))
+			return false;
+		p = end;
+	}
+	*out = cur;
+	return true;
+}
+
+static bool stat_path_fast(uext4_fs *fs, const char *path, struct uext4_stat *st)
+{
+	struct nc_stamp stamps[FAST_WALK_DEPTH];
+	struct inode *n;
+	int depth = 0;
+	bool ok;
+
+	if (!fs->nc)
+		return false;
+	ebr_enter();
+	ok = walk_peek(fs, path, stamps, &depth, &n) && inode_stat_peeked(fs, n, st);
+	for (int i = 0; ok && i < depth; i++)
+		ok = namecache_stamp_valid(&stamps[i]);
+	ebr_exit();
+	return ok;
+}
+
 int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st)
 {
 	struct inode *n;
-	int err = resolve_inode(fs, path, 0, &n);
+	int err;
 
-	if (err)
+	if (stat_path_fast(fs, path, st)) {
+		fs_clear_err();
+		return 0;
+	}
+	if ((err = resolve_inode(fs, path, 0, &n)))
 		return err;
 	urw_rdlock(&n->lock);
 	inode_to_stat(fs, n, st);

@@ -343,6 +343,13 @@ static void lru_drop_busy(struct icache_shard *s, struct inode *n)
 		lru_add_tail(s, n);
 }
 
+/* Unlinked, not yet deleted: its last iput() deletes it, so it must not
+ * leave the cache unnoticed (see iput()). */
+static bool unlinked_pending(struct inode *n)
+{
+	return (atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED;
+}
+
 /*
  * A clock over the LRU beyond the shard's share: idle inodes hit since
  * the last pass go to the tail once more, the others are killed and
@@ -362,6 +369,8 @@ static void shrink_locked(struct uext4_fs *fs, struct icache_shard *s, struct in
 			atomic_store_explicit(&n->referenced, 0, memory_order_relaxed);
 			lru_remove(s, n);
 			lru_add_tail(s, n);
+		} else if (unlinked_pending(n)) {
+			lru_remove(s, n); /* the iput() that dropped it deletes it */
 		} else if (kill_locked(s, n, 0)) {
 			n->lru_next = *victims;
 			*victims = n;
@@ -852,6 +861,41 @@ static struct inode *lookup_lockfree(struct uext4_fs *fs, uint64_t ino)
 	return n;
 }
 
+struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino)
+{
+	struct icache_shard *s = shard_of(fs->icache, ino);
+	struct inode *n;
+
+	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
+		if (n->ino == ino)
+			break;
+	if (n && (atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD))
+		return NULL;
+	return n;
+}
+
+/*
+ * One reference on the final inode only: an eviction releases the
+ * inode's state (its lock) at once, not when the epoch frees the memory,
+ * so the copy under the lock needs the inode held.  The grab refuses a
+ * dead inode, and a held one is not evicted.
+ */
+bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st)
+{
+	uint32_t state;
+
+	if (!try_grab(n))
+		return false;
+	state = atomic_load_explicit(&n->istate, memory_order_acquire);
+	if (!(state & (INODE_DELETED | INODE_CREATING))) {
+		urw_rdlock(&n->lock);
+		inode_to_stat(fs, n, st);
+		urw_unlock(&n->lock);
+	}
+	iput(fs, n);
+	return !(state & (INODE_DELETED | INODE_CREATING));
+}
+
 /*
  * Put a loaded copy in the cache unless one is there already (the first
  * to insert wins).  Also refused: a copy of a slot written since it was
@@ -1127,6 +1171,16 @@ int iput(struct uext4_fs *fs, struct inode *n)
 	}
 	ebr_enter();
 	old = atomic_fetch_sub(&n->refcount, 1);
+	/* The look at istate above and this drop are not one step: a lookup
+	 * may have taken a reference in between, unlinked the inode and put
+	 * its reference back, leaving ours the last one of an unlinked
+	 * inode.  The drop reads what that put wrote, so its UNLINKED is
+	 * seen here; take the inode back and put it as the last holder
+	 * (shrink_locked() leaves such an inode cached meanwhile). */
+	if (old == 1 && unlinked_pending(n) && try_grab(n)) {
+		ebr_exit();
+		return iput(fs, n);
+	}
 	if (old == 1)
 		put_idle(fs, n);
 	ebr_exit();

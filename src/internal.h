@@ -783,6 +783,14 @@ int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
  * lblk will free (checked before it goes on the orphan list, so that a
  * corrupt tree is refused before anything is written). */
 int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
+/* The reference-free path walk (api.c), inside the caller's epoch section
+ * (ebr.h), which keeps the result from being freed until it leaves: the
+ * cached inode ino, not dead, without a reference, or NULL (not cached). */
+struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino);
+/* Copy the attributes of a peeked inode (holding one reference, under its
+ * lock, as a stat does); false if it was dead or unusable (deleted, being
+ * created) meanwhile. */
+bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
 /* Another reference to an inode the caller already holds. */
 void igrab(struct inode *inode);
 /* One more lookup of ino handed to the frontend (uext4_lookup_ref());

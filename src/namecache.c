@@ -234,8 +234,10 @@ static bool entry_matches(const struct nc_entry *e, const struct nc_key *k, uint
 
 /* ------------------------------------------------------------- readers */
 
-int namecache_lookup(struct namecache *nc, struct inode *dir, const char *name, size_t len,
-		     uint64_t *ino, unsigned *dtype, uint32_t *token)
+/* The probe: as namecache_lookup(), and on a hit *stamp names the bucket
+ * and the even seq the hit was read under. */
+static int probe(struct namecache *nc, struct inode *dir, const char *name, size_t len,
+		 uint64_t *ino, unsigned *dtype, uint32_t *token, struct nc_stamp *stamp)
 {
 	struct nc_key k;
 	struct nc_bucket *b;
@@ -263,9 +265,36 @@ int namecache_lookup(struct namecache *nc, struct inode *dir, const char *name, 
 		}
 		*ino = meta & 0xffffffffu;
 		*dtype = (unsigned)((meta >> 40) & 0xff);
+		stamp->bucket = b;
+		stamp->seq = s;
 		return 1;
 	}
 	return 0;
+}
+
+int namecache_lookup(struct namecache *nc, struct inode *dir, const char *name, size_t len,
+		     uint64_t *ino, unsigned *dtype, uint32_t *token)
+{
+	struct nc_stamp unused;
+
+	return probe(nc, dir, name, len, ino, dtype, token, &unused);
+}
+
+int namecache_lookup_stamped(struct namecache *nc, struct inode *dir, const char *name,
+			     size_t len, uint64_t *ino, unsigned *dtype, struct nc_stamp *stamp)
+{
+	uint32_t token;
+
+	return probe(nc, dir, name, len, ino, dtype, &token, stamp);
+}
+
+bool namecache_stamp_valid(const struct nc_stamp *stamp)
+{
+	const struct nc_bucket *b = stamp->bucket;
+
+	/* Order the caller's reads (the inode it resolved to) before this. */
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&b->seq, memory_order_acquire) == stamp->seq;
 }
 
 /* ------------------------------------------------------------- writers */

@@ -32,6 +32,21 @@ void namecache_destroy(struct namecache *nc);
  */
 int namecache_lookup(struct namecache *nc, struct inode *dir, const char *name, size_t len,
 		     uint64_t *ino, unsigned *dtype, uint32_t *token);
+/*
+ * The reference-free path walk (api.c) probes with a stamp: on a hit it
+ * names the bucket and its seq, and namecache_stamp_valid() later says
+ * whether the bucket is unchanged since, i.e. whether the entry still
+ * held at that later moment (every change to a name bumps its bucket's
+ * seq).  Call both inside an epoch section (the table lives as long as
+ * the mount anyway).
+ */
+struct nc_stamp {
+	const void *bucket;
+	uint32_t seq;
+};
+int namecache_lookup_stamped(struct namecache *nc, struct inode *dir, const char *name,
+			     size_t len, uint64_t *ino, unsigned *dtype, struct nc_stamp *stamp);
+bool namecache_stamp_valid(const struct nc_stamp *stamp);
 /* Remember what a directory read found (ino 0: absent), unless the bucket
  * changed since the probe that returned token (a change to that name may
  * have happened after the directory was read). */
