@@ -376,6 +376,7 @@ static bool name_still_names(struct uext4_fs *fs, struct inode *dir, const char 
 static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size_t len,
 		       struct inode **child)
 {
+	struct nc_stamp stamp;
 	uint64_t ino;
 	unsigned dtype;
 	int err;
@@ -386,6 +387,16 @@ static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size
 	if (len > EXT4_NAME_LEN)
 		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", len,
 			      EXT4_NAME_LEN);
+	/* The common case: a name-cache hit whose bucket has not changed by
+	 * the time iget() returns names that inode (no second lookup). */
+	if (w->fs->nc && namecache_lookup_stamped(w->fs->nc, dir, name, len, &ino, &dtype,
+						  &stamp) == 1 && ino) {
+		if (!iget(w->fs, ino, child)) {
+			if (namecache_stamp_valid(&stamp))
+				return 0;
+			iput(w->fs, *child);
+		}
+	}
 	/* A free inode still named after the look again is corruption only
 	 * if a second try finds it free too: the name may have been unlinked
 	 * and created again, reusing the number, after iget() read the old
