@@ -20,19 +20,21 @@ for h in $harnesses; do
 	corpus=$B/corpus/$h art=$B/artifacts/$h/ log=$B/logs/$h.$$.log
 	mkdir -p "$corpus" "$art" "$B/logs"
 	before=$(ls "$art" | wc -l)
+	t0=$(date +%s)
 	# -timeout and -malloc_limit_mb bound one input, -max_len the image
 	# size; -rss_limit_mb is the whole process, with the corpus that
 	# libFuzzer keeps in memory (hundreds of 1-4 MiB images).
 	"$bin" -max_total_time="$secs" -timeout=10 -malloc_limit_mb=1024 -rss_limit_mb=4096 -max_len=4194304 \
 		-print_final_stats=1 -artifact_prefix="$art" "$corpus" "$B/seeds/$h" > "$log" 2>&1
 	rc=$?
+	ran=$(( $(date +%s) - t0 ))   # shorter than $secs when a crash stops it
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$log" | tail -1)  # stopped early
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	crashes=$(( $(ls "$art" | wc -l) - before ))
-	line="| $(date -u +%Y-%m-%dT%H:%MZ) | $commit | $h | $secs | ${execs:-0} | ${rate:-0} | ${cov:-0} | ${ft:-0} | $crashes |"
+	line="| $(date -u +%Y-%m-%dT%H:%MZ) | $commit | $h | $ran | ${execs:-0} | ${rate:-0} | ${cov:-0} | ${ft:-0} | $crashes |"
 	echo "$h: ${execs:-0} executions, ${rate:-0} exec/s, cov ${cov:-0} edges, ft ${ft:-0}, $crashes crashes (rc $rc, log $log)"
 	[ "$crashes" -eq 0 ] || { ls -t "$art" | head -"$crashes"; grep -m3 -E "ERROR|SUMMARY" "$log"; status=1; }
 	flock "$here/fuzz/LOG.md" sh -c "echo '$line' >> '$here/fuzz/LOG.md'"
