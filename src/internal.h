@@ -177,6 +177,9 @@ enum buf_state_bits {
 	 * into buf.frozen.  Others wait while BUF_COPYING is set. */
 	BUF_FROZEN = 1u << 5,
 	BUF_COPYING = 1u << 6,
+	BUF_DX_ORDERED = 1u << 7, /* an htree index block whose hashes were
+				   * checked in order once (htree.c); the
+				   * writers keep them so */
 };
 
 /*
