@@ -1048,8 +1048,7 @@ static int leaf_try_put(struct handle *h, struct inode *dir, struct dir_leaf *lf
 		return r;
 	if ((r = handle_write_access(h, lf->b)))
 		return r;
-	dir_leaf_put(fs, lf->b->data, off, ino, name, (unsigned)len, ftype);
-	dir_leaf_dirty(h, dir, lf->b);
+	dir_leaf_insert(h, dir, lf->b, off, ino, name, (unsigned)len, ftype);
 	return 1;
 }
 
@@ -1084,8 +1083,7 @@ static int leaf_try_put_excl(struct handle *h, struct inode *dir, struct dir_lea
 		return 0;
 	if ((r = handle_write_access(h, lf->b)))
 		return r;
-	dir_leaf_put(fs, lf->b->data, off, ino, name, (unsigned)len, ftype);
-	dir_leaf_dirty(h, dir, lf->b);
+	dir_leaf_insert(h, dir, lf->b, off, ino, name, (unsigned)len, ftype);
 	return 1;
 }
 
