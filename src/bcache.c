@@ -813,7 +813,8 @@ int bget_new(struct bcache *bc, uint64_t blocknr, struct buf **out)
 	buf_unfreeze(b, bc->block_size); /* reused while a commit copies */
 	memset(b->data, 0, bc->block_size);
 	b->kind = UEXT4_META_OTHER;
-	atomic_fetch_and_explicit(&b->state, ~(BUF_IOERR | BUF_DIRENTS_OK), memory_order_relaxed);
+	atomic_fetch_and_explicit(&b->state, ~(BUF_IOERR | BUF_DIRENTS_OK | BUF_DX_ORDERED |
+					     BUF_LEAF_HINT), memory_order_relaxed);
 	atomic_fetch_or_explicit(&b->state, BUF_UPTODATE | BUF_VERIFIED, memory_order_release);
 	ulock_unlock(&b->lock);
 	*out = b;
@@ -883,7 +884,8 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 			/* seq_cst, as brelse(): either it sees the bits gone
 			 * and drops the buffer, or we see it idle here. */
 			atomic_fetch_and(&b->state, ~(BUF_DIRTY | BUF_UPTODATE | BUF_VERIFIED |
-						      BUF_DIRENTS_OK));
+						      BUF_DIRENTS_OK | BUF_DX_ORDERED |
+						      BUF_LEAF_HINT));
 			if (kill_if_idle_locked(bc, s, b)) /* idle: drop it now */
 				to_free = reclaim_locked(s);
 		}

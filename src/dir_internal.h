@@ -89,6 +89,11 @@ int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_
 /* Put a new entry in the room found at off (splitting a live entry). */
 void dir_leaf_put(const struct uext4_fs *fs, uint8_t *data, unsigned off, uint64_t ino,
 		  const char *name, unsigned len, unsigned ftype);
+/* dir_leaf_put() and dir_leaf_dirty() of a leaf buffer, keeping the leaf's
+ * hint (dir.c) when it had one: for the room dir_leaf_find_name_or_room()
+ * or dir_leaf_find_room() just found, the leaf still held for writing. */
+void dir_leaf_insert(struct handle *h, struct inode *dir, struct buf *b, unsigned off,
+		     uint64_t ino, const char *name, unsigned len, unsigned ftype);
 /* Find name in a leaf with the previous entry: 1 found, 0 not, or error. */
 int dir_leaf_locate(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
 		    const char *name, size_t len, unsigned *off, unsigned *prev);

@@ -177,6 +177,12 @@ enum buf_state_bits {
 	 * into buf.frozen.  Others wait while BUF_COPYING is set. */
 	BUF_FROZEN = 1u << 5,
 	BUF_COPYING = 1u << 6,
+	BUF_DX_ORDERED = 1u << 7, /* an htree index block whose hashes were
+				   * checked in order once (htree.c); the
+				   * writers keep them so */
+	BUF_LEAF_HINT = 1u << 9,  /* buf.hint describes the leaf (dir.c);
+				   * cleared by every change but the hinted
+				   * insert's own (bit 8: bcache's) */
 };
 
 /*
@@ -215,6 +221,14 @@ struct buf {
 	 * (handles drained) before BUF_FROZEN, read by whoever wins the CAS
 	 * from BUF_FROZEN to BUF_COPYING (trans.c). */
 	uint8_t *frozen;
+	/* Directory leaves (dir.c), valid while BUF_LEAF_HINT is set; read
+	 * and written only by a writer of the leaf (its htree leaf lock or
+	 * the directory's lock held for writing): */
+	struct leaf_hint {
+		uint32_t tail;          /* offset of the leaf's last entry */
+		uint32_t slack_before;  /* >= the slack of every entry before it */
+		uint64_t bloom[16];     /* one bit per live name (dir_name_bit) */
+	} hint;
 #ifdef UEXT4_LOCKDEP
 	_Atomic uint32_t access_tid; /* last transaction that took write access */
 #endif
