@@ -454,12 +454,16 @@ void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t
 #endif
 	/* A hostile image can map one block both as a directory leaf and as
 	 * something else (a bitmap, an inode table, an xattr block): a change
-	 * made as the other thing voids the leaf's checked-entries mark, so the
-	 * next directory walk checks every entry again instead of following
-	 * rec_lens it no longer has reason to trust. */
-	if (kind != CSUM_DIR_LEAF &&
-	    (atomic_load_explicit(&b->state, memory_order_relaxed) & BUF_DIRENTS_OK))
-		atomic_fetch_and_explicit(&b->state, ~BUF_DIRENTS_OK, memory_order_release);
+	 * made as the other thing voids what the directory code knows of the
+	 * block (checked entries, the leaf hint, checked index order), so the
+	 * next directory walk checks it again instead of following rec_lens
+	 * and offsets it no longer has reason to trust. */
+	uint32_t voided = kind == CSUM_DIR_LEAF ? BUF_DX_ORDERED
+			: kind == CSUM_DX_NODE ? BUF_DIRENTS_OK | BUF_LEAF_HINT
+			: BUF_DIRENTS_OK | BUF_LEAF_HINT | BUF_DX_ORDERED;
+
+	if (atomic_load_explicit(&b->state, memory_order_relaxed) & voided)
+		atomic_fetch_and_explicit(&b->state, ~voided, memory_order_release);
 	atomic_store_explicit(&b->csum_kind, (uint8_t)kind, memory_order_relaxed);
 	atomic_store_explicit(&b->owner, owner, memory_order_relaxed);
 	atomic_store_explicit(&b->owner_gen, gen, memory_order_relaxed);
