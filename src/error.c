@@ -19,7 +19,8 @@
  * the superblock write so that two errors' writes cannot cross.  fs->sb is
  * the commit's (trans_lock_super()); the error fields reach it through
  * fs_errors_fold() from super_write(), so every later commit carries them,
- * and `image` is the superblock as that commit wrote it: an error write
+ * and `image` is the superblock as that commit wrote it (`pending` until
+ * its writes succeed, fs_errors_committed()): an error write
  * starts from it, never from fs->sb, which a running handle may be changing
  * (s_last_orphan) and which holds the aborted transaction's changes.
  */
@@ -87,7 +88,9 @@ struct fs_errors {
 	_Atomic uint32_t seq;           /* errors recorded since mount */
 	struct ext4_super_block rec;    /* error fields and s_state's ERROR_FS */
 	struct ext4_super_block image;  /* the superblock the last commit wrote */
+	struct ext4_super_block pending; /* the one the running commit writes */
 	char first_msg[256];            /* this mount's first error, for EROFS */
+	bool journal_aborted;           /* a write-back error aborted the journal */
 };
 
 /* The superblock's error fields: s_error_count .. s_last_error_func (the
@@ -134,6 +137,7 @@ int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o)
 	e->writable = !fs->read_only;
 	copy_error_fields(&e->rec, &fs->sb);
 	e->image = fs->sb;
+	e->pending = fs->sb;
 	fs->errs = e;
 	return 0;
 }
@@ -158,7 +162,20 @@ void fs_errors_fold(struct uext4_fs *fs, struct ext4_super_block *sb)
 	ulock_lock(&e->lock);
 	copy_error_fields(sb, &e->rec);
 	csum_set_super(fs, sb);
-	e->image = *sb;
+	e->pending = *sb;
+	ulock_unlock(&e->lock);
+}
+
+/* Only a superblock that reached the log (or home) may be written with
+ * an error: a failed commit's counts never did (journal abort). */
+void fs_errors_committed(struct uext4_fs *fs)
+{
+	struct fs_errors *e = fs->errs;
+
+	if (!e)
+		return;
+	ulock_lock(&e->lock);
+	e->image = e->pending;
 	ulock_unlock(&e->lock);
 }
 
@@ -212,6 +229,7 @@ int fs_errors_refuse(struct uext4_fs *fs)
 {
 	struct fs_errors *e = fs->errs;
 	char first[sizeof(e->first_msg)] = "";
+	bool aborted = false;
 
 	/* The operation that met the error, cleaning up: keep its message. */
 	if (last_recorded)
@@ -219,8 +237,13 @@ int fs_errors_refuse(struct uext4_fs *fs)
 	if (e) {
 		ulock_lock(&e->lock);
 		memcpy(first, e->first_msg, sizeof(first));
+		aborted = e->journal_aborted;
 		ulock_unlock(&e->lock);
 	}
+	if (aborted)
+		return fs_err(EROFS, "the journal was aborted after a write error%s%.256s; the "
+			      "file system is read-only until it is unmounted (run e2fsck)",
+			      *first ? ": " : "", first);
 	return fs_err(EROFS, "the file system was made read-only after an error%s%.256s "
 		      "(errors=remount-ro); unmount and run e2fsck", *first ? ": " : "", first);
 }
@@ -289,9 +312,10 @@ static void note_policy(const char *what)
 		snprintf(last_error + n, sizeof(last_error) - n, "%s", what);
 }
 
-/* Record err (positive) and act as errors= says; the message is set. */
+/* Record err (positive) and act as errors= says; the message is set.
+ * force_ro (a journal abort): read-only even under errors=continue. */
 static void handle_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block,
-			 const char *func)
+			 const char *func, bool force_ro)
 {
 	struct fs_errors *e = fs ? fs->errs : NULL;
 	int werr = 0;
@@ -299,9 +323,10 @@ static void handle_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t bl
 	if (!e)
 		return;
 	last_recorded = true;
-	if (e->writable && e->policy != UEXT4_ERRORS_CONTINUE)
+	if (e->writable && (force_ro || e->policy != UEXT4_ERRORS_CONTINUE))
 		atomic_store(&fs->aborted, true);   /* before anything can commit */
 	ulock_lock(&e->lock);
+	e->journal_aborted |= force_ro;
 	record(e, err, ino, block, func);
 	if (e->writable)
 		werr = write_image(fs, e);
@@ -315,7 +340,11 @@ static void handle_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t bl
 			last_error);
 		_exit(70);
 	}
-	if (e->policy == UEXT4_ERRORS_RO)
+	if (force_ro)
+		note_policy("; the journal is aborted and the file system is now read-only "
+			    "(whatever errors= says, as the kernel's ext4): further writes are "
+			    "refused until it is unmounted; run e2fsck");
+	else if (e->policy == UEXT4_ERRORS_RO)
 		note_policy("; the file system is now read-only (errors=remount-ro): further "
 			    "writes are refused until it is unmounted; run e2fsck");
 }
@@ -328,14 +357,42 @@ int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const c
 	va_start(ap, fmt);
 	set_msg(err == EUCLEAN ? "corrupt " : NULL, fmt, ap);
 	va_end(ap);
-	handle_error(fs, err, ino, block, func);
+	handle_error(fs, err, ino, block, func, false);
 	return -err;
+}
+
+/*
+ * A commit's write or flush failed with err (negative).  With a journal
+ * this is jbd2_journal_abort(): a log block, the commit block, the
+ * journal superblock or a checkpoint (home) write did not reach the
+ * device, so nothing more may be logged or written home; the kernel's
+ * ext4 then goes read-only whatever errors= says (ext4_journal_check_start()
+ * finds the journal aborted and calls ext4_abort()), and errors=panic
+ * panics.  Without a journal the metadata write-back failed (the kernel
+ * notices the block device's write-back error as ext4_check_bdev_write_error()
+ * does and calls ext4_error()): errors= decides.  Either way the error
+ * goes into the superblock now if the device takes it, and again at
+ * unmount (finish_aborted()).  The caller gets -EIO, as jbd2 reports a
+ * failed commit, whatever the device said (the message keeps that);
+ * -ENOMEM when the commit ran out of memory after taking its blocks.
+ */
+int fs_write_error(struct uext4_fs *fs, int err, bool journal, const char *func)
+{
+	char why[sizeof(last_error)];
+	int code = err == -ENOMEM ? ENOMEM : EIO;
+
+	snprintf(why, sizeof(why), "%s", last_error);
+	fs_err(code, "%s: %s (%s)", journal ? "journal aborted: writing a transaction failed"
+						 : "writing metadata back failed",
+	       *why ? why : "device error", strerror(err < 0 ? -err : err));
+	handle_error(fs, code, 0, 0, func, journal);
+	return -code;
 }
 
 int fs_error_seen(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func)
 {
 	if (err == -EUCLEAN && !last_recorded)
-		handle_error(fs, EUCLEAN, ino, block, func);
+		handle_error(fs, EUCLEAN, ino, block, func, false);
 	return err;
 }
 

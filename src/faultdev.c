@@ -17,10 +17,12 @@ struct faultdev {
 	_Atomic uint64_t n, lo, hi;
 	_Atomic uint32_t k;
 	_Atomic int silent;
+	_Atomic int writes_only;
 	/* counts since arming, used to find the nth access */
 	_Atomic uint64_t nreads, nwrites, nflushes;
 	/* totals for faultdev_stats */
 	_Atomic uint64_t treads, twrites, tflushes, tfaults;
+	_Atomic(_Atomic uint64_t *) ext_faults;  /* faultdev_count_into() */
 };
 
 static struct faultdev *to_fd(struct bdev *d) { return d->priv; }
@@ -30,9 +32,18 @@ static int overlaps(struct faultdev *f, size_t len, uint64_t off)
 	return off < atomic_load(&f->hi) && off + len > atomic_load(&f->lo);
 }
 
+static void count_fault(struct faultdev *f)
+{
+	_Atomic uint64_t *ext = atomic_load(&f->ext_faults);
+
+	atomic_fetch_add(&f->tfaults, 1);
+	if (ext)
+		atomic_fetch_add(ext, 1);
+}
+
 static int fault(struct faultdev *f, int err, const char *what, uint64_t off)
 {
-	atomic_fetch_add(&f->tfaults, 1);
+	count_fault(f);
 	return fs_err(err, "faultdev: injected %s error at offset %llu", what,
 		      (unsigned long long)off);
 }
@@ -46,7 +57,7 @@ static int fd_read(struct bdev *d, void *buf, size_t len, uint64_t off)
 	atomic_fetch_add(&f->treads, 1);
 	if (kind == FD_EIO_NTH_READ && nth == atomic_load(&f->n))
 		return fault(f, EIO, "read", off);
-	if (kind == FD_EIO_RANGE && overlaps(f, len, off))
+	if (kind == FD_EIO_RANGE && !atomic_load(&f->writes_only) && overlaps(f, len, off))
 		return fault(f, EIO, "read", off);
 	if (kind == FD_SHORT_READ && nth == atomic_load(&f->n)) {
 		uint32_t k = atomic_load(&f->k);
@@ -84,7 +95,7 @@ static int fd_write(struct bdev *d, const void *buf, size_t len, uint64_t off)
 			if (err)
 				return err;
 			if (atomic_load(&f->silent)) {
-				atomic_fetch_add(&f->tfaults, 1);
+				count_fault(f);
 				return 0;
 			}
 			return fault(f, EIO, "torn write", off);
@@ -145,6 +156,7 @@ void faultdev_arm(struct bdev *d, const struct faultdev_rule *r)
 	atomic_store(&f->hi, r->hi);
 	atomic_store(&f->k, r->k);
 	atomic_store(&f->silent, r->silent);
+	atomic_store(&f->writes_only, r->writes_only);
 	atomic_store(&f->kind, (int)r->kind);
 }
 
@@ -158,6 +170,11 @@ void faultdev_stats(struct bdev *d, struct faultdev_stats *out)
 	out->writes = atomic_load(&f->twrites);
 	out->flushes = atomic_load(&f->tflushes);
 	out->faults = atomic_load(&f->tfaults);
+}
+
+void faultdev_count_into(struct bdev *d, _Atomic uint64_t *faults)
+{
+	atomic_store(&to_fd(d)->ext_faults, faults);
 }
 
 struct bdev *faultdev_detach(struct bdev *d)

@@ -20,6 +20,7 @@
 #ifndef UEXT4_FAULTDEV_H
 #define UEXT4_FAULTDEV_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct bdev;
@@ -42,6 +43,7 @@ struct faultdev_rule {
 	uint64_t lo, hi;     /* byte range (FD_EIO_RANGE), size limit (FD_ENOSPC: lo) */
 	uint32_t k;          /* bytes that get through (short read, torn write) */
 	int silent;          /* torn write: report success */
+	int writes_only;     /* FD_EIO_RANGE: reads of the range succeed (a cached block) */
 };
 
 struct faultdev_stats {
@@ -52,6 +54,9 @@ struct bdev *faultdev_open(struct bdev *base);
 void faultdev_arm(struct bdev *d, const struct faultdev_rule *rule);
 void faultdev_disarm(struct bdev *d);
 void faultdev_stats(struct bdev *d, struct faultdev_stats *out);
+/* Also count every fault into *faults (the caller's; it must outlive the
+ * device): the count survives bdev_close(), as for an unmount's faults. */
+void faultdev_count_into(struct bdev *d, _Atomic uint64_t *faults);
 /* Give the base device back to the caller; bdev_close() then only frees the wrapper. */
 struct bdev *faultdev_detach(struct bdev *d);
 

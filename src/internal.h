@@ -59,6 +59,11 @@ int fs_error(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const c
  * it and act as fs_error() does, keeping the message.  Returns err. */
 int fs_error_seen(struct uext4_fs *fs, int err, uint64_t ino, uint64_t block, const char *func);
 #define FS_ERROR_SEEN(fs, err, ino, block) fs_error_seen((fs), (err), (ino), (block), __func__)
+/* A commit's write or flush failed (err negative, message set): with a
+ * journal, abort it (read-only whatever errors= says, as jbd2 and ext4);
+ * without, record it and act as errors= says.  Returns -EIO (-ENOMEM for
+ * a commit out of memory). */
+int fs_write_error(struct uext4_fs *fs, int err, bool journal, const char *func);
 /* The error state of a mount (error.c).  fs_errors_init() at mount once
  * the superblock is read (before a journal replay, which may record
  * errors too): the policy (opts, else s_errors) and the error fields
@@ -69,6 +74,8 @@ void fs_errors_destroy(struct uext4_fs *fs);
 /* Commit (super_write): the recorded error fields into sb, its checksum;
  * sb is then the image later error writes start from. */
 void fs_errors_fold(struct uext4_fs *fs, struct ext4_super_block *sb);
+/* The commit that folded it wrote it: later error writes start from it. */
+void fs_errors_committed(struct uext4_fs *fs);
 /* The recorded error fields into a copy of the superblock (uext4_info). */
 void fs_errors_merge(struct uext4_fs *fs, struct ext4_super_block *sb);
 /* Errors recorded since mount (the commit compares it around its writes). */
@@ -346,6 +353,11 @@ void trans_stop_timer(struct uext4_fs *fs);
 /* The first write-back error of the mount (negative), 0 if none: then
  * every committed transaction is home. */
 int trans_write_error(struct uext4_fs *fs);
+/* A commit's write or flush failed (journal aborted, or no journal): the
+ * unmount writes only the error record. */
+bool trans_write_failed(struct uext4_fs *fs);
+/* No journal: write the failed transaction home again (unmount); 0 if it is. */
+int trans_retry_lost(struct uext4_fs *fs);
 /* An operation failed with err: if that is ENOSPC while freed blocks wait
  * for their commit (balloc_has_busy()), commit and say to try once more,
  * as the kernel's ext4_should_retry_alloc().  No handle may be open. */

@@ -512,7 +512,9 @@ static int write_super_now(struct uext4_fs *fs)
 	err = bdev_write(fs->dev, b->data + off, sizeof(fs->sb),
 			 (blk << fs->log_block_size) + off);
 	brelse(fs->bc, b);
-	return err ? err : bdev_flush(fs->dev);
+	if (!err && !(err = bdev_flush(fs->dev)))
+		fs_errors_committed(fs);
+	return err;
 }
 
 static void set_incompat(struct uext4_fs *fs, uint32_t bit, bool on)
@@ -753,6 +755,7 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	 * (before this mount, or by the replay itself). */
 	fs_errors_keep_across_replay(&fs->sb, &before);
 	fs_errors_fold(fs, &fs->sb);
+	fs_errors_committed(fs);
 	return 0;
 }
 
@@ -841,13 +844,17 @@ static int finish_writing(struct uext4_fs *fs)
  */
 static int finish_aborted(struct uext4_fs *fs)
 {
-	bool home = trans_write_error(fs) == 0;
+	bool home = trans_write_error(fs) == 0 && !trans_write_failed(fs);
 	uint32_t clear = 0;
 	int err = 0;
 
 	trans_stop_timer(fs);
+	if (!home && !fs->journal && trans_write_failed(fs) && trans_retry_lost(fs) == 0)
+		home = true;   /* the device took the lost transaction this time */
 	if (!trans_writing_started(fs))
-		return 0;   /* only the error record was written (error.c) */
+		/* Only the error record was written (error.c): again, in
+		 * case the failing device refused it then. */
+		return fs_errors_seq(fs) ? fs_errors_write_super(fs, 0, 0) : 0;
 	if (home && fs->journal && (err = journal_mark_empty(fs->journal)) == 0)
 		clear = EXT4_FEATURE_INCOMPAT_RECOVER;
 	if (home && !fs->journal)
@@ -859,6 +866,13 @@ static int finish_aborted(struct uext4_fs *fs)
 	}
 }
 
+/* An error (errors=remount-ro, a journal abort) or a failed write-back
+ * stopped this mount's writing. */
+static bool stopped_writing(struct uext4_fs *fs)
+{
+	return atomic_load(&fs->aborted) || trans_write_failed(fs);
+}
+
 int super_umount(struct uext4_fs *fs)
 {
 	int err = 0;
@@ -868,10 +882,14 @@ int super_umount(struct uext4_fs *fs)
 	if (fs->root)
 		iput(fs, fs->root);
 	fs->root = NULL;
-	if (!fs->read_only && fs->trans && !atomic_load(&fs->aborted))
+	if (!fs->read_only && fs->trans && !stopped_writing(fs))
 		err = finish_writing(fs);
-	if (!fs->read_only && fs->trans && atomic_load(&fs->aborted))
-		err = finish_aborted(fs);  /* also when finish_writing() met the error */
+	if (!fs->read_only && fs->trans && stopped_writing(fs)) {
+		/* also when finish_writing() met the error */
+		int aerr = finish_aborted(fs);
+
+		err = err ? err : aerr;
+	}
 	trans_stop_timer(fs);
 	if (fs->icache)
 		icache_destroy(fs->icache);

@@ -86,6 +86,12 @@ struct trans {
 	bool committing;                       /* commit_lock held (wait_lock) */
 	struct ulock commit_lock;
 	_Atomic int err;                       /* first write-back error (negative) */
+	_Atomic bool write_failed;             /* a commit's write or flush failed: no more commits */
+	/* No journal: the transaction whose write-back failed, kept for one
+	 * more try at unmount (trans_retry_lost()); commit_lock. */
+	uint8_t *lost_copies;
+	uint64_t *lost_blocks;
+	size_t lost_n;
 	_Atomic uint64_t commits;
 	_Atomic uint64_t handle_copies;        /* frozen copies made by handles (tests) */
 	size_t dirty_limit;                    /* buffers; commit beyond it */
@@ -198,6 +204,8 @@ void trans_destroy(struct uext4_fs *fs)
 	}
 	free((void *)t->itb_written);
 	free(t->copybuf);
+	free(t->lost_copies);
+	free(t->lost_blocks);
 	free(t);
 	fs->trans = NULL;
 }
@@ -893,6 +901,65 @@ static void count_home_writes(struct uext4_fs *fs, const uint64_t *by_kind)
 			bcache_count_write(fs->bc, (enum uext4_meta_kind)k, by_kind[k]);
 }
 
+/*
+ * A write or flush of the commit failed (err negative, its message set):
+ * the journal is aborted (as jbd2 does on a log, commit-block or
+ * checkpoint write error) or, without one, the error handled as errors=
+ * says; either way no later commit writes anything (t->write_failed),
+ * handles get EROFS or EIO, and the unmount leaves the image as the last
+ * good commit left it, with the error recorded.  -EIO (or -ENOMEM).
+ */
+static int write_failed(struct uext4_fs *fs, int err)
+{
+	struct trans *t = fs->trans;
+	int expected = 0;
+
+	atomic_store(&t->write_failed, true);
+	atomic_compare_exchange_strong(&t->err, &expected, err == -ENOMEM ? err : -EIO);
+	return fs_write_error(fs, err, t->journal != NULL, "commit");
+}
+
+/* No journal: keep the failed transaction's copies (they are the copy
+ * buffer: the next commit, if any, gets a new one) and blocks. */
+static void keep_lost(struct trans *t, uint8_t *copies, uint64_t *blocks, size_t n)
+{
+	if (t->lost_n || copies != t->copybuf) {
+		free(blocks);
+		return;
+	}
+	t->lost_copies = copies;
+	t->lost_blocks = blocks;
+	t->lost_n = n;
+	t->copybuf = NULL;
+	t->copycap = 0;
+}
+
+/*
+ * Unmount without a journal after a failed write-back: write the lost
+ * transaction home once more, as a whole, and flush.  A transient device
+ * error then leaves the image as that transaction made it (nothing later
+ * was written: write_failed stopped the commits) instead of half of it,
+ * which only e2fsck could repair.  0: it is home.
+ */
+int trans_retry_lost(struct uext4_fs *fs)
+{
+	struct trans *t = fs->trans;
+	int err;
+
+	if (!t || t->journal || !t->lost_n)
+		return -EIO;
+	ulock_lock(&t->commit_lock);
+	err = write_copies(fs, t->lost_copies, t->lost_blocks, t->lost_n);
+	if (!err)
+		err = bdev_flush(fs->dev);
+	if (!err) {
+		fs_errors_committed(fs);    /* its superblock is the image now */
+		t->lost_n = 0;
+	}
+	ulock_unlock(&t->commit_lock);
+	return err;
+}
+
 /* One commit; commit_lock held, no handle open on this thread. */
 static int commit_locked(struct uext4_fs *fs)
 {
@@ -915,12 +982,17 @@ static int commit_locked(struct uext4_fs *fs)
 		release_handles(t);
 		return fs_errors_refuse(fs);
 	}
-	if ((err = start_if_dirty(fs))) {
-		int expected = 0;
-
+	if (atomic_load(&t->write_failed)) {
+		/* No journal, errors=continue: a transaction's write-back was
+		 * lost; writing later ones over it would mark a broken image
+		 * as sound. */
 		release_handles(t);
-		atomic_compare_exchange_strong(&t->err, &expected, err);
-		return err;
+		return fs_err(EIO, "an earlier metadata write-back failed; nothing more is "
+			      "written (unmount and run e2fsck)");
+	}
+	if ((err = start_if_dirty(fs))) {
+		release_handles(t);
+		return write_failed(fs, err);
 	}
 	eseq = fs_errors_seq(fs);
 	tid = atomic_load(&t->running);
@@ -935,12 +1007,23 @@ static int commit_locked(struct uext4_fs *fs)
 		t_released = lockstat_now_ns();
 	copy_frozen_all(fs, held, n);
 	werr = err ? err : write_out(fs, tid, copies, blocks, n, revoked, nrevoked);
-	if (werr) {
+	if (werr && !err) {
+		err = write_failed(fs, werr);
+		if (!t->journal && n) {
+			keep_lost(t, copies, blocks, n);
+			blocks = NULL;
+		}
+	} else if (werr && n) {
+		/* The snapshot failed (a read, memory) after taking dirty
+		 * buffers: their changes are in no commit now, so none may
+		 * follow (a later one would build on them). */
+		err = write_failed(fs, werr);
+	} else if (werr) {
 		int expected = 0;
 
 		atomic_compare_exchange_strong(&t->err, &expected, werr);
-		err = err ? err : werr;
 	} else {
+		fs_errors_committed(fs);
 		atomic_store(&t->committed, tid);
 		count_home_writes(fs, by_kind);
 		if (counting)
@@ -1123,6 +1206,11 @@ void trans_stop_timer(struct uext4_fs *fs)
 int trans_write_error(struct uext4_fs *fs)
 {
 	return fs->trans ? atomic_load(&fs->trans->err) : 0;
+}
+
+bool trans_write_failed(struct uext4_fs *fs)
+{
+	return fs->trans && atomic_load(&fs->trans->write_failed);
 }
 
 /* Readers of fs->sb (which the commit rewrites) hold this around the copy. */
