@@ -90,9 +90,9 @@ struct trans {
 	_Atomic uint64_t handle_copies;        /* frozen copies made by handles (tests) */
 	/* A transaction's most buffers, min(cache / 4, the journal's max
 	 * transaction); the commit thread is asked to commit beyond
-	 * dirty_limit (half of it), the thread ending a handle commits
-	 * itself beyond dirty_hard (three quarters), which leaves a quarter
-	 * for what handles under way and the check_mask stride add. */
+	 * dirty_limit (3/4 of it), the thread ending a handle commits
+	 * itself beyond dirty_hard (7/8), which leaves an eighth for what
+	 * handles under way and the check_mask stride add. */
 	size_t dirty_max, dirty_limit, dirty_hard;
 	/* The commit's copy buffer, kept between commits (commit_lock):
 	 * fresh memory for every commit cost a page fault per 4 KiB. */
@@ -170,8 +170,8 @@ int trans_init(struct uext4_fs *fs)
 		t->dirty_max = journal_max_transaction(t->journal);
 	if (t->dirty_max < 32)
 		t->dirty_max = 32;
-	t->dirty_limit = t->dirty_max / 2;
-	t->dirty_hard = t->dirty_max / 4 * 3;
+	t->dirty_limit = t->dirty_max / 4 * 3;
+	t->dirty_hard = t->dirty_max / 8 * 7;
 	/* Summing the shards' dirty counts reads 64 cache lines: a thread
 	 * looks every 32nd handle, or every one when the limit is small
 	 * enough for those 32 to overshoot it. */
@@ -291,12 +291,12 @@ static void commit_end(struct trans *t);
 
 /*
  * The transaction nears its most (dirty_max: a quarter of the cache, or
- * what the journal takes at once, as jbd2's max transaction): past half
+ * what the journal takes at once, as jbd2's max transaction): past 3/4
  * of it the commit thread commits, as jbd2's, so that this thread goes on
- * creating; only if the dirty set keeps growing to three quarters
- * meanwhile does this thread commit itself (back pressure), so that one
- * commit stays within dirty_max (tests/journal_limit.sh).  Without a
- * commit thread (bulk), this thread commits at three quarters.
+ * creating; only if the dirty set keeps growing to 7/8 meanwhile does
+ * this thread commit itself (back pressure), so that one commit stays
+ * within dirty_max (tests/journal_limit.sh).  Without a commit thread
+ * (bulk), this thread commits at 7/8.
  */
 static int check_dirty(struct uext4_fs *fs, int err)
 {
