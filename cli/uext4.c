@@ -122,9 +122,14 @@ static void note_recovery(const struct command *c, const char *image, uext4_fs *
 			(unsigned long long)r.bad_home_block);
 }
 
+static unsigned max_open_files; /* mount -o max_open_files=N */
+static unsigned inode_cache;    /* mount -o inode_cache=N */
+
 int open_image(const struct command *c, const char *image, uext4_fs **fs)
 {
-	struct uext4_opts o = { .read_only = 1 };
+	/* The limits apply to read-only mounts too (uext4 mount -o ro). */
+	struct uext4_opts o = { .read_only = 1, .max_open_files = max_open_files,
+				.inode_cache = inode_cache };
 	int ret = uext4_mount(image, &o, fs);
 
 	if (ret < 0)
@@ -166,7 +171,6 @@ static void unlock_image(void)
 }
 
 static unsigned commit_secs; /* mount -o commit=N */
-static unsigned max_open_files; /* mount -o max_open_files=N */
 static int mount_errors;     /* mount -o errors=...: UEXT4_ERRORS_* */
 
 /* As the kernel, a read-write mount of a file system that recorded an
@@ -185,6 +189,7 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 {
 	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs,
 				.max_open_files = max_open_files,
+				.inode_cache = inode_cache,
 				.errors = mount_errors };
 	int ret;
 
@@ -1036,6 +1041,7 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	}
 	commit_secs = o.commit_secs;
 	max_open_files = o.max_open_files;
+	inode_cache = o.inode_cache;
 	mount_errors = o.errors;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
@@ -1392,6 +1398,9 @@ static const struct command commands[] = {
 	  "    -o max_open_files=N\n"
 	  "                    at most N files open at once (default 65536); an\n"
 	  "                    open past it fails with EMFILE\n"
+	  "    -o inode_cache=N\n"
+	  "                    keep at most N idle inodes cached (default 65536);\n"
+	  "                    inodes in use (open files) are kept in addition\n"
 	  "    -o errors=continue|remount-ro|panic\n"
 	  "                    when a write meets corruption (the error is recorded\n"
 	  "                    in the superblock first, as the kernel does): go on;\n"

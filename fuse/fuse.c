@@ -1615,6 +1615,12 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 			return -EINVAL;
 		}
 		o->max_open_files = (unsigned)v;
+	} else if (!strncmp(opt, "inode_cache=", 12)) {
+		if (parse_uint(opt + 12, 1u << 30, &v) || v == 0) {
+			snprintf(err, errlen, "bad inode_cache '%s' (1..2^30 inodes)", opt + 12);
+			return -EINVAL;
+		}
+		o->inode_cache = (unsigned)v;
 	} else if (!strncmp(opt, "errors=", 7)) {
 		static const char *const names[] = { [UEXT4_ERRORS_CONTINUE] = "continue",
 						     [UEXT4_ERRORS_RO] = "remount-ro",

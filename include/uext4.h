@@ -58,6 +58,10 @@ struct uext4_opts {
 	/* Most files open at once through uext4_open() (uext4_file handles);
 	 * opening more fails with -EMFILE.  0 = default (65536). */
 	unsigned max_open_files;
+	/* Most idle (unreferenced) inodes kept in the inode cache; beyond it
+	 * the least recently used go.  Inodes in use (open files, operations
+	 * under way) are kept in addition.  0 = default (65536). */
+	unsigned inode_cache;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {

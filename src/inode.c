@@ -6,7 +6,8 @@
  * slow read never blocks lookups of other inodes; if two threads load the
  * same inode at once, the first to insert wins and the other frees its
  * copy.  Unreferenced inodes stay cached on a per-shard LRU until the
- * shard holds more than its share of ICACHE_MAX_UNUSED.  Hits take no
+ * shard holds more than its share of the limit (uext4_opts.inode_cache,
+ * default ICACHE_MAX_UNUSED).  Hits take no
  * lock (see "Lock-free hits" below).
  */
 #include "internal.h"
@@ -46,6 +47,7 @@ struct icache_shard {
 	struct inode *_Atomic *table; /* hash chains; array immutable */
 	uint32_t nbuckets;
 	uint32_t nlru;              /* inodes on the LRU */
+	uint32_t nhashed;           /* inodes in the hash */
 	struct inode *lru_head, *lru_tail; /* oldest at head */
 	/* Unhashed inodes waiting for lock-free lookups to leave, linked
 	 * by lru_next (lock): */
@@ -96,12 +98,21 @@ static uint32_t bucket_of(struct icache_shard *s, uint64_t ino)
 	return (uint32_t)((ino / ICACHE_SHARDS) % s->nbuckets);
 }
 
-/* Unused inodes kept per shard: ICACHE_MAX_UNUSED in all, or what
- * UEXT4_ICACHE_UNUSED says (tests: a tiny cache evicts all the time). */
-static uint32_t unused_per_shard(void)
+/*
+ * Unused inodes kept per shard: `limit` in all (uext4_opts.inode_cache),
+ * else what UEXT4_ICACHE_UNUSED says (tests: a tiny cache evicts all the
+ * time), else ICACHE_MAX_UNUSED.  Only idle inodes are evicted: inodes
+ * with a reference (open files, operations under way) stay beyond it.
+ * Dirty inodes pin nothing: a change is encoded into the inode-table
+ * buffer at once (itable_update()), which the commit writes.
+ */
+static uint32_t unused_per_shard(unsigned limit)
 {
 	const char *env = getenv("UEXT4_ICACHE_UNUSED");
 	unsigned long n = ICACHE_MAX_UNUSED;
+
+	if (limit)
+		return limit / ICACHE_SHARDS ? limit / ICACHE_SHARDS : 1;
 
 	if (env && *env) {
 		char *end;
@@ -113,7 +124,7 @@ static uint32_t unused_per_shard(void)
 	return (uint32_t)(n / ICACHE_SHARDS);
 }
 
-struct icache *icache_create(struct uext4_fs *fs)
+struct icache *icache_create(struct uext4_fs *fs, unsigned limit)
 {
 	struct icache *ic = aligned_alloc(CACHELINE, sizeof(*ic));
 
@@ -121,7 +132,7 @@ struct icache *icache_create(struct uext4_fs *fs)
 		return NULL;
 	memset(ic, 0, sizeof(*ic));
 	ic->fs = fs;
-	ic->max_unused_per_shard = unused_per_shard();
+	ic->max_unused_per_shard = unused_per_shard(limit);
 	for (int i = 0; i < SLOT_STRIPES; i++)
 		atomic_flag_clear(&ic->slots[i].lock);
 	ic->slab = slab_create(sizeof(struct inode) + fs->inode_size);
@@ -258,6 +269,7 @@ static void hash_insert(struct icache_shard *s, struct inode *n)
 			      memory_order_relaxed);
 	/* Release: a lock-free lookup that finds n sees it initialised. */
 	atomic_store_explicit(head, n, memory_order_release);
+	s->nhashed++;
 	lru_add_tail(s, n);
 }
 
@@ -271,6 +283,26 @@ static void hash_remove(struct icache_shard *s, struct inode *n)
 		pp = &cur->hnext;
 	atomic_store_explicit(pp, atomic_load_explicit(&n->hnext, memory_order_relaxed),
 			      memory_order_release);
+	s->nhashed--;
+}
+
+/* Inodes cached now and, of them, idle ones (on an LRU): a sum of
+ * per-shard counts read without the locks (for tests and stats). */
+void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle)
+{
+	uint64_t c = 0, u = 0;
+
+	for (int i = 0; i < ICACHE_SHARDS; i++) {
+		struct icache_shard *s = &fs->icache->shards[i];
+
+		ulock_lock(&s->lock);
+		c += s->nhashed;
+		u += s->nlru;
+		ulock_unlock(&s->lock);
+	}
+	*cached = c;
+	if (idle)
+		*idle = u;
 }
 
 static struct inode *chain_first(struct icache_shard *s, uint32_t b)

@@ -791,7 +791,10 @@ struct inode {
 };
 
 struct icache;
-struct icache *icache_create(struct uext4_fs *fs);
+/* limit: most idle inodes kept (uext4_opts.inode_cache); 0 = default. */
+struct icache *icache_create(struct uext4_fs *fs, unsigned limit);
+/* Inodes hashed in the cache now, and how many of them are idle. */
+void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle);
 void icache_destroy(struct icache *ic);
 /* Get an inode (loading and verifying it); drop with iput(). */
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out);

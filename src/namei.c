@@ -99,6 +99,13 @@ static int lookup_unlocked(uext4_fs *fs, struct inode *dir, const char *name, si
  * by both, or not held between the lookup and iget()): iget() then finds
  * a free inode (EUCLEAN) or a deleted one (ENOENT).  That is corruption
  * only if the name still points to it; else look again.
+ *
+ * A success needs no second look (unlike the path walk's, api.c
+ * walk_lookup()): the number may meanwhile have been freed and given to
+ * another file, but every caller (unlink/rmdir, rename) looks the name up
+ * again with the locks held and starts over unless it still names the
+ * same number, and the reference taken here keeps that number from being
+ * freed and reused from then on.
  */
 static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		       uint64_t *ino, struct inode **out)

@@ -686,7 +686,7 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
 {
 	fs->bc = bcache_create(fs->dev, fs->block_size, o->cache_bytes);
-	fs->icache = fs->bc ? icache_create(fs) : NULL;
+	fs->icache = fs->bc ? icache_create(fs, o->inode_cache) : NULL;
 	if (!fs->icache)
 		return fs_err(ENOMEM, "out of memory for the caches");
 	fs->nc = namecache_create(o); /* NULL (off, or no memory): lookups read dirs */

@@ -94,7 +94,12 @@ struct trans {
 	size_t lost_n;
 	_Atomic uint64_t commits;
 	_Atomic uint64_t handle_copies;        /* frozen copies made by handles (tests) */
-	size_t dirty_limit;                    /* buffers; commit beyond it */
+	/* A transaction's most buffers, min(cache / 4, the journal's max
+	 * transaction); the commit thread is asked to commit beyond
+	 * dirty_limit (3/4 of it), the thread ending a handle commits
+	 * itself beyond dirty_hard (7/8), which leaves an eighth for what
+	 * handles under way and the check_mask stride add. */
+	size_t dirty_max, dirty_limit, dirty_hard;
 	/* The commit's copy buffer, kept between commits (commit_lock):
 	 * fresh memory for every commit cost a page fault per 4 KiB. */
 	uint8_t *copybuf;
@@ -166,15 +171,17 @@ int trans_init(struct uext4_fs *fs)
 	t->jbase = fs->journal ? journal_first_tid(fs->journal) : 1;
 	/* Write back when a quarter of the cache is dirty, or when the
 	 * transaction would outgrow the journal. */
-	t->dirty_limit = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
-	if (t->journal && t->dirty_limit > journal_max_transaction(t->journal))
-		t->dirty_limit = journal_max_transaction(t->journal);
-	if (t->dirty_limit < 16)
-		t->dirty_limit = 16;
+	t->dirty_max = (size_t)(bcache_mem_limit(fs->bc) / fs->block_size / 4);
+	if (t->journal && t->dirty_max > journal_max_transaction(t->journal))
+		t->dirty_max = journal_max_transaction(t->journal);
+	if (t->dirty_max < 32)
+		t->dirty_max = 32;
+	t->dirty_limit = t->dirty_max / 4 * 3;
+	t->dirty_hard = t->dirty_max / 8 * 7;
 	/* Summing the shards' dirty counts reads 64 cache lines: a thread
 	 * looks every 32nd handle, or every one when the limit is small
 	 * enough for those 32 to overshoot it. */
-	t->check_mask = t->dirty_limit >= 4096 ? 31 : t->dirty_limit >= 1024 ? 3 : 0;
+	t->check_mask = t->dirty_max >= 8192 ? 31 : t->dirty_max >= 2048 ? 3 : 0;
 	t->itb_written = calloc(bits / 8 + 1, 1);
 	if (!t->itb_written) {
 		free(t);
@@ -291,10 +298,13 @@ static void commit_begin(struct trans *t);
 static void commit_end(struct trans *t);
 
 /*
- * Too much dirty for one transaction (a quarter of the cache, or what the
- * journal takes at once): the commit thread commits, as jbd2's, so that
- * this thread goes on creating; only if the dirty set keeps growing to
- * twice the limit meanwhile does this thread commit itself (back pressure).
+ * The transaction nears its most (dirty_max: a quarter of the cache, or
+ * what the journal takes at once, as jbd2's max transaction): past 3/4
+ * of it the commit thread commits, as jbd2's, so that this thread goes on
+ * creating; only if the dirty set keeps growing to 7/8 meanwhile does
+ * this thread commit itself (back pressure), so that one commit stays
+ * within dirty_max (tests/journal_limit.sh).  Without a commit thread
+ * (bulk), this thread commits at 7/8.
  */
 static int check_dirty(struct uext4_fs *fs, int err)
 {
@@ -303,7 +313,9 @@ static int check_dirty(struct uext4_fs *fs, int err)
 
 	if (dirty <= t->dirty_limit)
 		return err;
-	if (t->timer_started && dirty <= 2 * t->dirty_limit) {
+	if (!t->timer_started && dirty <= t->dirty_hard)
+		return err;
+	if (t->timer_started && dirty <= t->dirty_hard) {
 		if (!atomic_exchange(&t->commit_wanted, 1))
 			kick_commit_thread(t);
 		return err;
