@@ -838,6 +838,13 @@ static int leaf_hint_probe(const struct uext4_fs *fs, const struct dir_leaf *lf,
 	if (hi->slack_before >= need)
 		return HINT_SCAN;  /* an earlier entry may fit first */
 	leaf_entry_fast(fs, lf, hi->tail, &e);
+	/* The tail as a full check would see it: cheap, and a block that a
+	 * hostile image also maps as something else cannot make the insert
+	 * write past the leaf (handle_dirty() drops the hint, but a racing
+	 * hinted insert may have set it again). */
+	if (e.rec_len < DIRENT_MIN_LEN || e.rec_len % 4 || e.rec_len > lf->end - hi->tail ||
+	    (e.ino && EXT4_DIR_REC_LEN(e.name_len) > e.rec_len))
+		return HINT_SCAN;
 	if (ent_slack(&e) < need)
 		return 0;
 	*off = hi->tail;
