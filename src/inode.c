@@ -287,7 +287,8 @@ static void hash_remove(struct icache_shard *s, struct inode *n)
 }
 
 /* Inodes cached now and, of them, idle ones (on an LRU): a sum of
- * per-shard counts read without the locks (for tests and stats). */
+ * per-shard counts, each read under its shard's lock (tests and stats;
+ * never on a hot path). */
 void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle)
 {
 	uint64_t c = 0, u = 0;
