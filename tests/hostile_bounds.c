@@ -31,22 +31,6 @@ static char *g_buf;
 static unsigned long g_entries, g_files, g_errors;
 static uint64_t g_bytes;
 
-static long status_kib(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256], fmt[32];
-	long kib = -1;
-
-	if (!f)
-		return -1;
-	snprintf(fmt, sizeof fmt, "%s: %%ld kB", field);
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, fmt, &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 static double now_s(void)
 {
 	struct timespec ts;
@@ -219,7 +203,7 @@ int main(int argc, char **argv)
 		fputs("5", cr);
 		fclose(cr);
 	}
-	long base = status_kib("VmRSS");
+	long base = t_status_kib("VmRSS");
 	double t0 = now_s();
 
 	if ((err = uext4_mount(img, &o, &g_fs))) {
@@ -231,7 +215,7 @@ int main(int argc, char **argv)
 		T_CHECK(err == 0, "umount: %s (%s)", strerror(-err), uext4_last_error());
 	}
 	double secs = now_s() - t0;
-	long peak = status_kib("VmHWM");
+	long peak = t_status_kib("VmHWM");
 
 	printf("%s%s: %lu entries, %lu files, %" PRIu64 " bytes read, %lu refused; %.2f s, "
 	       "peak RSS %ld KiB over %ld\n", img, rw ? " (rw)" : "", g_entries, g_files, g_bytes,

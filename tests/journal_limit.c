@@ -24,23 +24,6 @@
 
 #define PER_DIR 1000
 
-/* A field of /proc/self/status in KiB ("VmHWM", "VmRSS"), or -1. */
-static long status_kib(const char *field)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256], fmt[32];
-	long kib = -1;
-
-	if (!f)
-		return -1;
-	snprintf(fmt, sizeof fmt, "%s: %%ld kB", field);
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, fmt, &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 static int create_all(const char *img, long nfiles)
 {
 	struct uext4_opts o = { 0 };
@@ -118,7 +101,7 @@ int main(int argc, char **argv)
 		fputs("5", cr);
 		fclose(cr);
 	}
-	long base = status_kib("VmRSS");
+	long base = t_status_kib("VmRSS");
 
 	if ((err = uext4_mount(argv[1], &o, &fs))) {
 		fprintf(stderr, "mount: %s\n", uext4_last_error());
@@ -146,6 +129,6 @@ int main(int argc, char **argv)
 		"not test the limit %" PRIu64, st.journal.blocks, limit);
 	err = uext4_umount(fs);
 	T_CHECK(err == 0, "umount: %s", strerror(-err));
-	printf("base_kib %ld\nvmhwm_kib %ld\n", base, status_kib("VmHWM"));
+	printf("base_kib %ld\nvmhwm_kib %ld\n", base, t_status_kib("VmHWM"));
 	return t_failures ? T_FAIL : T_PASS;
 }

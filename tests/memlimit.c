@@ -15,21 +15,6 @@
 
 #define PER_DIR 1000
 
-static long vmhwm_kib(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	char line[256];
-	long kib = -1;
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 static int create_all(uext4_fs *fs, long nfiles)
 {
 	struct uext4_stat st;
@@ -72,12 +57,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mount %s: %s\n", argv[1], strerror(-err));
 		return T_FAIL;
 	}
-	printf("vmhwm_kib_after_mount %ld\n", vmhwm_kib());
+	printf("vmhwm_kib_after_mount %ld\n", t_status_kib("VmHWM"));
 	err = create_all(fs, nfiles);
 	T_CHECK(err == 0, "creating %ld files", nfiles);
-	printf("vmhwm_kib_after_create %ld\n", vmhwm_kib());
+	printf("vmhwm_kib_after_create %ld\n", t_status_kib("VmHWM"));
 	err = uext4_umount(fs);
 	T_CHECK(err == 0, "umount: %s", strerror(-err));
-	printf("vmhwm_kib %ld\n", vmhwm_kib());
+	printf("vmhwm_kib %ld\n", t_status_kib("VmHWM"));
 	return t_failures ? T_FAIL : T_PASS;
 }

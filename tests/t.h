@@ -69,6 +69,23 @@ static inline int t_run_e2fsck(const char *img, const char *log)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* A field of /proc/self/status in KiB ("VmHWM", "VmRSS"), or -1. */
+static inline long t_status_kib(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256], fmt[32];
+	long kib = -1;
+
+	if (!f)
+		return -1;
+	snprintf(fmt, sizeof fmt, "%s: %%ld kB", field);
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, fmt, &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 static inline void *t_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
