@@ -1423,11 +1423,27 @@ static const struct command commands[] = {
 	  "                    from the start (see uext4 help stats; off by\n"
 	  "                    default, `uext4 stats --on` starts them later)\n"
 	  "    Other options are passed to the kernel (e.g. -o max_read=131072).\n"
+	  "\nMOUNT(8) AND FSTAB\n"
+	  "    As root, `mount -t fuse.uext4 [-o OPTIONS] IMAGE DIR` and /etc/fstab\n"
+	  "    lines of type fuse.uext4 work through /sbin/mount.fuse.uext4\n"
+	  "    (make install PREFIX=/usr puts it there), which runs\n"
+	  "    `uext4 mount -o OPTIONS IMAGE DIR`.  It drops the options meant for\n"
+	  "    mount(8) and systemd (defaults, auto, noauto, user, nouser, users,\n"
+	  "    nofail, _netdev, x-*, comment=*, uhelper=*), takes -r and -w as ro\n"
+	  "    and rw, and passes every other option on (ro, allow_other,\n"
+	  "    default_permissions, nosuid, commit=N, ...).  `umount DIR` waits\n"
+	  "    for the write-back, as uext4 umount does, only when mount(8) keeps a\n"
+	  "    utab entry for the mount (an x-* option, or -o uhelper=uext4): it\n"
+	  "    then runs umount.fuse.uext4 or umount.uext4, which run\n"
+	  "    `uext4 umount DIR`.  Otherwise `flock IMAGE true` waits for it.\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 mount disk.img /mnt && cp -a /etc /mnt && uext4 umount /mnt &&\n"
 	  "        cp disk.img backup.img\n"
 	  "    uext4 mount -o ro disk.img /mnt\n"
-	  "    uext4 mount -f -o loop=st,debug disk.img /mnt\n" },
+	  "    uext4 mount -f -o loop=st,debug disk.img /mnt\n"
+	  "    mount -t fuse.uext4 -o uhelper=uext4 disk.img /mnt    (as root)\n"
+	  "    /srv/disk.img /mnt/disk fuse.uext4 noauto,x-systemd.automount,ro 0 0\n"
+	  "                                     (an /etc/fstab line)\n" },
 	{ "umount", cmd_umount, "MOUNTPOINT", "unmount a uext4 mount and wait for its write-back",
 	  "DESCRIPTION\n"
 	  "    Unmounts the uext4 FUSE mount on MOUNTPOINT (umount2 as root,\n"
@@ -1651,7 +1667,8 @@ static const struct command commands[] = {
 	  "    uext4 truncate -s 1G disk.img /swapfile\n" },
 	{ "version", cmd_version, "", "print the version",
 	  "DESCRIPTION\n"
-	  "    Prints the version of uext4.\n" },
+	  "    Prints \"uext4 MAJOR.MINOR.PATCH\", the version of libuext4 this\n"
+	  "    binary runs with (uext4_version()).  `uext4 --version` does the same.\n" },
 	{ "help", cmd_help, "[COMMAND]", "show help for uext4 or a command",
 	  "DESCRIPTION\n"
 	  "    Without COMMAND, lists the commands; with one, prints its manual.\n"
@@ -1686,9 +1703,17 @@ static void print_overview(FILE *out)
 		"COMMANDS\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(out, "    %-9s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
+	fprintf(out, "\nOPTIONS\n"
+		"    -h, --help  this text; `uext4 help COMMAND` or `uext4 COMMAND --help`\n"
+		"                prints a command's manual (its options, output, examples)\n"
+		"    --version   print the version, as `uext4 version`\n"
+		"\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
 		"    uext4 cat disk.img /etc/fstab\n    uext4 put disk.img ./rootfs/. /\n"
-		"    uext4 mount disk.img /mnt   (later: uext4 umount /mnt)\n\n%s", EXIT_TEXT);
+		"    uext4 mount disk.img /mnt   (later: uext4 umount /mnt)\n"
+		"    mount -t fuse.uext4 disk.img /mnt   (as root: see uext4 help mount)\n\n%s"
+		"\nSEE ALSO\n"
+		"    libuext4(3) (the C library), mount(8), fstab(5), e2fsck(8), mke2fs(8),\n"
+		"    debugfs(8)\n", EXIT_TEXT);
 }
 
 int main(int argc, char **argv)

@@ -21,6 +21,15 @@
 extern "C" {
 #endif
 
+/*
+ * The version of this header.  The shared library's soname is
+ * libuext4.so.MAJOR: a new MAJOR breaks the ABI, a new MINOR only adds to
+ * it, PATCH only fixes.  The Makefile reads these three lines.
+ */
+#define UEXT4_VERSION_MAJOR 0
+#define UEXT4_VERSION_MINOR 1
+#define UEXT4_VERSION_PATCH 0
+
 #define UEXT4_ROOT_INO 2
 
 typedef struct uext4_fs uext4_fs;
@@ -430,8 +439,16 @@ int uext4_removexattr(uext4_fs *fs, uint64_t ino, const char *name);
 int uext4_get_flags(uext4_fs *fs, uint64_t ino, uint32_t *flags);
 int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags);
 
-/* Feature bits to names, for frontends. */
+/*
+ * The version of the library linked at run time, as "MAJOR.MINOR.PATCH"
+ * (a static string).  A program built against this header checks at
+ * start that the library it got is one it can use:
+ *     if (!uext4_version_ok(UEXT4_VERSION_MAJOR, UEXT4_VERSION_MINOR)) ...
+ * uext4_version_ok() is true when the library's MAJOR equals major and its
+ * MINOR is at least minor (it has every function of that header).
+ */
 const char *uext4_version(void);
+int uext4_version_ok(int major, int minor);
 
 /*
  * lseek(2)'s SEEK_DATA and SEEK_HOLE (values of <unistd.h>) from offset off:

@@ -45,9 +45,19 @@ uint32_t caller_gid(void)
 
 #define SYMLOOP_MAX 40
 
+#define UEXT4_STR2(x) #x
+#define UEXT4_STR(x) UEXT4_STR2(x)
+
+/* The numbers this library was built with (not the caller's header's). */
 const char *uext4_version(void)
 {
-	return "uext4 0.1";
+	return UEXT4_STR(UEXT4_VERSION_MAJOR) "." UEXT4_STR(UEXT4_VERSION_MINOR) "."
+		UEXT4_STR(UEXT4_VERSION_PATCH);
+}
+
+int uext4_version_ok(int major, int minor)
+{
+	return major == UEXT4_VERSION_MAJOR && minor <= UEXT4_VERSION_MINOR;
 }
 
 int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r)
