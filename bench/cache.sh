@@ -6,7 +6,7 @@
 #   umount fusermount3 -u plus the server's exit (its write-back), after tar
 # on a fresh 2 GiB image in /dev/shm each run; median of RUNS (default 3),
 # the variants taking turns.
-# Usage: bench/cache.sh "old=/path/uext4" "new=build/fast/uext4" "nowb=build/fast/uext4,nowriteback"
+# Usage: bench/cache.sh "old=/path/uext4" "new=build/uext4" "nowb=build/uext4,nowriteback"
 set -u
 RUNS=${RUNS:-3}
 SRC=${BENCH_SRC:-/usr/include}

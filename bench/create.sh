@@ -51,14 +51,14 @@ TARGETS=${TARGETS:-lib fuse nullfs kernel fuse2fs}
 OUT=${OUT:-$TOP/bench/results}
 POINT_TIMEOUT=${POINT_TIMEOUT:-300}
 pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; }
-CREATE_BENCH=${CREATE_BENCH:-$(pick build/fast/bench/create_bench build/bench/create_bench)}
-NULLFS=${NULLFS:-$(pick build/fast/bench/nullfs build/bench/nullfs)}
-UEXT4=${UEXT4:-$(pick build/fast/uext4 build/uext4)}
+CREATE_BENCH=${CREATE_BENCH:-$(pick build/bench/create_bench)}
+NULLFS=${NULLFS:-$(pick build/bench/nullfs)}
+UEXT4=${UEXT4:-$(pick build/uext4)}
 abspath() { case $1 in /*) echo "$1" ;; ?*) echo "$TOP/$1" ;; esac; }
 CREATE_BENCH=$(abspath "$CREATE_BENCH")
 NULLFS=$(abspath "$NULLFS")
 UEXT4=$(abspath "$UEXT4")
-[ -x "$CREATE_BENCH" ] || { echo "create.sh: build create_bench first (make BUILD=fast)"; exit 1; }
+[ -x "$CREATE_BENCH" ] || { echo "create.sh: build create_bench first (make)"; exit 1; }
 
 threads_of() {
 	case $1 in

@@ -7,7 +7,7 @@
 # and 8 client threads doing stat / open+close / 4 KiB direct reads, and
 # prints ops/s (median of 3 runs).
 set -e
-B=${1:-build/fast}
+B=${1:-build}
 OPS=${2:-20000}
 MNT=$(mktemp -d /tmp/nullfs.XXXXXX)
 trap 'fusermount3 -u "$MNT" 2>/dev/null; rmdir "$MNT"' EXIT

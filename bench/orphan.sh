@@ -85,14 +85,14 @@ DROP_CACHES=${DROP_CACHES:-0}
 OUT=${OUT:-$TOP/bench/results}
 POINT_TIMEOUT=${POINT_TIMEOUT:-120}
 pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; }
-ORPHAN_BENCH=${ORPHAN_BENCH:-$(pick build/fast/bench/orphan_bench build/bench/orphan_bench)}
-NULLFS=${NULLFS:-$(pick build/fast/bench/nullfs build/bench/nullfs)}
-UEXT4=${UEXT4:-$(pick build/fast/uext4 build/uext4)}
+ORPHAN_BENCH=${ORPHAN_BENCH:-$(pick build/bench/orphan_bench)}
+NULLFS=${NULLFS:-$(pick build/bench/nullfs)}
+UEXT4=${UEXT4:-$(pick build/uext4)}
 abspath() { case $1 in /*) echo "$1" ;; ?*) echo "$TOP/$1" ;; esac; }
 ORPHAN_BENCH=$(abspath "$ORPHAN_BENCH")
 NULLFS=$(abspath "$NULLFS")
 UEXT4=$(abspath "$UEXT4")
-[ -x "$ORPHAN_BENCH" ] || { echo "orphan.sh: build orphan_bench first (make BUILD=fast)"; exit 1; }
+[ -x "$ORPHAN_BENCH" ] || { echo "orphan.sh: build orphan_bench first (make)"; exit 1; }
 
 W=$(mktemp -d "${BENCH_TMP:-/tmp}/uext4-orphan.XXXXXX")
 MNT=$W/mnt

@@ -25,11 +25,11 @@ SRC=${BENCH_SRC:-/usr/include}
 TARGETS=${BENCH_TARGETS:-lib fuse kernel fuse2fs}
 OUT=${OUT:-$TOP/bench/results}
 pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; }
-READ_BENCH=${READ_BENCH:-$(pick build/fast/bench/read_bench build/bench/read_bench)}
-UEXT4=${UEXT4:-$(pick build/fast/uext4 build/uext4)}
+READ_BENCH=${READ_BENCH:-$(pick build/bench/read_bench)}
+UEXT4=${UEXT4:-$(pick build/uext4)}
 case $READ_BENCH in /*) ;; ?*) READ_BENCH=$TOP/$READ_BENCH ;; esac
 case $UEXT4 in /*) ;; ?*) UEXT4=$TOP/$UEXT4 ;; esac
-[ -x "$READ_BENCH" ] || { echo "read_bench.sh: build read_bench first (make BUILD=fast)"; exit 1; }
+[ -x "$READ_BENCH" ] || { echo "read_bench.sh: build read_bench first (make)"; exit 1; }
 
 W=$(mktemp -d /tmp/uext4-bench.XXXXXX)
 MNT=$W/mnt

@@ -54,8 +54,8 @@ SRC=${SRC:-/usr/include}
 OUT=${OUT:-$TOP/bench/results}
 REQUESTS=${REQUESTS:-0}
 pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; }
-UEXT4=${UEXT4:-$(pick "$TOP/build/fast/uext4" "$TOP/build/uext4")}
-[ -x "$UEXT4" ] || { echo "real.sh: build uext4 first (make BUILD=fast)"; exit 1; }
+UEXT4=${UEXT4:-$(pick "$TOP/build/uext4")}
+[ -x "$UEXT4" ] || { echo "real.sh: build uext4 first (make)"; exit 1; }
 
 W=$(mktemp -d /dev/shm/uext4-real.XXXXXX)
 MNT=$W/mnt

@@ -3,7 +3,7 @@
 # runs every workload of the seeds on every system, in one run, on images
 # in tmpfs, and writes BENCHMARKS.md with tables, ratios, PNG plots
 # (gnuplot) and the issue's targets evaluated from the numbers.
-# `make bench` builds the fast variant and runs it.
+# `make bench` builds the release build and runs it.
 #
 #   bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS]
 #   bench/report.sh --check FILE.md      check a report is well formed
@@ -57,8 +57,8 @@
 # every table row has numbers, every plot exists and is a PNG.
 #
 # Environment: RUNS, THREADS, STATS_THREADS, SECS, SYSTEMS, PARTS, DBENCH_SECS,
-# STRESS_SECS, CREATE_FILES, URING, BENCH_BUILD (default build/fast, else
-# build).  The full run took 19-20 minutes on the 2 shared cores (load 6-16).
+# STRESS_SECS, CREATE_FILES, URING, BENCH_BUILD (default build, the
+# release build).  The full run took 19-20 minutes on the 2 shared cores (load 6-16).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
@@ -141,13 +141,13 @@ ROOT=0
 [ "$(id -u)" = 0 ] && ROOT=1
 have() { command -v "$1" >/dev/null; }
 pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; }
-B=${BENCH_BUILD:-$(pick build/fast/bench/fxmark build/bench/fxmark)}
+B=${BENCH_BUILD:-$(pick build/bench/fxmark)}
 B=${B%/bench/fxmark}
-[ -d "${B:-/nonexistent}" ] || { echo "report.sh: no build with bench/fxmark: make BUILD=fast"; exit 1; }
+[ -d "${B:-/nonexistent}" ] || { echo "report.sh: no build with bench/fxmark: make"; exit 1; }
 B=$(cd "$B" && pwd)
 FXMARK=$B/bench/fxmark NULLFS=$B/bench/nullfs UEXT4=$B/uext4
 for f in "$FXMARK" "$NULLFS" "$UEXT4" "$B/bench/create_bench" "$B/bench/orphan_bench"; do
-	[ -x "$f" ] || { echo "report.sh: $f missing: build first (make BUILD=fast)"; exit 1; }
+	[ -x "$f" ] || { echo "report.sh: $f missing: build first (make)"; exit 1; }
 done
 have gnuplot || { echo "report.sh: gnuplot missing (apt-get install gnuplot-nox)"; exit 1; }
 
@@ -857,7 +857,7 @@ fi
 	echo "- load average (1, 5, 15 min): $LOAD_START at the start, $LOAD_END at the end (the machine is shared: other work ran meanwhile)"
 	echo "- every value: median of $RUNS runs, each on a fresh image in tmpfs (/dev/shm); threads: $THREADS"
 	echo "- systems: lib = libuext4 through its API; fuse = \`uext4 mount\` (default transport, -o loop=$LOOP: $transport); kernel = the kernel's ext4 on a loop device; fuse2fs = Debian's fuse2fs; nullfs = bench/nullfs --create, a FUSE server doing no work on the same transport, the ceiling of any FUSE file system here; nullfs-wb = the same with the kernel's writeback cache, as uext4's read-write mount has it (MWUL, MWUM: the kernel sends it a SETATTR of the ctime after every unlink, as it does to uext4)"
-	echo "- build: $(realpath --relative-to="$TOP" "$B")/ ($(case $B in */fast) echo "make BUILD=fast" ;; *) echo "not the fast build: numbers are lower" ;; esac))"
+	echo "- build: $(realpath --relative-to="$TOP" "$B")/ ($(case $B in */asan | */tsan | */fuzz) echo "a debug build, not the release build: numbers are lower" ;; *) echo "make, the release build" ;; esac))"
 	echo
 	echo "## Targets"
 	echo

@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh - run every benchmark in bench/ (every bench/*.sh but this one) and keep the
 # output in bench/results/ (gitignored) as well as on stdout.  Build first
-# with `make BUILD=fast` (or use `make bench`, which does both).
+# with `make` (the release build; or use `make bench`, which does both).
 # Benchmarks, not tests: `make check` does not run them.  `make bench-each`
 # runs this; `make bench` runs bench/report.sh (BENCHMARKS.md) instead.
 #   read_bench.sh  stat/read through lib, FUSE, kernel, fuse2fs

@@ -1,0 +1,279 @@
+#!/bin/bash
+# install.sh - issue 14's installation, as a user sees it:
+#   - make install DESTDIR=$D PREFIX=/usr puts every file in place
+#     (libuext4.so.N.M.P with soname libuext4.so.N, N = UEXT4_VERSION_MAJOR,
+#     the two symlinks, libuext4.a, uext4.h, uext4.pc, uext4, the mount
+#     helpers, both man pages), and make uninstall removes every one;
+#   - the shared library exports only uext4_* (nm -D --defined-only);
+#   - a C program built with `pkg-config --cflags --libs uext4` against the
+#     INSTALLED tree (PKG_CONFIG_SYSROOT_DIR) mounts an image made by mke2fs
+#     and lists its root: the same names as debugfs's ls; it runs from
+#     LD_LIBRARY_PATH=$D/usr/lib (ldd shows that copy), and checks
+#     uext4_version_ok(); a second build with `pkg-config --static` links
+#     libuext4 statically (no libuext4.so in ldd) and lists the same;
+#   - man -l renders both pages (a NAME section), and the uext4(1) page
+#     holds every line of `uext4 --help` and of each `uext4 help COMMAND`;
+#   - as root, in a private mount namespace whose /usr/sbin and /usr/bin
+#     are the host's with $D/usr/sbin and $D/usr/bin laid over them (an overlay, gone with the namespace:
+#     nothing is written outside the temporary directory), mount(8) finds
+#     mount.fuse.uext4: `mount -t fuse.uext4 -o allow_other,default_permissions
+#     IMG DIR` mounts read-write with those options, a file written there
+#     is in the image after `umount DIR` (and the server's flock on the
+#     image, which it holds until everything is written back); with
+#     -o uhelper=uext4, umount(8) runs umount.uext4, which waits: the flock
+#     is free as soon as umount returns; debugfs and the kernel's ext4 see
+#     both files, e2fsck -fn is clean; an fstab line (mount --fstab) with
+#     noauto,x-systemd.automount,ro mounts read-only (writes fail, the
+#     file reads back; its x-* option gives it a utab entry, so umount(8)
+#     runs umount.fuse.uext4) and umount unmounts it.
+# It is about packaging, not memory: it runs in the release build only.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# ---------------------------------------------------- inside the namespace
+# install.sh --ns D IMG MNT: the mount(8) part, run by unshare -m below.
+if [ "${1:-}" = --ns ]; then
+	D=$2 IMG=$3 MNT=$4
+	# mount(8) looks for /sbin/mount.TYPE (and /sbin/fs.d, /sbin/fs) and
+	# runs it with PATH reset to the standard one: the helper finds uext4
+	# where make install put it, /usr/bin.
+	for d in sbin bin; do
+		mount -t overlay overlay -o "lowerdir=$D/usr/$d:/usr/$d" "/usr/$d" ||
+			{ echo "SKIP: cannot lay an overlay on /usr/$d"; exit 77; }
+	done
+	[ -x /sbin/mount.fuse.uext4 ] || fail "/sbin/mount.fuse.uext4 not visible through the overlay"
+	cmp -s /usr/bin/uext4 "$D/usr/bin/uext4" || fail "/usr/bin/uext4 is not the installed one"
+	unset UEXT4
+	# mount(8)'s utab (the options it keeps for itself), private too.
+	mkdir -p /run/mount && mount -t tmpfs -o size=1M utab /run/mount || fail "tmpfs on /run/mount"
+
+	note "mount -t fuse.uext4 -o allow_other,default_permissions IMG DIR"
+	mount -t fuse.uext4 -o allow_other,default_permissions "$IMG" "$MNT" || fail "mount -t fuse.uext4: exit $?"
+	[ "$(findmnt -n -o FSTYPE "$MNT")" = fuse.uext4 ] || fail "not a fuse.uext4 mount: $(findmnt -n "$MNT")"
+	opts=$(findmnt -n -o OPTIONS "$MNT")
+	echo "  options: $opts"
+	case ",$opts," in *,rw,*) ;; *) fail "not read-write: $opts" ;; esac
+	case ",$opts," in *,allow_other,*) ;; *) fail "allow_other not passed: $opts" ;; esac
+	case ",$opts," in *,default_permissions,*) ;; *) fail "default_permissions not passed: $opts" ;; esac
+	echo "written through mount(8)" > "$MNT/hello" || fail "write in the mount"
+	mkdir "$MNT/newdir" || fail "mkdir in the mount"
+	note "umount DIR, then flock IMG (the server holds it until written back)"
+	umount "$MNT" || fail "umount: exit $?"
+	mountpoint -q "$MNT" && fail "still mounted after umount"
+	timeout 60 flock "$IMG" true || fail "the server did not release the image in 60 s"
+	[ "$(debugfs -R 'cat /hello' "$IMG" 2> /dev/null)" = "written through mount(8)" ] ||
+		fail "/hello not in the image after umount"
+	fsck_clean "$IMG" || fail "e2fsck after the read-write mount"
+
+	note "mount -t fuse.uext4 -o uhelper=uext4: umount runs umount.uext4 and waits"
+	mount -t fuse.uext4 -o uhelper=uext4 "$IMG" "$MNT" || fail "mount -o uhelper=uext4: exit $?"
+	echo "second" > "$MNT/second" || fail "write in the mount"
+	umount "$MNT" || fail "umount: exit $?"
+	flock -n "$IMG" true || fail "umount returned while the server still held the image (umount.uext4 not run?)"
+	[ "$(debugfs -R 'cat /second' "$IMG" 2> /dev/null)" = "second" ] || fail "/second not in the image when umount returned"
+	fsck_clean "$IMG" || fail "e2fsck after the uhelper mount"
+
+	note "fstab line: IMG DIR fuse.uext4 noauto,x-systemd.automount,ro 0 0"
+	FSTAB=$(dirname "$IMG")/fstab
+	echo "$IMG $MNT fuse.uext4 noauto,x-systemd.automount,ro 0 0" > "$FSTAB"
+	mount --fstab "$FSTAB" "$MNT" || fail "mount --fstab: exit $?"
+	opts=$(findmnt -n -o OPTIONS "$MNT")
+	echo "  options: $opts"
+	case ",$opts," in *,ro,*) ;; *) fail "fstab ro mount is not read-only: $opts" ;; esac
+	[ "$(cat "$MNT/hello")" = "written through mount(8)" ] || fail "fstab mount: /hello reads wrong"
+	if out=$(touch "$MNT/nope" 2>&1); then fail "a write succeeded on the ro mount"; fi
+	case "$out" in *"Read-only file system"*) echo "  write refused: $out" ;; *) fail "write on ro mount: $out" ;; esac
+	# x-systemd.automount gives the mount a utab entry: umount finds the
+	# type fuse.uext4 in mountinfo then and runs umount.fuse.uext4.
+	grep -q "TARGET=$MNT " /run/mount/utab || fail "no utab entry for the fstab mount: $(cat /run/mount/utab)"
+	grep "TARGET=$MNT " /run/mount/utab | sed 's/^/  utab: /'
+	umount "$MNT" || fail "umount of the fstab mount: exit $?"
+	mountpoint -q "$MNT" && fail "fstab mount still mounted after umount"
+	timeout 60 flock "$IMG" true || fail "the ro server did not let go of the image in 60 s"
+	exit 0
+fi
+
+# ------------------------------------------------------------- the outside
+setup_traps
+case "$UEXT4_BUILD" in */asan | */tsan) skip "packaging test: runs in the release build only (not $(basename "$UEXT4_BUILD"))" ;; esac
+for t in pkg-config nm readelf cc man mke2fs debugfs; do
+	command -v "$t" > /dev/null || skip "$t missing"
+done
+export LC_ALL=C
+T=$(mktemp_dir)
+D=$T/destdir
+FAILS=0
+bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+ver() { sed -n "s/^#define UEXT4_VERSION_$1 \\([0-9]*\\)$/\\1/p" "$TOP/include/uext4.h"; }
+MAJOR=$(ver MAJOR) VERSION=$(ver MAJOR).$(ver MINOR).$(ver PATCH)
+
+note "make install DESTDIR=\$T/destdir PREFIX=/usr (version $VERSION)"
+make -s -C "$TOP" BUILDDIR="$UEXT4_BUILD" install DESTDIR="$D" PREFIX=/usr > "$T/install.log" 2>&1 ||
+	{ cat "$T/install.log"; fail "make install"; }
+EXPECT="usr/bin/uext4
+usr/include/uext4.h
+usr/lib/libuext4.a
+usr/lib/libuext4.so
+usr/lib/libuext4.so.$MAJOR
+usr/lib/libuext4.so.$VERSION
+usr/lib/pkgconfig/uext4.pc
+usr/sbin/mount.fuse.uext4
+usr/sbin/umount.fuse.uext4
+usr/sbin/umount.uext4
+usr/share/man/man1/uext4.1
+usr/share/man/man3/libuext4.3"
+GOT=$(cd "$D" && find . ! -type d | sed 's|^\./||' | sort)
+[ "$GOT" = "$EXPECT" ] || { diff <(echo "$EXPECT") <(echo "$GOT"); bad "installed files differ from the list above"; }
+[ "$(readlink "$D/usr/lib/libuext4.so")" = "libuext4.so.$MAJOR" ] || bad "libuext4.so does not point at libuext4.so.$MAJOR"
+[ "$(readlink "$D/usr/lib/libuext4.so.$MAJOR")" = "libuext4.so.$VERSION" ] || bad "libuext4.so.$MAJOR does not point at the real file"
+SONAME=$(readelf -d "$D/usr/lib/libuext4.so.$VERSION" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$SONAME" = "libuext4.so.$MAJOR" ] || bad "soname is '$SONAME', not libuext4.so.$MAJOR"
+"$D/usr/bin/uext4" --version | grep -qx "uext4 $VERSION" || bad "uext4 --version: $("$D/usr/bin/uext4" --version)"
+
+note "nm -D --defined-only: only uext4_*"
+nm -D --defined-only "$D/usr/lib/libuext4.so.$VERSION" > "$T/syms"
+NSYM=$(awk '$2 != "A"' "$T/syms" | wc -l)
+OTHER=$(awk '$2 != "A" && $3 !~ /^uext4_/' "$T/syms")
+[ -z "$OTHER" ] || bad "exported symbols not named uext4_*: $(echo "$OTHER" | head -5)"
+[ "$NSYM" -gt 50 ] || bad "only $NSYM exported symbols: the API is missing"
+grep -q ' T uext4_mount$' "$T/syms" || bad "uext4_mount not exported"
+echo "  $NSYM symbols, all uext4_*"
+
+note "a program built with pkg-config against the installed tree"
+IMG=$T/demo.img
+mkdir -p "$T/src/sub"
+for i in $(seq 1 40); do echo "file $i" > "$T/src/file$i"; done
+ln -s file1 "$T/src/link"
+mke2fs -q -F -t ext4 -d "$T/src" "$IMG" 16M || fail "mke2fs"
+cat > "$T/demo.c" << 'CEOF'
+#include <stdio.h>
+#include <string.h>
+#include <uext4.h>
+
+static int print(void *ctx, const char *name, size_t len, uint64_t ino, unsigned type,
+		 uint64_t next)
+{
+	if (!(len == 1 && name[0] == '.') && !(len == 2 && !memcmp(name, "..", 2)))
+		printf("%.*s\n", (int)len, name);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct uext4_opts o = { .read_only = 1 };
+	uext4_fs *fs;
+
+	if (!uext4_version_ok(UEXT4_VERSION_MAJOR, UEXT4_VERSION_MINOR)) {
+		fprintf(stderr, "libuext4 %s is not compatible\n", uext4_version());
+		return 1;
+	}
+	if (argc != 2 || uext4_mount(argv[1], &o, &fs) < 0) {
+		fprintf(stderr, "demo: %s\n", uext4_last_error());
+		return 1;
+	}
+	int err = uext4_readdir(fs, UEXT4_ROOT_INO, 0, print, NULL);
+	uext4_umount(fs);
+	return err < 0;
+}
+CEOF
+export PKG_CONFIG_SYSROOT_DIR=$D PKG_CONFIG_PATH=$D/usr/lib/pkgconfig
+FLAGS=$(pkg-config --cflags --libs uext4) || fail "pkg-config --cflags --libs uext4"
+echo "  pkg-config: $FLAGS"
+case "$FLAGS" in *"-I$D/usr/include"*"-L$D/usr/lib"*) ;; *) bad "pkg-config flags do not point into DESTDIR: $FLAGS" ;; esac
+# shellcheck disable=SC2086 # FLAGS is a list of flags
+cc -std=c17 -Wall -Werror -o "$T/demo" "$T/demo.c" $FLAGS || fail "building the demo with pkg-config's flags"
+# debugfs ls: "INO (REC_LEN) NAME" groups; keep the names.
+debugfs -R 'ls -p /' "$IMG" 2> /dev/null | awk -F/ 'NF >= 6 && $6 != "." && $6 != ".." { print $6 }' | sort > "$T/expect"
+[ "$(wc -l < "$T/expect")" -eq 43 ] || bad "debugfs lists $(wc -l < "$T/expect") names, not 43 (40 files, sub, link, lost+found)"
+LD_LIBRARY_PATH=$D/usr/lib "$T/demo" "$IMG" > "$T/got.raw" || fail "the demo failed"
+sort "$T/got.raw" > "$T/got"
+diff "$T/expect" "$T/got" > /dev/null || { diff "$T/expect" "$T/got" | head; bad "the demo's listing differs from debugfs ls"; }
+LD_LIBRARY_PATH=$D/usr/lib ldd "$T/demo" | grep -q "libuext4.so.$MAJOR => $D/usr/lib/libuext4.so.$MAJOR" ||
+	bad "the demo does not load the installed libuext4.so.$MAJOR: $(LD_LIBRARY_PATH=$D/usr/lib ldd "$T/demo" | grep uext4)"
+echo "  the demo lists the $(wc -l < "$T/got") names debugfs lists"
+
+note "static: pkg-config --static"
+SFLAGS=$(pkg-config --static --cflags --libs uext4) || fail "pkg-config --static"
+echo "  pkg-config --static: $SFLAGS"
+# libuext4 from libuext4.a, the libraries it needs (named by --static's
+# Libs.private: libarchive, pthread) as usual: a fully static program would
+# need libarchive's own static dependencies (libacl, ...), not installed.
+# shellcheck disable=SC2086 # SFLAGS is a list of flags
+cc -std=c17 -Wall -Werror -o "$T/demo-static" "$T/demo.c" ${SFLAGS/-luext4/-l:libuext4.a} ||
+	fail "linking libuext4.a with pkg-config --static's flags"
+ldd "$T/demo-static" | grep -q libuext4 && bad "demo-static still loads libuext4.so"
+"$T/demo-static" "$IMG" | sort | diff -q "$T/expect" - > /dev/null || bad "the static demo's listing differs"
+
+note "man pages"
+for page in man1/uext4.1 man3/libuext4.3; do
+	MANWIDTH=300 man -l "$D/usr/share/man/$page" 2> "$T/man.err" | col -bx > "$T/$(basename "$page").txt"
+	[ -s "$T/man.err" ] && { cat "$T/man.err"; bad "man -l $page: warnings"; }
+	lines=$(wc -l < "$T/$(basename "$page").txt")
+	grep -q '^NAME$' "$T/$(basename "$page").txt" || bad "man -l $page: no NAME section"
+	echo "  $page: $lines lines"
+	[ "$lines" -gt 50 ] || bad "man -l $page: only $lines lines"
+done
+# Every line of the help text is a line of uext4(1) (whitespace trimmed).
+{
+	"$D/usr/bin/uext4" --help
+	for c in $("$D/usr/bin/uext4" --help | sed -n '/^COMMANDS$/,/^$/{s/^    \([a-z][a-z0-9]*\)  .*/\1/p}'); do
+		"$D/usr/bin/uext4" help "$c" | sed '1,/^$/d'
+	done
+} | sed 's/^ *//; s/ *$//; s/  */ /g' | grep -v '^$' | sort -u > "$T/help.lines"
+sed 's/^ *//; s/ *$//; s/  */ /g' "$T/uext4.1.txt" | sort -u > "$T/man.lines"
+MISSING=$(comm -23 "$T/help.lines" "$T/man.lines")
+[ -z "$MISSING" ] || { echo "$MISSING" | head -10; bad "$(echo "$MISSING" | wc -l) lines of --help are not in uext4(1)"; }
+echo "  uext4(1) holds all $(wc -l < "$T/help.lines") distinct lines of the help text"
+grep -q 'uext4_version_ok' "$T/libuext4.3.txt" || bad "libuext4(3) does not document uext4_version_ok"
+
+note "mount.fuse.uext4's options (UEXT4=echo: the command it would run)"
+H=$D/usr/sbin/mount.fuse.uext4
+got=$(UEXT4="echo" "$H" /i.img /m -o noauto,x-systemd.automount,ro,nofail,_netdev,comment=x,defaults,user,allow_other,uhelper=uext4 -o commit=2 -n -v -t fuse.uext4)
+[ "$got" = "mount -o ro,allow_other,commit=2 /i.img /m" ] || bad "mount.fuse.uext4 runs '$got'"
+got=$(UEXT4="echo" "$H" /i.img /m -r)
+[ "$got" = "mount -o ro /i.img /m" ] || bad "mount.fuse.uext4 -r runs '$got'"
+got=$(UEXT4="echo" "$H" /i.img /m -o defaults,noauto)
+[ "$got" = "mount /i.img /m" ] || bad "mount.fuse.uext4 with only ignored options runs '$got'"
+got=$(UEXT4="echo" "$D/usr/sbin/umount.uext4" /m -v -n)
+[ "$got" = "umount /m" ] || bad "umount.uext4 runs '$got'"
+UEXT4="false" "$H" /i.img /m -f -o ro || bad "mount.fuse.uext4 -f (fake) did not exit 0 without running uext4"
+"$H" /i.img 2> /dev/null && bad "mount.fuse.uext4 without DIR succeeded"
+echo "  ignored: noauto, x-*, nofail, _netdev, comment=, defaults, user, uhelper=; passed: ro, allow_other, commit="
+
+note "mount(8) and fstab"
+if [ "$(id -u)" != 0 ]; then
+	echo "  SKIP (part): mount -t fuse.uext4 needs root"
+elif [ ! -c /dev/fuse ] || ! command -v unshare > /dev/null; then
+	echo "  SKIP (part): /dev/fuse or unshare missing"
+else
+	MIMG=$T/mount.img MNT=$T/mnt
+	mkdir "$MNT"
+	mke2fs -q -F -t ext4 "$MIMG" 32M || fail "mke2fs"
+	MOUNTS+=("$MNT")
+	unshare -m --propagation private "$0" --ns "$D" "$MIMG" "$MNT"
+	rc=$?
+	case $rc in
+	0) ;;
+	77) echo "  SKIP (part): the namespace part skipped (see above)" ;;
+	*) bad "the mount(8) part failed (exit $rc)" ;;
+	esac
+	if [ $rc = 0 ] && can_loop; then
+		KM=$T/kmnt
+		mkdir "$KM"
+		kmount "$MIMG" "$KM" || fail "kernel mount"
+		[ "$(cat "$KM/hello" 2> /dev/null)" = "written through mount(8)" ] || bad "the kernel does not see /hello"
+		[ -d "$KM/newdir" ] || bad "the kernel does not see /newdir"
+		[ "$(cat "$KM/second" 2> /dev/null)" = second ] || bad "the kernel does not see /second"
+		kumount "$KM"
+		echo "  the kernel's ext4 sees the file written through mount -t fuse.uext4"
+	fi
+fi
+
+note "make uninstall"
+make -s -C "$TOP" BUILDDIR="$UEXT4_BUILD" uninstall DESTDIR="$D" PREFIX=/usr > "$T/uninstall.log" 2>&1 ||
+	{ cat "$T/uninstall.log"; fail "make uninstall"; }
+LEFT=$(find "$D" ! -type d)
+[ -z "$LEFT" ] || bad "make uninstall left: $LEFT"
+
+[ $FAILS = 0 ] || fail "$FAILS check(s) failed"
+echo "PASS"
