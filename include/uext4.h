@@ -62,6 +62,13 @@ struct uext4_opts {
 	 * the least recently used go.  Inodes in use (open files, operations
 	 * under way) are kept in addition.  0 = default (65536). */
 	unsigned inode_cache;
+	/* Nonzero (mount -o discard): blocks freed by a transaction are
+	 * discarded once it commits: a hole punched in an image file,
+	 * BLKDISCARD on a block device, NBD_CMD_TRIM on an NBD export whose
+	 * server offers trim.  (The path given to uext4_mount() and every other
+	 * call taking one may be an NBD URI: nbd://host[:port]/export,
+	 * nbd+unix:///export?socket=PATH, as libnbd's nbd_connect_uri.) */
+	int discard;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {
