@@ -13,6 +13,8 @@
 #           replays the journal, e2fsck -fn is clean, every file fsynced
 #           before the kill has its contents, and the kernel sees the same
 #           tree as the library.
+#   cli     mkdir/put/rm/ls/info/recover/cat on the URI, a daemonized mount
+#           and `uext4 umount` of it; mkfs onto the export is refused.
 #   errors  connecting to a socket nobody serves is a clear error naming it.
 #   variants  model.sh and oracle.sh with UEXT4_NBD=1 (the same test code on
 #           the NBD backend; NBD_VARIANTS=0 leaves them out).
@@ -192,6 +194,45 @@ test_kill() {
 	nbd_stop
 }
 
+test_cli() {
+	note "cli: the write and read commands, mount and umount on a URI"
+	local img=$DIR/cli.img mnt=$DIR/mnt-cli out
+	mke2fs -q -F -t ext4 "$img" 32M || fail "mke2fs"
+	head -c 300000 /dev/urandom > "$DIR/cli.data"
+	nbd_serve "$img" || { bad "nbdkit did not start"; return; }
+	"$UEXT4" mkdir "$NBD_URI" /dir || bad "uext4 mkdir over NBD"
+	"$UEXT4" put "$NBD_URI" "$DIR/cli.data" /dir/data || bad "uext4 put over NBD"
+	"$UEXT4" put "$NBD_URI" "$DIR/cli.data" /gone || bad "uext4 put over NBD"
+	"$UEXT4" rm "$NBD_URI" /gone || bad "uext4 rm over NBD"
+	"$UEXT4" ls "$NBD_URI" / | grep -qx dir || bad "uext4 ls over NBD does not list /dir"
+	"$UEXT4" info "$NBD_URI" > /dev/null || bad "uext4 info over NBD"
+	"$UEXT4" recover "$NBD_URI" > /dev/null || bad "uext4 recover over NBD (clean image)"
+	"$UEXT4" cat "$NBD_URI" /dir/data | cmp -s - "$DIR/cli.data" || bad "uext4 cat over NBD differs"
+	# A daemonized mount, and `uext4 umount` waiting for its write-back.
+	mkdir -p "$mnt"
+	"$UEXT4" mount "$NBD_URI" "$mnt" || bad "uext4 mount (daemon) of $NBD_URI"
+	MOUNTS+=("$mnt")
+	cp "$DIR/cli.data" "$mnt/dir/copy" || bad "cp into the mount"
+	if out=$("$UEXT4" umount "$mnt" 2>&1); then
+		echo "ok: uext4 umount of the NBD mount: ${out:-no message}"
+	else
+		bad "uext4 umount of the NBD mount: $out"
+	fi
+	# mkfs onto an export is refused (it would create a file named like the URI).
+	if out=$(cd "$DIR" && "$UEXT4" mkfs "$NBD_URI" 2>&1); then
+		bad "uext4 mkfs onto $NBD_URI succeeded"
+	else
+		grep -qF "NBD export" <<< "$out" && echo "ok: mkfs refused: $out" || bad "mkfs: $out"
+	fi
+	ls "$DIR" | grep -q '^nbd' && bad "mkfs created a file named like the URI"
+	nbd_stop
+	fsck_clean "$img" || bad "e2fsck -fn after the CLI commands"
+	nbd_serve "$img" -r || { bad "nbdkit did not restart"; return; }
+	"$UEXT4" cat "$NBD_URI" /dir/copy | cmp -s - "$DIR/cli.data" || bad "/dir/copy (written by the mount) differs"
+	kernel_matches "$img" "$NBD_URI" "cli"
+	nbd_stop
+}
+
 test_errors() {
 	note "errors: no server behind the socket"
 	local out uri="nbd+unix:///?socket=$DIR/nobody.sock"
@@ -216,8 +257,9 @@ variants() {
 		bad "oracle.sh over NBD"
 }
 
-for t in ${NBD_TESTS:-log kill errors variants}; do
+for t in ${NBD_TESTS:-log kill cli errors variants}; do
 	case $t in
+	cli) test_cli ;;
 	log) test_log ;;
 	kill) test_kill ;;
 	errors) test_errors ;;
