@@ -170,9 +170,12 @@ section() {
 	echo "touch the device), file data is not: a warm read pass reads every data block again,"
 	echo "from the page cache for the file backend and through nbdkit for NBD, which is why"
 	echo "warm reads show the biggest gap.  More requests in flight need more threads: with 4"
-	echo "threads the pool of 4 connections (nbd4) beats one serialised connection (nbd1) on"
-	echo "reads when the machine is not saturated; on the 2 shared cores the difference is within"
-	echo "the noise for creates, whose device I/O is only the commits."
+	echo "threads the pool of 4 connections (nbd4) did better than one serialised connection"
+	echo "(nbd1) on reads in our runs.  Creates do device I/O only at commits, from one thread"
+	echo "at a time, so the pool cannot help them: across our three runs the nbd1/nbd4 order"
+	echo "of the create rows changed from run to run (noise on 2 shared cores).  The aio API"
+	echo "(nbd_aio_pread) would only pay off if the library issued several requests per call"
+	echo "(read-ahead, a commit's home writes in one batch); its device calls are synchronous."
 	echo
 	echo "<!-- nbd:end -->"
 }
