@@ -537,6 +537,16 @@ static size_t build_revokes(const struct jbd2_fmt *f, uint8_t *out, uint32_t tid
 	return blocks;
 }
 
+/* The device's own message (which names it: a path, an NBD URI and what
+ * libnbd said) kept behind the journal's. */
+static int dev_failed(int err, const char *what)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", uext4_last_error());
+	return fs_err(-err, "journal: %s failed: %s", what, why);
+}
+
 /* Write count assembled blocks at log positions from pos on, one device
  * write per run that is contiguous both in the log and on the device. */
 static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_t count)
@@ -553,9 +563,13 @@ static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_
 		       log->phys[pos + run] == log->phys[pos] + run)
 			run++;
 		err = bdev_write(log->fs->dev, data + done * bs, run * bs, log->phys[pos] * bs);
-		if (err < 0)
-			return fs_err(-err, "journal: writing %zu log blocks at %u (device block "
-				      "%llu) failed", run, pos, (unsigned long long)log->phys[pos]);
+		if (err < 0) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "writing %zu log blocks at %u (device block %llu)",
+				 run, pos, (unsigned long long)log->phys[pos]);
+			return dev_failed(err, what);
+		}
 		bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, run);
 		done += run;
 		pos = (uint32_t)(pos + run);
@@ -574,9 +588,13 @@ static int write_log_fua(struct journal *j, uint32_t pos, const uint8_t *blk)
 	uint32_t bs = log->fmt.block_size;
 	int err = bdev_write_fua(log->fs->dev, blk, bs, log->phys[pos] * bs);
 
-	if (err < 0)
-		return fs_err(-err, "journal: writing the commit block at %u (device block %llu) "
-			      "failed", pos, (unsigned long long)log->phys[pos]);
+	if (err < 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "writing the commit block at %u (device block %llu)",
+			 pos, (unsigned long long)log->phys[pos]);
+		return dev_failed(err, what);
+	}
 	bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, 1);
 	return 0;
 }
@@ -585,7 +603,7 @@ static int flush_dev(struct journal *j)
 {
 	int err = bdev_flush(j->log.fs->dev);
 
-	return err < 0 ? fs_err(-err, "journal: device flush failed") : 0;
+	return err < 0 ? dev_failed(err, "device flush") : 0;
 }
 
 /* Make [head, ...) the start of the log for transaction tid: everything

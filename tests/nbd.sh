@@ -173,8 +173,9 @@ test_kill() {
 		kill -9 "$FUSE_PID"
 	fi
 	FUSE_PID=
-	if grep -qF "$uri" "$mnt.log" && grep -qi "NBD" "$mnt.log"; then
-		echo "ok: the server's message names the URI: $(grep -F "$uri" "$mnt.log" | head -1)"
+	# The URI, and the failed request with libnbd's own words (nbd_pwrite: ...).
+	if grep -F "$uri" "$mnt.log" | grep -qE "NBD (read|write|FUA write|flush) of [0-9]+ bytes at offset [0-9]+ failed: nbd_"; then
+		echo "ok: the server's message names the URI and libnbd's error: $(grep -F "$uri" "$mnt.log" | head -1)"
 	else
 		bad "no message naming $uri and the NBD failure in the server's log:"
 		cat "$mnt.log"
