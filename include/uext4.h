@@ -215,7 +215,11 @@ struct uext4_info {
 	int super_csum_bad;     /* uext4_probe(): metadata_csum and the checksum does not match */
 };
 
-/* Mount an image file or block device. */
+/* Mount an image file, a block device or an NBD export: path may be an NBD
+ * URI (nbd://host[:port]/export, nbd+unix:///export?socket=PATH; so may
+ * every path argument naming an image: uext4_probe(), uext4_recover()).
+ * A server that goes away fails the calls with -EIO and a message naming
+ * the URI and libnbd's error. */
 int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out);
 /* Unmount: write back (when read-write) and free everything. */
 int uext4_umount(uext4_fs *fs);
