@@ -7,6 +7,7 @@
 #
 #   bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS]
 #   bench/report.sh --check FILE.md      check a report is well formed
+#   bench/report.sh [--out FILE.md] --only nbd   only the NBD section (bench/nbd.sh), in place
 # A full run keeps what it measured in bench/results/report-DATE/; --from
 # that directory makes the report and plots again without measuring.
 #
@@ -71,6 +72,9 @@ while [ $# -gt 0 ]; do
 	--plots) PLOTDIR=$2; shift ;;
 	--check) CHECK_ONLY=$2; shift ;;
 	--from) FROM=$(cd "$2" && pwd) || exit 2; shift ;;
+	# Only the NBD section (bench/nbd.sh), replaced in place in the report.
+	--only) [ "$2" = nbd ] || { echo "report.sh: --only takes: nbd" >&2; exit 2; }
+		exec bench/nbd.sh --update "${OUTMD:-BENCHMARKS.md}" ;;
 	*) echo "usage: bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS] | --check FILE.md" >&2; exit 2 ;;
 	esac
 	shift

@@ -172,6 +172,7 @@ static void unlock_image(void)
 
 static unsigned commit_secs; /* mount -o commit=N */
 static int mount_errors;     /* mount -o errors=...: UEXT4_ERRORS_* */
+static int mount_discard;    /* mount -o discard */
 
 /* As the kernel, a read-write mount of a file system that recorded an
  * error says so (e2fsck clears the mark). */
@@ -190,7 +191,7 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs,
 				.max_open_files = max_open_files,
 				.inode_cache = inode_cache,
-				.errors = mount_errors };
+				.errors = mount_errors, .discard = mount_discard };
 	int ret;
 
 	if (lock_image(c, image))
@@ -1043,6 +1044,7 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	max_open_files = o.max_open_files;
 	inode_cache = o.inode_cache;
 	mount_errors = o.errors;
+	mount_discard = o.discard;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
 	mount_status_begin(image);      /* for uext4 umount (umount.c) */
@@ -1393,6 +1395,8 @@ static const struct command commands[] = {
 	  "                    on; otherwise it says why and uses pool).  The\n"
 	  "                    environment variable UEXT4_FUSE_LOOP sets the\n"
 	  "                    default\n"
+	  "    -o discard      discard freed blocks after each commit (hole punch,\n"
+	  "                    BLKDISCARD, or NBD trim)\n"
 	  "    -o commit=N     commit the journal every N seconds (default 5); fsync,\n"
 	  "                    sync and unmount commit at once\n"
 	  "    -o max_open_files=N\n"

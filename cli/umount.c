@@ -85,6 +85,32 @@ static int status_path(uid_t uid, dev_t dev, ino_t ino, int create, char *buf, s
 	return 0;
 }
 
+/* An NBD URI has no inode: its status file is keyed by device 0 and a
+ * hash (FNV-1a) of the URI, which the mount's source repeats exactly. */
+static int is_uri(const char *image)
+{
+	return !strncmp(image, "nbd", 3) && strstr(image, "://");
+}
+
+static int image_key(const char *image, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (is_uri(image)) {
+		for (const char *p = image; *p; p++)
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+		*dev = 0;
+		*ino = (ino_t)h;
+		return 0;
+	}
+	if (stat(image, &st))
+		return -1;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
 /* The server's status file; "" when it has none (best effort: the mount
  * works without it, only `uext4 umount` cannot report then). */
 static char server_status[PATH_MAX];
@@ -165,11 +191,12 @@ static void status_prune(const char *dir)
 
 void mount_status_begin(const char *image)
 {
-	struct stat st;
+	dev_t dev;
+	ino_t ino;
 	char *slash;
 
-	if (stat(image, &st) ||
-	    status_path(getuid(), st.st_dev, st.st_ino, 1, server_status, sizeof(server_status)))
+	if (image_key(image, &dev, &ino) ||
+	    status_path(getuid(), dev, ino, 1, server_status, sizeof(server_status)))
 		server_status[0] = '\0';
 	status_write("running", NULL);
 	slash = strrchr(server_status, '/');
@@ -366,18 +393,19 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 {
 	char state[16], msg[STATUS_MSG_MAX];
 	unsigned long long start;
-	struct stat st;
+	dev_t dev;
+	ino_t ino;
 
 	s->status[0] = '\0';
 	s->pid = 0;
 	s->pidfd = s->image_fd = -1;
-	if (e->source[0] != '/' || stat(e->source, &st)) {
+	if ((e->source[0] != '/' && !is_uri(e->source)) || image_key(e->source, &dev, &ino)) {
 		fprintf(stderr, "uext4 %s: %s: cannot find its image '%s'%s%s\n", c->name, mp,
 			e->source, e->source[0] == '/' ? ": " : " (not an absolute path)",
 			e->source[0] == '/' ? strerror(errno) : "");
 		return 1;
 	}
-	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, st.st_dev, st.st_ino, 0,
+	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, dev, ino, 0,
 			s->status, sizeof(s->status)) ||
 	    status_read(s->status, state, &s->pid, &start, msg, sizeof(msg))) {
 		s->status[0] = '\0';
@@ -394,7 +422,7 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 		if (s->pidfd < 0)
 			s->pid = 0;     /* the server is gone */
 	}
-	s->image_fd = open(e->source, O_RDONLY | O_CLOEXEC);
+	s->image_fd = is_uri(e->source) ? -1 : open(e->source, O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 

@@ -1597,6 +1597,10 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 		o->writeback = 0;
 	else if (!strcmp(opt, "stats"))
 		o->stats = 1;
+	else if (!strcmp(opt, "discard"))
+		o->discard = 1;
+	else if (!strcmp(opt, "nodiscard"))
+		o->discard = 0;
 	else if (!strncmp(opt, "loop=", 5)) {
 		if (uext4_loop_parse(opt + 5, &k)) {
 			snprintf(err, errlen, "bad loop '%s' (st, mt, pool, uring or auto)", opt + 5);

@@ -28,6 +28,7 @@ struct uext4_fuse_opts {
 	unsigned commit_secs;   /* -o commit=N: journal commit interval; 0 = 5 s */
 	unsigned max_open_files; /* -o max_open_files=N; 0 = the library's default */
 	unsigned inode_cache;   /* -o inode_cache=N: idle inodes kept; 0 = default */
+	int discard;            /* -o discard: discard freed blocks after each commit */
 	int errors;             /* -o errors=continue|remount-ro|panic: UEXT4_ERRORS_*;
 				 * 0 = what the superblock's s_errors says */
 	int allow_other;        /* let other users see the mount */

@@ -71,6 +71,13 @@ struct uext4_opts {
 	 * the least recently used go.  Inodes in use (open files, operations
 	 * under way) are kept in addition.  0 = default (65536). */
 	unsigned inode_cache;
+	/* Nonzero (mount -o discard): blocks freed by a transaction are
+	 * discarded once it commits: a hole punched in an image file,
+	 * BLKDISCARD on a block device, NBD_CMD_TRIM on an NBD export whose
+	 * server offers trim.  (The path given to uext4_mount() and every other
+	 * call taking one may be an NBD URI: nbd://host[:port]/export,
+	 * nbd+unix:///export?socket=PATH, as libnbd's nbd_connect_uri.) */
+	int discard;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {
@@ -217,7 +224,11 @@ struct uext4_info {
 	int super_csum_bad;     /* uext4_probe(): metadata_csum and the checksum does not match */
 };
 
-/* Mount an image file or block device. */
+/* Mount an image file, a block device or an NBD export: path may be an NBD
+ * URI (nbd://host[:port]/export, nbd+unix:///export?socket=PATH; so may
+ * every path argument naming an image: uext4_probe(), uext4_recover()).
+ * A server that goes away fails the calls with -EIO and a message naming
+ * the URI and libnbd's error. */
 int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out);
 /* Unmount: write back (when read-write) and free everything. */
 int uext4_umount(uext4_fs *fs);

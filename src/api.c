@@ -6,6 +6,7 @@
  * here so that the subsystems only see inodes of the right kind.
  */
 #include "internal.h"
+#include "nbd.h"
 #include "acl_int.h"
 #include "ebr.h"
 #include "namecache.h"
@@ -757,7 +758,7 @@ int uext4_probe(const char *path, struct uext4_info *i)
 	int err = 0;
 
 	memset(i, 0, sizeof(*i));
-	if (!(dev = bdev_open_file(path, 1, &err)))
+	if (!(dev = bdev_open_path(path, 1, 0, 0, &err)))
 		return err ? err : -EIO;
 	err = bdev_read(dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
 	bdev_close(dev);

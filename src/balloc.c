@@ -37,6 +37,7 @@
  * and pa->size.  Only one group lock is held at a time.
  */
 #include "alloc_int.h"
+#include "nbd.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -809,12 +810,39 @@ static int busy_add(struct uext4_fs *fs, uint32_t g, uint32_t off, uint32_t n, u
 	return 0;
 }
 
+/* Mounted with discard: tell the device it may forget the blocks of map
+ * (freed by a committed transaction), one request per run.  Not under the
+ * group lock: the map still keeps them from being allocated, and nothing
+ * adds to it (the next transaction with this parity starts after the next
+ * commit). */
+static void busy_discard(struct uext4_fs *fs, uint32_t g, const uint8_t *map)
+{
+	uint32_t nb = group_nblocks(fs, g), s = bit_find_set(map, 0, nb);
+
+	while (s < nb) {
+		uint32_t e = bit_find_zero(map, s, nb);
+
+		bdev_discard(fs->dev, (group_first_block(fs, g) + s) * fs->block_size,
+			     (uint64_t)(e - s) * fs->block_size);
+		s = e < nb ? bit_find_set(map, e, nb) : nb;
+	}
+}
+
 /* Transaction tid committed: group g's blocks it freed may be reused. */
-static void busy_release_group(struct uext4_fs *fs, uint32_t g, uint32_t tid)
+static void busy_release_group(struct uext4_fs *fs, uint32_t g, uint32_t tid, int discard)
 {
 	struct balloc_group *bg = &fs->balloc->g[g];
 	struct group_info *gi = &fs->groups[g];
 
+	if (discard) {
+		uint8_t *map;
+
+		ulock_lock(&gi->lock);
+		map = bg->busy[tid & 1];
+		ulock_unlock(&gi->lock);
+		if (map)
+			busy_discard(fs, g, map);
+	}
 	ulock_lock(&gi->lock);
 	free(bg->busy[tid & 1]);
 	bg->busy[tid & 1] = NULL;
@@ -826,14 +854,16 @@ static void busy_release_group(struct uext4_fs *fs, uint32_t g, uint32_t tid)
 void balloc_release_busy(struct uext4_fs *fs, uint32_t tid)
 {
 	struct balloc_state *st = fs->balloc;
+	int discard;
 
 	if (!st)
 		return;
+	discard = bdev_discards(fs->dev);
 	for (uint32_t w = 0; w < (st->ngroups + 63) / 64; w++) {
 		uint64_t m = atomic_load(&st->busy_groups[w]);
 
 		while (m) {
-			busy_release_group(fs, w * 64 + (uint32_t)__builtin_ctzll(m), tid);
+			busy_release_group(fs, w * 64 + (uint32_t)__builtin_ctzll(m), tid, discard);
 			m &= m - 1;
 		}
 	}

@@ -3,6 +3,7 @@
  *
  * file:   an image file or a block device, accessed with pread/pwrite
  *         (thread-safe: no shared file offset), fdatasync for flush.
+ * nbd:    an NBD export (nbd.c); bdev_open_path() picks it for an NBD URI.
  * memory: a calloc'd buffer, optionally loaded from an image; writes stay
  *         in memory.  Used by tests and by the memory_backend mount option.
  *
@@ -16,6 +17,7 @@
  * block is the buffer cache's job (struct buf.lock).
  */
 #include "internal.h"
+#include "nbd.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -36,6 +38,8 @@ struct file_dev {
 	pthread_mutex_t pos_lock;
 	uint64_t base;   /* byte offset of the device's byte 0 in the file */
 	char *path;      /* for messages */
+	int discard;     /* opened with discard: bdev_discard() punches holes */
+	int is_blk;      /* a block device (BLKDISCARD) rather than a file */
 };
 
 struct mem_dev {
@@ -139,12 +143,72 @@ static void file_close(struct bdev *d)
 	free(f);
 }
 
+/* A file forgets the range by a hole (fallocate PUNCH_HOLE), a block device
+ * by BLKDISCARD.  Advice: a file system that cannot punch holes only keeps
+ * the bytes. */
+static int file_discard(struct bdev *d, uint64_t off, uint64_t len)
+{
+	struct file_dev *f = to_file_dev(d);
+	uint64_t r[2] = { f->base + off, len };
+
+	if (!f->discard || d->read_only)
+		return 0;
+	if (!len)
+		return 1;       /* the query of bdev_discards() */
+	if (check_range(d, "discard", (size_t)len, off))
+		return 0;
+	if (f->is_blk)
+		(void)ioctl(f->fd, BLKDISCARD, r);
+	else
+		(void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)r[0], (off_t)len);
+	return 0;
+}
+
 static const struct bdev_ops file_ops = {
 	.read = file_read,
 	.write = file_write,
 	.flush = file_flush,
 	.close = file_close,
+	.discard = file_discard,   /* no write_fua: bdev_write_fua() writes and flushes */
 };
+
+int bdev_write_fua(struct bdev *d, const void *buf, size_t len, uint64_t off)
+{
+	int err;
+
+	if (d->ops->write_fua)
+		return d->ops->write_fua(d, buf, len, off);
+	err = bdev_write(d, buf, len, off);
+	return err ? err : bdev_flush(d);
+}
+
+int bdev_discard(struct bdev *d, uint64_t off, uint64_t len)
+{
+	return d->ops->discard && len ? d->ops->discard(d, off, len) : 0;
+}
+
+int bdev_discards(struct bdev *d)
+{
+	return d->ops->discard ? d->ops->discard(d, 0, 0) : 0;
+}
+
+struct bdev *bdev_open_path(const char *path, int read_only, uint64_t offset, int discard,
+			    int *err)
+{
+	struct bdev *d;
+
+	if (bdev_is_nbd_uri(path))
+		return bdev_open_nbd(path, read_only, offset, discard, err);
+	d = bdev_open_file_at(path, read_only, offset, err);
+	if (d) {
+		struct stat st;
+
+		to_file_dev(d)->discard = discard;
+		to_file_dev(d)->is_blk = !fstat(to_file_dev(d)->fd, &st) && S_ISBLK(st.st_mode);
+	}
+	return d;
+}
 
 int bdev_copy_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uint64_t off)
 {
@@ -354,7 +418,7 @@ struct bdev *bdev_open_memory_copy_at(const char *path, uint64_t offset, int *er
 	struct bdev *file, *mem;
 	int e;
 
-	file = bdev_open_file_at(path, 1, offset, err);
+	file = bdev_open_path(path, 1, offset, 0, err);
 	if (!file)
 		return NULL;
 	mem = bdev_open_memory(file->size);

@@ -126,6 +126,9 @@ struct bdev_ops {
 	int (*write)(struct bdev *d, const void *buf, size_t len, uint64_t off);
 	int (*flush)(struct bdev *d);
 	void (*close)(struct bdev *d);
+	/* Optional (NULL: not offered), see nbd.h: bdev_write_fua(), bdev_discard(). */
+	int (*write_fua)(struct bdev *d, const void *buf, size_t len, uint64_t off);
+	int (*discard)(struct bdev *d, uint64_t off, uint64_t len);
 };
 struct bdev {
 	const struct bdev_ops *ops;

@@ -12,6 +12,7 @@
  * before the first transaction after the journal was empty.
  */
 #include "jbd2.h"
+#include "nbd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -536,6 +537,16 @@ static size_t build_revokes(const struct jbd2_fmt *f, uint8_t *out, uint32_t tid
 	return blocks;
 }
 
+/* The device's own message (which names it: a path, an NBD URI and what
+ * libnbd said) kept behind the journal's. */
+static int dev_failed(int err, const char *what)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", uext4_last_error());
+	return fs_err(-err, "journal: %s failed: %s", what, why);
+}
+
 /* Write count assembled blocks at log positions from pos on, one device
  * write per run that is contiguous both in the log and on the device. */
 static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_t count)
@@ -552,9 +563,13 @@ static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_
 		       log->phys[pos + run] == log->phys[pos] + run)
 			run++;
 		err = bdev_write(log->fs->dev, data + done * bs, run * bs, log->phys[pos] * bs);
-		if (err < 0)
-			return fs_err(-err, "journal: writing %zu log blocks at %u (device block "
-				      "%llu) failed", run, pos, (unsigned long long)log->phys[pos]);
+		if (err < 0) {
+			char what[96];
+
+			snprintf(what, sizeof(what), "writing %zu log blocks at %u (device block %llu)",
+				 run, pos, (unsigned long long)log->phys[pos]);
+			return dev_failed(err, what);
+		}
 		bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, run);
 		done += run;
 		pos = (uint32_t)(pos + run);
@@ -564,11 +579,31 @@ static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_
 	return 0;
 }
 
+/* The commit block: after the flush that made the log durable, one write
+ * that is durable when it returns (FUA where the device has it, else write
+ * + flush: bdev_write_fua()), as jbd2's REQ_PREFLUSH | REQ_FUA. */
+static int write_log_fua(struct journal *j, uint32_t pos, const uint8_t *blk)
+{
+	struct jbd2_log *log = &j->log;
+	uint32_t bs = log->fmt.block_size;
+	int err = bdev_write_fua(log->fs->dev, blk, bs, log->phys[pos] * bs);
+
+	if (err < 0) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "writing the commit block at %u (device block %llu)",
+			 pos, (unsigned long long)log->phys[pos]);
+		return dev_failed(err, what);
+	}
+	bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, 1);
+	return 0;
+}
+
 static int flush_dev(struct journal *j)
 {
 	int err = bdev_flush(j->log.fs->dev);
 
-	return err < 0 ? fs_err(-err, "journal: device flush failed") : 0;
+	return err < 0 ? dev_failed(err, "device flush") : 0;
 }
 
 /* Make [head, ...) the start of the log for transaction tid: everything
@@ -607,7 +642,7 @@ static int write_commit_block(struct journal *j, uint32_t pos, uint32_t tid)
 	if (jbd2_has_csum(f))
 		be32_put(blk + offsetof(struct jbd2_commit_header, h_chksum),
 			 jbd2_commit_csum(f, blk));
-	return write_log(j, pos, blk, 1);
+	return write_log_fua(j, pos, blk);
 }
 
 static int check_homes(struct journal *j, const uint64_t *homes, size_t n,
@@ -671,9 +706,7 @@ int journal_commit(struct journal *j, uint32_t tid, const uint64_t *homes, const
 	for (size_t i = 0; i < body; i++)
 		pos = jbd2_next(&j->log, pos);
 	if (!err)
-		err = write_commit_block(j, pos, tid);
-	if (!err)
-		err = flush_dev(j);
+		err = write_commit_block(j, pos, tid);   /* durable: FUA */
 	if (err)
 		return err;
 	j->head = jbd2_next(&j->log, pos);

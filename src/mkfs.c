@@ -27,6 +27,7 @@
  */
 #include "internal.h"
 #include "jbd2.h"
+#include "nbd.h"
 
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -1881,6 +1882,10 @@ static int open_target(struct mk *m, uint64_t *bytes, int *created)
 	uint64_t have;
 
 	*created = 0;
+	if (bdev_is_nbd_uri(m->path))   /* not a file named "nbd://..." in the cwd */
+		return fs_err(EOPNOTSUPP, "%s: mkfs writes a file or block device, not an NBD "
+			      "export: make the image locally, or map the export (nbd-client, "
+			      "/dev/nbdX) and give the device", m->path);
 	/* O_EXCL on a block device: EBUSY while it is mounted or in use */
 	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC |
 		     (stat(m->path, &st) == 0 && S_ISBLK(st.st_mode) && !o->dry_run ? O_EXCL : 0));

@@ -9,6 +9,7 @@
  * superblock's counters folded from the sharded counters (super_write()).
  */
 #include "internal.h"
+#include "nbd.h"
 #include "namecache.h"
 
 #include <stdio.h>
@@ -448,7 +449,7 @@ static int open_device(const char *path, const struct uext4_opts *o, struct bdev
 	int err = 0;
 
 	*out = o->memory_backend ? bdev_open_memory_copy_at(path, o->offset, &err)
-				 : bdev_open_file_at(path, o->read_only, o->offset, &err);
+				 : bdev_open_path(path, o->read_only, o->offset, o->discard, &err);
 	return *out ? 0 : (err ? err : -EIO);
 }
 

@@ -95,7 +95,7 @@ static void cnt_close(struct bdev *d)
 	free(d);
 }
 
-static const struct bdev_ops cnt_ops = { cnt_read, cnt_write, cnt_flush, cnt_close };
+static const struct bdev_ops cnt_ops = { .read = cnt_read, .write = cnt_write, .flush = cnt_flush, .close = cnt_close };
 
 static struct bdev *pattern_dev(void)
 {

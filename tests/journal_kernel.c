@@ -190,7 +190,7 @@ static void dd_close(struct bdev *bd)
 	bdev_close(d->base);
 }
 
-static const struct bdev_ops dd_ops = {dd_read, dd_write, dd_flush, dd_close};
+static const struct bdev_ops dd_ops = { .read = dd_read, .write = dd_write, .flush = dd_flush, .close = dd_close };
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -16,6 +16,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
+. "$(dirname "$0")/nbd.inc"   # UEXT4_NBD=1: model runs on an NBD export of the image
 BIN=$UEXT4_BUILD/tests/model
 [ -x "$BIN" ] || fail "$BIN not built (run make)"
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
@@ -56,13 +57,18 @@ for kind in $KINDS; do
 	note "$kind: mke2fs $opts, $ops operations, seed $seed"
 	# shellcheck disable=SC2086
 	mke2fs -q -F $opts "$img" 1G || fail "mke2fs $opts"
+	nbd_target "$img"   # TARGET: img or its NBD URI
+	nofsck=()   # model's own e2fsck needs a file: over NBD fsck_clean below does it
+	[ "$TARGET" = "$img" ] || nofsck=(--no-fsck)
 	# shellcheck disable=SC2086
-	if ! "$BIN" ${MODEL_ARGS:-} --threads "$THREADS" --ops "$ops" --seed "$seed" \
-		--dump "$dir/$kind.model" "$img"; then
+	if ! "$BIN" ${MODEL_ARGS:-} "${nofsck[@]}" --threads "$THREADS" --ops "$ops" --seed "$seed" \
+		--dump "$dir/$kind.model" "$TARGET"; then
+		nbd_stop
 		echo "FAIL: model on the $kind image (replay: $BIN --threads $THREADS --ops $ops --seed $seed IMAGE on a fresh mke2fs $opts image)"
 		rc=1
 		continue
 	fi
+	nbd_stop    # its flushes are done: the file is what the export held
 	fsck_clean "$img" || { rc=1; continue; }
 	if can_loop; then
 		mnt=$dir/mnt-$kind

@@ -10,6 +10,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
+. "$(dirname "$0")/nbd.inc"   # UEXT4_NBD=1: the library reads the images over NBD
 
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
 KINDS=${ORACLE_KINDS:-$IMAGE_KINDS}
@@ -88,14 +89,15 @@ check_kind() {
 	local kind=$1 img kmnt=$WORK/k-$1 fmnt=$WORK/f-$1
 	note "image kind $kind: $(img_opts "$kind") $(img_tune "$kind")"
 	img=$(image_get "$kind") || { bad "could not build the $kind image"; return; }
+	nbd_target "$img" -r    # TARGET: img, or its read-only NBD export
 	mkdir -p "$kmnt" "$fmnt"
 	kmount "$img" "$kmnt" || { bad "kernel mount of $kind failed"; return; }
 	"$WALK" posix "$kmnt" > "$WORK/$kind.kernel" || bad "walk posix on the kernel mount reported errors"
-	"$WALK" lib "$img" > "$WORK/$kind.lib" 2> "$WORK/$kind.lib.err" ||
+	"$WALK" lib "$TARGET" > "$WORK/$kind.lib" 2> "$WORK/$kind.lib.err" ||
 		{ bad "walk lib reported errors:"; head -20 "$WORK/$kind.lib.err"; }
 	compare "$kind: kernel vs libuext4" "$WORK/$kind.kernel" "$WORK/$kind.lib"
 	if [ -x "$UEXT4" ] && [[ " $FUSE_KINDS " == *" $kind "* ]]; then
-		if fuse_mount "$img" "$fmnt"; then
+		if fuse_mount "$TARGET" "$fmnt"; then
 			"$WALK" posix "$fmnt" > "$WORK/$kind.fuse" || bad "walk posix on the FUSE mount reported errors"
 			# statfs: df must agree (block size, counts, reserve).
 			local fmt="bsize=%S blocks=%b free=%f avail=%a files=%c ffree=%d namemax=%l"
@@ -107,8 +109,9 @@ check_kind() {
 			bad "FUSE mount of the $kind image failed"
 		fi
 	fi
-	[ -x "$UEXT4" ] && [ "$kind" = default ] && cli_checks "$kmnt" "$img"
+	[ -x "$UEXT4" ] && [ "$kind" = default ] && cli_checks "$kmnt" "$TARGET"
 	kumount "$kmnt"
+	nbd_stop
 	fsck_clean "$img" || bad "e2fsck -fn after the $kind checks"
 }
 

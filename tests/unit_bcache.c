@@ -119,7 +119,8 @@ static void counting_close(struct bdev *d)
 }
 
 static const struct bdev_ops counting_ops = {
-	counting_read, counting_write, counting_flush, counting_close,
+	.read = counting_read, .write = counting_write, .flush = counting_flush,
+	.close = counting_close,
 };
 
 static struct counting_dev *counting_dev(struct bdev *inner)

@@ -177,7 +177,7 @@ static int cnt_flush(struct bdev *d)
 	return bdev_flush(c->base);
 }
 static void cnt_close(struct bdev *d) {}
-static const struct bdev_ops cnt_ops = {cnt_read, cnt_write, cnt_flush, cnt_close};
+static const struct bdev_ops cnt_ops = { .read = cnt_read, .write = cnt_write, .flush = cnt_flush, .close = cnt_close };
 
 static struct uext4_fs *mount_dev(struct bdev *d)
 {
