@@ -1132,6 +1132,115 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 	return err ? err : err2;
 }
 
+/*
+ * Unlink fast path (issue 12).  An inode that loses its last link while
+ * nobody else holds it (no open file, no lookup count, no other
+ * reference) and whose free is a few block-bitmap bits (inline data, a
+ * symlink, at most FREE_AT_UNLINK_MAX_BLOCKS in the inode's own extents
+ * or direct block pointers) is freed in the unlink's own handle: the
+ * transaction that removes the name also frees the inode, so a crash
+ * keeps the file whole or frees it whole and it never goes on an orphan
+ * list (the legacy list's mutex was the contended lock of MWUL).  The
+ * kernel cannot do this, its VFS evicts the inode later.
+ */
+#define FREE_AT_UNLINK_MAX_BLOCKS 64
+
+/* Is freeing n's blocks a handful of bitmap bits?  Only what is in the
+ * inode itself: no extent-tree block, no indirect block. */
+static bool frees_in_a_few_bits(const struct uext4_fs *fs, const struct inode *n)
+{
+	const struct ext4_inode *r = inode_raw(n);
+	uint64_t fs_blocks = n->blocks / (fs->block_size / 512);
+
+	if (inode_has_inline_data(n) || n->blocks == 0)
+		return true;
+	if (n->file_acl && fs_blocks > 0)
+		fs_blocks--; /* the xattr block: one more bit (or a refcount) */
+	if (n->flags & EXT4_EXTENTS_FL) {
+		const struct ext4_extent_header *eh = (const void *)r->i_block;
+
+		return le16(eh->eh_depth) == 0 && fs_blocks <= FREE_AT_UNLINK_MAX_BLOCKS;
+	}
+	return fs_blocks <= 12; /* direct pointers only */
+}
+
+bool inode_unlink_can_free(struct uext4_fs *fs, struct inode *n)
+{
+	if (S_ISDIR(n->mode) || n->links != 1 || n->pa || orphan_cleanup_running(fs))
+		return false;
+	/* xattr values in EA inodes: their free may be large; the orphan path. */
+	if (FS_HAS_INCOMPAT(fs, EA_INODE))
+		return false;
+	if (atomic_load(&n->refcount) != 1 || atomic_load(&n->nlookup) != 0)
+		return false;
+	return frees_in_a_few_bits(fs, n);
+}
+
+/*
+ * Mark n deleted unless someone took a reference since the check above.
+ * A Dekker pair with try_grab() + refuse_unusable() (seq_cst on both
+ * sides): either we see their reference (and give up: the orphan path),
+ * or they see INODE_DELETED and refuse the inode (ENOENT: its name is
+ * going in this same handle).
+ */
+bool inode_claim_unheld(struct inode *n)
+{
+	atomic_fetch_or(&n->istate, INODE_DELETED);
+	if (atomic_load(&n->refcount) == 1 && atomic_load(&n->nlookup) == 0)
+		return true;
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
+	return false;
+}
+
+void inode_unclaim(struct inode *n)
+{
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
+}
+
+/*
+ * Free a claimed inode in the unlink's handle h (n->lock held for
+ * writing): blocks, xattrs, slot (dtime), number.  A failure before the
+ * number is free puts it on an orphan list instead, to be freed (or given
+ * up on) at its last iput(), or at the next mount after a crash; the
+ * unlink then reports the error, its name stays removed.
+ */
+int inode_free_claimed(struct handle *h, struct inode *n)
+{
+	struct timespec now = fs_time(h->fs);
+	char why[256];
+	int err = 0;
+
+	if (!inode_has_inline_data(n) &&
+	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
+		err = inode_truncate_blocks(h, n, 0);
+	if (!err)
+		err = xattr_release_inode(h, n);
+	if (!err) {
+		n->dtime = (uint32_t)now.tv_sec;
+		n->size = 0;
+		n->ctime = now;
+		err = inode_write(h, n);
+	}
+	if (!err) {
+		err = ialloc_free(h, n->ino, false);
+		if (!err)
+			return 0;
+		snprintf(why, sizeof(why), "%s", uext4_last_error());
+		return FS_ERROR(h->fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it "
+				"failed (%s): its number stays allocated for e2fsck",
+				(unsigned long long)n->ino, why);
+	}
+	snprintf(why, sizeof(why), "%s", uext4_last_error());
+	n->dtime = 0;
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
+	atomic_fetch_or(&n->istate, INODE_UNLINKED);
+	if (orphan_add(h, n) == 0 && inode_write(h, n) == 0)
+		return fs_err(-err, "%s", why);
+	return FS_ERROR(h->fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed "
+			"(%s), and so did putting it on the orphan list: left for e2fsck",
+			(unsigned long long)n->ino, why);
+}
+
 /* The last reference of a deleted inode: it leaves the cache, unless a
  * lookup took a reference meanwhile (then that one's iput() frees it). */
 static void put_deleted(struct uext4_fs *fs, struct inode *n)
