@@ -11,8 +11,12 @@
  * through the raw xattr calls; the translation to and from the format of
  * getxattr(2)/setxattr(2) is xattr.c's.
  */
+#include "acl.h"
+#include "api.h"
+#include "error.h"
 #include "internal.h"
-#include "acl_int.h"
+#include "ondisk.h"
+#include "xattr.h"
 
 #include <stdlib.h>
 #include <string.h>

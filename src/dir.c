@@ -36,8 +36,20 @@
  * and then calls the filldir callback, so the callback may take other
  * locks (iget of the entries, for instance).
  */
-#include "dir_internal.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "dir.h"
+#include "dirblock.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
 #include "namecache.h"
+#include "ondisk.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <dirent.h>
 #include <sched.h>

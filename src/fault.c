@@ -13,7 +13,8 @@
  * own undo can run, as after a transient error.  The count is global (a
  * test arms it around one operation on one thread).
  */
-#include "internal.h"
+#include "error.h"
+#include "fault.h"
 
 _Atomic unsigned fault_armed;           /* sites armed; 0 = off */
 static _Atomic unsigned fault_left;     /* points until the one that fails */

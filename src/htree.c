@@ -48,7 +48,17 @@
  * writing; readers hold the leaf lock for reading while they read the
  * leaf's entries ("leaf locks" below).
  */
-#include "dir_internal.h"
+#include "bcache.h"
+#include "csum.h"
+#include "dirblock.h"
+#include "dirhash.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "trans.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "crc.h"
 #include "internal.h"
 
 #define JBD2_MAGIC 0xC03B3998u

@@ -11,7 +11,16 @@
  * the log is about to overwrite blocks a recovery would still read, or
  * before the first transaction after the journal was empty.
  */
+#include "bcache.h"
+#include "blockdev.h"
+#include "crc.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
 #include "jbd2.h"
+#include "journal.h"
+#include "ondisk.h"
 
 #include <stdio.h>
 #include <stdlib.h>

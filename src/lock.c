@@ -2,8 +2,8 @@
  * lock.c - lock initialisation, lock statistics and the debug-build
  * lock-order validator.
  */
-#include "lock.h"
 #include "internal.h"
+#include "lock.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -214,4 +214,9 @@ static inline void urw_unlock_as(struct urwlock *l, int rank)
 static inline void lockdep_enter(int rank, const void *what) { lockdep_acquire(rank, what); }
 static inline void lockdep_leave(int rank, const void *what) { lockdep_release(rank, what); }
 
+struct uext4_lock_stats;
+/* lock.c: the lock classes' counters, summed over the thread slots. */
+void lockstat_read(struct uext4_lock_stats *out, unsigned *n);
+void lockstat_reset(void);
+
 #endif

@@ -12,8 +12,20 @@
  * the fs-wide rename lock (RANK_RENAME) so that the "not into its own
  * subtree" check sees a stable tree, as the kernel's s_vfs_rename_mutex.
  */
+#include "acl.h"
+#include "dir.h"
+#include "error.h"
+#include "file.h"
+#include "flags.h"
+#include "ialloc.h"
+#include "inode.h"
 #include "internal.h"
-#include "acl_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "symlink.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <stdio.h>
 #include <stdlib.h>

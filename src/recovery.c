@@ -26,7 +26,13 @@
  * transaction) for the caller to report.  Checksum v1 (COMPAT_CHECKSUM,
  * crc32 over the whole transaction in the commit block) is not verified.
  */
+#include "blockdev.h"
+#include "csum.h"
+#include "error.h"
+#include "internal.h"
 #include "jbd2.h"
+#include "journal.h"
+#include "ondisk.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,8 +8,24 @@
  * and the commit writes it back (super_write_group_desc()), with the
  * superblock's counters folded from the sharded counters (super_write()).
  */
+#include "balloc.h"
+#include "bcache.h"
+#include "blockdev.h"
+#include "crashdev.h"
+#include "crc.h"
+#include "csum.h"
+#include "error.h"
+#include "inode.h"
 #include "internal.h"
+#include "journal.h"
+#include "lock.h"
 #include "namecache.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "stats.h"
+#include "super.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -43,9 +43,18 @@
  * The write side (xattr_set, xattr_set_raw, xattr_release_inode) is
  * described where it starts, below ("write side").
  */
+#include "acl.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "error.h"
+#include "inode.h"
 #include "internal.h"
-#include "xattr_int.h"
-#include "acl_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "super.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <pthread.h>
 #include <stddef.h>

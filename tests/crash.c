@@ -43,8 +43,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "blockdev.h"
 #include "crashdev.h"
+#include "internal.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 /* Until the lead's recovery entry point lands, fall back to mount+umount. */

@@ -15,8 +15,11 @@
  *   journal_kernel recover IMG
  *       uext4_recover(): replay the journal (and orphans) without mounting.
  */
+#include "blockdev.h"
 #include "internal.h"
 #include "jbd2.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>

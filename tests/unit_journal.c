@@ -25,8 +25,15 @@
  *       blocks then hold our data) and e2fsck -fn is clean after.
  * Prints the seed (UNIT_JOURNAL_SEED=n repeats a run).
  */
+#include "blockdev.h"
+#include "crc.h"
+#include "error.h"
 #include "internal.h"
 #include "jbd2.h"
+#include "journal.h"
+#include "ondisk.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>

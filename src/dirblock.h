@@ -1,5 +1,5 @@
 /*
- * dir_internal.h - what dir.c and htree.c share: reading and validating
+ * dirblock.h - what dir.c and htree.c share: reading and validating
  * directory leaf blocks.  Not used outside the directory code.
  *
  * Locking: every read function here is called with dir->lock held (the
@@ -9,10 +9,11 @@
  * takes a lock besides the buffer cache's, the htree leaf locks (htree.c)
  * and the allocators' inside dir_append_block.
  */
-#ifndef UEXT4_DIR_INTERNAL_H
-#define UEXT4_DIR_INTERNAL_H
+#ifndef UEXT4_DIRBLOCK_H
+#define UEXT4_DIRBLOCK_H
 
 #include "internal.h"
+#include "lock.h"
 
 /* The minimum record: a dirent with a 1..4 byte name. */
 #define DIRENT_MIN_LEN 12u
@@ -137,5 +138,11 @@ void htree_par_end(struct uext4_fs *fs, struct htree_par *hp);
 /* Find name's entry in an htree's leaves (not "." / ".."). */
 int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		    struct dir_slot *s);
+
+/* htree (dx) directories; called by dir.c when EXT4_INDEX_FL is set. */
+int htree_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		 uint64_t *ino, unsigned *ftype);
+int htree_iterate(struct uext4_fs *fs, struct inode *dir, uint64_t cookie,
+		  uext4_filldir_t fill, void *ctx);
 
 #endif
