@@ -13,11 +13,33 @@
  * blocks already copied and checksummed.  On-disk format in src/jbd2.h.
  */
 struct journal;
+/*
+ * What the journal needs from the file system above it, as jbd2 gets it
+ * from ext4: the journal lives in a file (the journal inode) that only the
+ * file system can find and map, and a replay that skipped blocks must mark
+ * the file system as having errors.  super.c fills this in
+ * (super_journal_host); the journal calls nothing else above the buffer
+ * cache.  get() finds the journal's file and holds it until put(): *size
+ * in bytes, *id names it in messages; map() maps count blocks from lblk
+ * (*pblk 0 for a hole, *len blocks contiguous).  Each returns 0 or -errno
+ * with the message set.
+ */
+struct journal_host {
+	int (*get)(struct uext4_fs *fs, void **file, uint64_t *size, uint64_t *id);
+	int (*map)(struct uext4_fs *fs, void *file, uint32_t lblk, uint32_t count, uint64_t *pblk,
+		   uint64_t *len);
+	void (*put)(struct uext4_fs *fs, void *file);
+	/* Recovery skipped logged blocks: set EXT4_ERROR_FS in the superblock
+	 * on the device (after the replay, before the log is marked empty). */
+	int (*mark_error)(struct uext4_fs *fs);
+	/* The time a commit block records (fixed for reproducible images). */
+	struct timespec (*now)(const struct uext4_fs *fs);
+};
 /* Read-write mount, after any recovery: map the journal inode, read and
  * check the journal superblock (v2; refuses external journals and unknown
  * features by name); with metadata_csum switch the journal to checksum v3.
  * *out is NULL (and 0 returned) when the file system has no journal. */
-int journal_open(struct uext4_fs *fs, struct journal **out);
+int journal_open(struct uext4_fs *fs, const struct journal_host *host, struct journal **out);
 void journal_close(struct journal *j);
 /* Most metadata blocks one transaction may hold (the commit closes a
  * transaction before it grows past this). */
@@ -61,7 +83,8 @@ struct journal_replay {
  * journaled area may be trusted afterwards: the caller remounts.  Does
  * nothing (r zeroed) when the journal is empty (s_start == 0).
  */
-int journal_recover(struct uext4_fs *fs, struct journal_replay *r);
+int journal_recover(struct uext4_fs *fs, const struct journal_host *host,
+		    struct journal_replay *r);
 
 
 #endif

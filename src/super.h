@@ -39,4 +39,9 @@ void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
 			 char *buf, size_t size);
 
 
+/* The journal's callbacks into the file system (journal.h): the journal
+ * inode, and the error mark after a replay that skipped blocks. */
+struct journal_host;
+extern const struct journal_host super_journal_host;
+
 #endif

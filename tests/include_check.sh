@@ -116,6 +116,7 @@ line ~ /^typedef/ || line ~ /^}[ \t]*[A-Za-z_][A-Za-z0-9_]*[ \t]*;/ || line ~ /^
 	n = line; sub(/[ \t]*(\[[^]]*\])?[ \t]*;.*/, "", n); declare(cur, last_ident(n)); next
 }
 line ~ /^_Static_assert/ { next }
+{ gsub(/__attribute__[ \t]*\(\([^()]*(\([^()]*\))?[^()]*\)\)/, "", line) }
 line ~ /^[A-Za-z_]/ && line ~ /\(/ {
 	n = line; sub(/[ \t]*\(.*/, "", n); declare(cur, last_ident(n))
 }
