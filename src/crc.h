@@ -1,6 +1,6 @@
 /*
  * crc.h - the two CRC32C implementations behind crc32c(), exposed so the
- * unit test can compare them.  Everything else calls crc32c() (internal.h),
+ * unit test can compare them.  Everything else calls crc32c() (below),
  * which picks the hardware one at run time when the CPU has it.
  */
 #ifndef UEXT4_CRC_H

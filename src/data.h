@@ -1,6 +1,6 @@
 /*
  * data.h - what the data-path files (file.c, extents.c, indirect.c,
- * inline.c) share beyond internal.h: the write halves of the two block
+ * inline.c) share beyond file.h: the write halves of the two block
  * mapping schemes, behind file.c's inode_map_blocks() dispatch.
  *
  * Every function here is called with inode->lock held for writing and an

@@ -2,7 +2,7 @@
  * fault.c - failure injection for tests (tests/unit_undo.c).
  *
  * Compiled into every build, off unless a test arms it.  A fault point
- * (fault_point(), internal.h) sits where an operation can really fail: a
+ * (fault_point(), fault.h) sits where an operation can really fail: a
  * metadata block read from the device (bcache.c: EIO, or a bad checksum
  * behind it; blocks already cached cannot fail) and an allocation of a
  * block or an inode (balloc.c, ialloc.c: ENOSPC).  When

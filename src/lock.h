@@ -59,7 +59,7 @@ enum lockstat_class {
 	LOCKSTAT_EA_INODE,      /* RANK_EA_INODE */
 	LOCKSTAT_ICACHE,        /* RANK_ICACHE_SHARD */
 	LOCKSTAT_GROUP,         /* RANK_GROUP */
-	LOCKSTAT_ORPHAN_LIST,   /* rank 26 (orphan_int.h) */
+	LOCKSTAT_ORPHAN_LIST,   /* rank 26 (orphan.h) */
 	LOCKSTAT_ORPHAN_FILE,   /* orphan file entries, claimed by CAS (no lock):
 				 * a claim whose CAS lost to another thread contends */
 	LOCKSTAT_XATTR_INDEX,   /* RANK_XATTR_INDEX */

@@ -1,6 +1,6 @@
 /*
- * orphan.h - what orphan.c offers beyond internal.h's "orphan.c"
- * section (for inode.c and the tests).
+ * orphan.h - orphan inodes (orphan.c): the lists' entry points, and what
+ * inode.c and the tests use of their internals.
  */
 #ifndef UEXT4_ORPHAN_H
 #define UEXT4_ORPHAN_H

@@ -1,5 +1,5 @@
 /*
- * symlink.h - write side of symlinks (symlink.c), for api.c.
+ * symlink.h - symlinks (symlink.c): reading the target, and writing it (api.c).
  */
 #ifndef UEXT4_SYMLINK_H
 #define UEXT4_SYMLINK_H

@@ -419,7 +419,7 @@ static ssize_t get_raw_locked(struct uext4_fs *fs, struct inode *inode, int inde
 
 /* ------------------------------------------------------------ POSIX ACLs */
 
-/* The formats are described in acl_int.h. */
+/* The formats are described in acl.h. */
 
 /* Entry count from the value size, as the kernel's ext4_acl_count(). */
 static long acl_disk_count(size_t size)

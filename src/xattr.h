@@ -1,5 +1,5 @@
 /*
- * xattr.h - xattr.c and ea_inode.c entry points not (yet) in internal.h.
+ * xattr.h - extended attributes (xattr.c, and EA inodes in ea_inode.c).
  */
 #ifndef UEXT4_XATTR_H
 #define UEXT4_XATTR_H
