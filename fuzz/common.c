@@ -2,7 +2,9 @@
  * fuzz/common.c - mount from the fuzzer's buffer, and a bounded tree walk.
  */
 #include "common.h"
-#include "internal.h"
+#include "blockdev.h"
+#include "super.h"
+#include "uext4.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

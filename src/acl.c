@@ -7,12 +7,16 @@
  * have written.  Checking permissions against ACLs is not done here: the
  * FUSE frontend lets the kernel do it (FUSE_CAP_POSIX_ACL).
  *
- * The ACLs are read and written in ext4's on-disk format (acl_int.h)
+ * The ACLs are read and written in ext4's on-disk format (acl.h)
  * through the raw xattr calls; the translation to and from the format of
  * getxattr(2)/setxattr(2) is xattr.c's.
  */
+#include "acl.h"
+#include "api.h"
+#include "error.h"
 #include "internal.h"
-#include "acl_int.h"
+#include "ondisk.h"
+#include "xattr.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,11 +5,28 @@
  * subsystem, and drops them.  Type checks (ENOTDIR, EISDIR, EINVAL) live
  * here so that the subsystems only see inodes of the right kind.
  */
+#include "acl.h"
+#include "api.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "blockdev.h"
+#include "crc.h"
+#include "dir.h"
 #include "internal.h"
-#include "nbd.h"
-#include "acl_int.h"
 #include "ebr.h"
+#include "error.h"
+#include "file.h"
+#include "flags.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
 #include "namecache.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "super.h"
+#include "symlink.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -35,8 +35,11 @@
  * Nothing here is shared between threads: the caller's one thread runs
  * the whole fill (and keeps the identity root, umask 0, that it sets).
  */
+#include "acl.h"
+#include "api.h"
+#include "error.h"
 #include "internal.h"
-#include "acl_int.h"
+#include "ondisk.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -36,8 +36,18 @@
  * inode lock (held by every caller) protects inode->pa, inode->alloc_goal
  * and pa->size.  Only one group lock is held at a time.
  */
-#include "alloc_int.h"
-#include "nbd.h"
+#include "alloc.h"
+#include "api.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "error.h"
+#include "fault.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "super.h"
+#include "trans.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -66,8 +66,16 @@
  * Referenced buffers cannot be evicted, so the cache may exceed the limit
  * temporarily while many buffers are held.
  */
-#include "internal.h"
+#include "bcache.h"
+#include "blockdev.h"
 #include "ebr.h"
+#include "error.h"
+#include "fault.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "slab.h"
+#include "trans.h"
 
 #include <limits.h>
 #include <stdio.h>

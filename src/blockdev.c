@@ -16,6 +16,8 @@
  * concurrent I/O to different ranges is safe.  Ordering of I/O to the same
  * block is the buffer cache's job (struct buf.lock).
  */
+#include "blockdev.h"
+#include "error.h"
 #include "internal.h"
 #include "nbd.h"
 

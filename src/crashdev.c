@@ -15,8 +15,12 @@
  * of the base device happen outside it.  The recorder holds it for every
  * operation (test-only device).
  */
-#include "internal.h"
+#include "blockdev.h"
 #include "crashdev.h"
+#include "error.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -58,4 +58,9 @@ int crashrec_piece(struct bdev *d, uint32_t k, size_t i, uint64_t *off, uint32_t
  */
 int crashrec_materialize(struct bdev *d, uint32_t k, const bool *keep, const char *path);
 
+/* crashdev.c: a device whose writes stay in memory (reads see them) on top
+ * of base, which it owns.  A read-only mount replays a dirty journal into
+ * it, leaving the image untouched. */
+struct bdev *bdev_open_overlay(struct bdev *base);
+
 #endif

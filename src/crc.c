@@ -8,8 +8,8 @@
  * otherwise.  The tables are built once, on first use, under pthread_once
  * so concurrent first callers are safe; after that they are read-only.
  */
-#include "internal.h"
 #include "crc.h"
+#include "ondisk.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -14,8 +14,13 @@
  * checksum, and -EUCLEAN with a message naming the structure, inode/group
  * and block otherwise.  No state: safe from any thread.
  */
-#include "internal.h"
+#include "bcache.h"
+#include "crc.h"
 #include "csum.h"
+#include "error.h"
+#include "internal.h"
+#include "ondisk.h"
+#include "super.h"
 
 #include <string.h>
 

@@ -13,8 +13,11 @@
  * 0xfffffffe is reserved (it is the 32-bit end-of-directory readdir
  * position, EXT4_HTREE_EOF_32BIT << 1), so it is moved one step down.
  */
-#include "internal.h"
+#include "dirhash.h"
+#include "error.h"
+#include "ondisk.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define HTREE_EOF_32BIT 0x7fffffffu

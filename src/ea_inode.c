@@ -48,8 +48,19 @@
  * and reading its value.  The hash index (by value hash) has its own
  * shard locks (RANK_XATTR_INDEX), taken inside an EA shard or alone.
  */
+#include "api.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "blockdev.h"
+#include "crc.h"
+#include "error.h"
+#include "file.h"
+#include "ialloc.h"
+#include "inode.h"
 #include "internal.h"
-#include "xattr_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "xattr.h"
 
 #include <stdio.h>
 #include <stdlib.h>

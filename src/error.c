@@ -24,7 +24,13 @@
  * starts from it, never from fs->sb, which a running handle may be changing
  * (s_last_orphan) and which holds the aborted transaction's changes.
  */
+#include "blockdev.h"
+#include "csum.h"
+#include "error.h"
+#include "inode.h"
 #include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
 
 #include <stdarg.h>
 #include <stdio.h>

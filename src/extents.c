@@ -24,7 +24,16 @@
  * extents) is at the end of the file; its callers hold inode->lock for
  * writing and a handle.
  */
-#include "data_int.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "data.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "ondisk.h"
+#include "trans.h"
 
 #include <string.h>
 

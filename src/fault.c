@@ -2,7 +2,7 @@
  * fault.c - failure injection for tests (tests/unit_undo.c).
  *
  * Compiled into every build, off unless a test arms it.  A fault point
- * (fault_point(), internal.h) sits where an operation can really fail: a
+ * (fault_point(), fault.h) sits where an operation can really fail: a
  * metadata block read from the device (bcache.c: EIO, or a bad checksum
  * behind it; blocks already cached cannot fail) and an allocation of a
  * block or an inode (balloc.c, ialloc.c: ENOSPC).  When
@@ -13,7 +13,8 @@
  * own undo can run, as after a transient error.  The count is global (a
  * test arms it around one operation on one thread).
  */
-#include "internal.h"
+#include "error.h"
+#include "fault.h"
 
 _Atomic unsigned fault_armed;           /* sites armed; 0 = off */
 static _Atomic unsigned fault_left;     /* points until the one that fails */

@@ -1,8 +1,9 @@
 /*
  * faultdev.c - fault-injecting block device; see faultdev.h.
  */
+#include "blockdev.h"
+#include "error.h"
 #include "faultdev.h"
-#include "internal.h"
 
 #include <errno.h>
 #include <stdatomic.h>

@@ -15,7 +15,18 @@
  * The write side (inode_map_blocks, file_pwrite, file_set_size,
  * file_fallocate) is at the end of the file.
  */
-#include "data_int.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "blockdev.h"
+#include "data.h"
+#include "error.h"
+#include "file.h"
+#include "flags.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "trans.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -15,7 +15,14 @@
  * The enforcement checks read inode->flags, already in memory, under the
  * inode lock the operation holds anyway (inode->lock protects flags).
  */
+#include "api.h"
+#include "error.h"
+#include "flags.h"
+#include "inode.h"
 #include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "trans.h"
 
 #include <sys/stat.h>
 

@@ -27,7 +27,12 @@
  * is a single sweep over the sorted runs, the journal a binary search per
  * journal extent.  Nothing here runs after mount.
  */
+#include "error.h"
+#include "file.h"
+#include "inode.h"
 #include "internal.h"
+#include "ondisk.h"
+#include "super.h"
 
 #include <stdlib.h>
 

@@ -48,10 +48,20 @@
  * writing; readers hold the leaf lock for reading while they read the
  * leaf's entries ("leaf locks" below).
  */
-#include "dir_internal.h"
+#include "bcache.h"
+#include "csum.h"
+#include "dirblock.h"
+#include "dirhash.h"
+#include "error.h"
+#include "file.h"
+#include "htree.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "trans.h"
 
 #include <dirent.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -484,7 +494,6 @@ int htree_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name
 			size_t len, uint64_t *ino, unsigned *ftype)
 {
 	struct dx_path p = { .structural = false };
-	char why[512];
 	int err;
 
 	if (is_dot_or_dotdot(name, len)) {
@@ -502,30 +511,9 @@ int htree_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name
 	}
 	if (!err || err == -ENOENT || !p.structural)
 		return err;
-	/* A damaged index: scan the leaves like the kernel, but still report
-	 * the damage if the name is not found that way. */
-	snprintf(why, sizeof(why), "%s", uext4_last_error());
-	err = dir_linear_lookup_locked(fs, dir, name, len, ino, ftype);
-	if (err == -ENOENT)
-		return fs_corrupt("%s (name not found by linear scan either)",
-				  strncmp(why, "corrupt ", 8) ? why : why + 8);
-	return err;
-}
-
-int htree_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
-		 uint64_t *ino, unsigned *ftype)
-{
-	int err;
-
-	if (len == 0 || len > EXT4_NAME_LEN)
-		return fs_err(len ? ENAMETOOLONG : ENOENT, "bad name length %zu", len);
-	urw_rdlock(&dir->lock);
-	if (dir->flags & EXT4_INDEX_FL)
-		err = htree_lookup_locked(fs, dir, name, len, ino, ftype);
-	else
-		err = dir_linear_lookup_locked(fs, dir, name, len, ino, ftype);
-	urw_unlock(&dir->lock);
-	return err;
+	/* A damaged index (the message names it): dir.c scans the leaves,
+	 * like the kernel. */
+	return HTREE_DAMAGED;
 }
 
 /* ------------------------------------------------------------ readdir */

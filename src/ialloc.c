@@ -27,7 +27,18 @@
  * under fs->groups[g].lock; the group pickers read the counters without it
  * (grp_read) and the claim re-checks under the lock.
  */
-#include "alloc_int.h"
+#include "alloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "error.h"
+#include "fault.h"
+#include "ialloc.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "super.h"
+#include "trans.h"
 
 #include <stdio.h>
 #include <sys/stat.h>

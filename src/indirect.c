@@ -13,7 +13,15 @@
  * reader); no locks are taken here besides the buffer cache's.  The
  * write side (allocation, truncation) is at the end of the file.
  */
-#include "data_int.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "data.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "ondisk.h"
+#include "trans.h"
 
 #include <string.h>
 

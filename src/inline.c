@@ -19,7 +19,13 @@
  * the same rank.  (The write side, at the end, is called with the lock
  * held: see its comment.)
  */
-#include "data_int.h"
+#include "data.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "ondisk.h"
+#include "xattr.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -10,9 +10,24 @@
  * default ICACHE_MAX_UNUSED).  Hits take no
  * lock (see "Lock-free hits" below).
  */
-#include "internal.h"
+#include "api.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "dir.h"
 #include "ebr.h"
-#include "orphan_int.h"
+#include "error.h"
+#include "file.h"
+#include "flags.h"
+#include "ialloc.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "slab.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <sched.h>
 #include <stdio.h>

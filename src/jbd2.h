@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "crc.h"
 #include "internal.h"
 
 #define JBD2_MAGIC 0xC03B3998u
@@ -258,7 +259,8 @@ struct jbd2_log {
 };
 /* Map the journal inode and read and check its superblock (refusing
  * external journals and unknown incompatible features by name). */
-int jbd2_log_load(struct uext4_fs *fs, struct jbd2_log *log);
+struct journal_host;
+int jbd2_log_load(struct uext4_fs *fs, const struct journal_host *host, struct jbd2_log *log);
 void jbd2_log_free(struct jbd2_log *log);
 /* Set fmt from the superblock's features. */
 void jbd2_fmt_from_sb(struct jbd2_log *log);

@@ -11,8 +11,13 @@
  * the log is about to overwrite blocks a recovery would still read, or
  * before the first transaction after the journal was empty.
  */
+#include "bcache.h"
+#include "blockdev.h"
+#include "crc.h"
+#include "error.h"
+#include "internal.h"
 #include "jbd2.h"
-#include "nbd.h"
+#include "journal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +39,8 @@ struct journal {
 	uint32_t next_tid;      /* sequence of the next transaction in the log */
 	uint8_t *buf;           /* assembly area for one transaction */
 	size_t buf_blocks;
-	const struct uext4_fs *fs;  /* its times (fs_time(): fixed for reproducible images) */
+	const struct uext4_fs *fs;
+	const struct journal_host *host;  /* the file system's callbacks (its clock) */
 };
 
 /* ------------------------------------------------------------ log loading */
@@ -85,47 +91,29 @@ void jbd2_fmt_from_sb(struct jbd2_log *log)
 	log->fmt.seed = jbd2_uuid_seed(sb->s_uuid);
 }
 
-/* Which journal inode; refuses external journals. */
-static int journal_inum(struct uext4_fs *fs, uint32_t *ino)
-{
-	if (FS_HAS_INCOMPAT(fs, JOURNAL_DEV))
-		return fs_err(EINVAL, "this image is an external journal device (journal_dev), "
-			      "not a file system");
-	*ino = le32(fs->sb.s_journal_inum);
-	if (*ino == 0)
-		return fs_err(EOPNOTSUPP, "external journals are not supported (journal on device "
-			      "0x%x, uuid %02x%02x%02x%02x...): uext4 uses the internal journal "
-			      "inode only", le32(fs->sb.s_journal_dev), fs->sb.s_journal_uuid[0],
-			      fs->sb.s_journal_uuid[1], fs->sb.s_journal_uuid[2],
-			      fs->sb.s_journal_uuid[3]);
-	if (*ino > fs->inodes_count)
-		return fs_corrupt("superblock: journal inode %u beyond the %u inodes", *ino,
-				  fs->inodes_count);
-	return 0;
-}
-
 /* Map journal blocks [0, count) to device blocks. */
-static int map_blocks(struct jbd2_log *log, struct inode *inode, uint32_t count)
+static int map_blocks(struct jbd2_log *log, const struct journal_host *host, void *file,
+		      uint64_t id, uint32_t count)
 {
 	struct uext4_fs *fs = log->fs;
 	uint32_t lblk = 0;
 
 	while (lblk < count) {
-		struct block_map m;
-		int err = inode_map(fs, inode, lblk, count - lblk, &m);
+		uint64_t pblk, len;
+		int err = host->map(fs, file, lblk, count - lblk, &pblk, &len);
 
 		if (err)
 			return err;
-		if (m.pblk == 0 || m.len == 0)
+		if (pblk == 0 || len == 0)
 			return fs_corrupt("journal inode %lu: block %u is a hole",
-					  (unsigned long)inode->ino, lblk);
-		for (uint64_t i = 0; i < m.len && lblk < count; i++, lblk++) {
-			uint64_t p = m.pblk + i;
+					  (unsigned long)id, lblk);
+		for (uint64_t i = 0; i < len && lblk < count; i++, lblk++) {
+			uint64_t p = pblk + i;
 
 			if (p < fs->first_data_block || p >= fs->blocks_count)
 				return fs_corrupt("journal inode %lu: block %u maps to %llu, outside "
 						  "the file system's %llu blocks",
-						  (unsigned long)inode->ino, lblk,
+						  (unsigned long)id, lblk,
 						  (unsigned long long)p,
 						  (unsigned long long)fs->blocks_count);
 			log->phys[lblk] = p;
@@ -236,23 +224,24 @@ static int set_log_area(struct jbd2_log *log)
 	return 0;
 }
 
-static int load_from_inode(struct jbd2_log *log, struct inode *inode)
+static int load_from_file(struct jbd2_log *log, const struct journal_host *host, void *file,
+			  uint64_t size, uint64_t id)
 {
 	struct uext4_fs *fs = log->fs;
-	uint64_t mapped64 = inode->size / fs->block_size;
+	uint64_t mapped64 = size / fs->block_size;
 	uint32_t mapped = mapped64 > (1u << 30) ? (1u << 30) : (uint32_t)mapped64;
 	uint32_t maxlen;
 	int err;
 
 	if (mapped < 2)
 		return fs_corrupt("journal inode %lu: size %llu holds no journal",
-				  (unsigned long)inode->ino, (unsigned long long)inode->size);
+				  (unsigned long)id, (unsigned long long)size);
 	log->phys = calloc(1, sizeof(uint64_t));
 	log->sbbuf = calloc(1, fs->block_size);
 	if (!log->phys || !log->sbbuf)
 		return fs_err(ENOMEM, "journal: out of memory");
 	log->nblocks = 1;
-	err = map_blocks(log, inode, 1);
+	err = map_blocks(log, host, file, id, 1);
 	if (!err)
 		err = jbd2_read_block(log, 0, log->sbbuf);
 	if (!err)
@@ -265,7 +254,7 @@ static int load_from_inode(struct jbd2_log *log, struct inode *inode)
 	if (!log->phys)
 		return fs_err(ENOMEM, "journal: out of memory for a %u-block map", maxlen);
 	log->nblocks = maxlen;
-	err = map_blocks(log, inode, maxlen);
+	err = map_blocks(log, host, file, id, maxlen);
 	if (!err)
 		err = set_log_area(log);
 	if (!err)
@@ -273,22 +262,19 @@ static int load_from_inode(struct jbd2_log *log, struct inode *inode)
 	return err;
 }
 
-int jbd2_log_load(struct uext4_fs *fs, struct jbd2_log *log)
+int jbd2_log_load(struct uext4_fs *fs, const struct journal_host *host, struct jbd2_log *log)
 {
-	struct inode *inode;
-	uint32_t ino = 0;
+	uint64_t size = 0, id = 0;
+	void *file;
 	int err;
 
 	memset(log, 0, sizeof(*log));
 	log->fs = fs;
-	err = journal_inum(fs, &ino);
+	err = host->get(fs, &file, &size, &id);
 	if (err)
 		return err;
-	err = iget(fs, ino, &inode);
-	if (err)
-		return err;
-	err = load_from_inode(log, inode);
-	iput(fs, inode);
+	err = load_from_file(log, host, file, size, id);
+	host->put(fs, file);
 	if (err)
 		jbd2_log_free(log);
 	return err;
@@ -332,7 +318,7 @@ static void set_write_features(struct journal *j)
 	jbd2_fmt_from_sb(&j->log);
 }
 
-int journal_open(struct uext4_fs *fs, struct journal **out)
+int journal_open(struct uext4_fs *fs, const struct journal_host *host, struct journal **out)
 {
 	struct journal *j;
 	struct jbd2_superblock *sb;
@@ -345,7 +331,8 @@ int journal_open(struct uext4_fs *fs, struct journal **out)
 	if (!j)
 		return fs_err(ENOMEM, "journal: out of memory");
 	j->fs = fs;
-	err = jbd2_log_load(fs, &j->log);
+	j->host = host;
+	err = jbd2_log_load(fs, host, &j->log);
 	if (err) {
 		free(j);
 		return err;
@@ -632,7 +619,7 @@ static int write_commit_block(struct journal *j, uint32_t pos, uint32_t tid)
 {
 	const struct jbd2_fmt *f = &j->log.fmt;
 	uint8_t *blk = j->buf;
-	struct timespec now = fs_time(j->fs);
+	struct timespec now = j->host->now(j->fs);
 
 	memset(blk, 0, f->block_size);
 	put_header(blk, JBD2_COMMIT_BLOCK, tid);

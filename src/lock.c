@@ -2,8 +2,8 @@
  * lock.c - lock initialisation, lock statistics and the debug-build
  * lock-order validator.
  */
-#include "lock.h"
 #include "internal.h"
+#include "lock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@ static int class_of_rank(int rank)
 	case RANK_EA_INODE: return LOCKSTAT_EA_INODE;
 	case RANK_ICACHE_SHARD: return LOCKSTAT_ICACHE;
 	case RANK_GROUP: return LOCKSTAT_GROUP;
-	case 26: return LOCKSTAT_ORPHAN_LIST;   /* RANK_ORPHAN_LIST, orphan_int.h */
+	case 26: return LOCKSTAT_ORPHAN_LIST;   /* RANK_ORPHAN_LIST, orphan.h */
 	case RANK_XATTR_INDEX: return LOCKSTAT_XATTR_INDEX;
 	case RANK_BUF: return LOCKSTAT_BUF;
 	case RANK_BCACHE_SHARD: return LOCKSTAT_BCACHE;

@@ -59,7 +59,7 @@ enum lockstat_class {
 	LOCKSTAT_EA_INODE,      /* RANK_EA_INODE */
 	LOCKSTAT_ICACHE,        /* RANK_ICACHE_SHARD */
 	LOCKSTAT_GROUP,         /* RANK_GROUP */
-	LOCKSTAT_ORPHAN_LIST,   /* rank 26 (orphan_int.h) */
+	LOCKSTAT_ORPHAN_LIST,   /* rank 26 (orphan.h) */
 	LOCKSTAT_ORPHAN_FILE,   /* orphan file entries, claimed by CAS (no lock):
 				 * a claim whose CAS lost to another thread contends */
 	LOCKSTAT_XATTR_INDEX,   /* RANK_XATTR_INDEX */
@@ -213,5 +213,10 @@ static inline void urw_unlock_as(struct urwlock *l, int rank)
  * (an open transaction handle), so lockdep checks what is taken inside. */
 static inline void lockdep_enter(int rank, const void *what) { lockdep_acquire(rank, what); }
 static inline void lockdep_leave(int rank, const void *what) { lockdep_release(rank, what); }
+
+struct uext4_lock_stats;
+/* lock.c: the lock classes' counters, summed over the thread slots. */
+void lockstat_read(struct uext4_lock_stats *out, unsigned *n);
+void lockstat_reset(void);
 
 #endif

@@ -25,9 +25,11 @@
  *
  * Single-threaded; nothing is shared.
  */
-#include "internal.h"
+#include "crc.h"
+#include "error.h"
 #include "jbd2.h"
 #include "nbd.h"
+#include "ondisk.h"
 
 #include <fcntl.h>
 #include <linux/falloc.h>

@@ -59,6 +59,7 @@
  * namecache_forget_dir()), get a new number, so their old entries can
  * never match again; they age out by replacement.
  */
+#include "internal.h"
 #include "namecache.h"
 
 #include <sched.h>

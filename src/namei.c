@@ -12,8 +12,20 @@
  * the fs-wide rename lock (RANK_RENAME) so that the "not into its own
  * subtree" check sees a stable tree, as the kernel's s_vfs_rename_mutex.
  */
+#include "acl.h"
+#include "dir.h"
+#include "error.h"
+#include "file.h"
+#include "flags.h"
+#include "ialloc.h"
+#include "inode.h"
 #include "internal.h"
-#include "acl_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "symlink.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,13 +219,6 @@ static void dir_dec_links(struct inode *dir)
  * maybe much later (it is open); it goes on an orphan list in this same
  * transaction, so that a crash before then frees it at the next mount.
  */
-/* Declared in orphan_int.h (inode.c's unlink fast path); namei.c does not
- * include it yet: the header split will make this an include. */
-bool inode_unlink_can_free(struct uext4_fs *fs, struct inode *n);
-bool inode_claim_unheld(struct inode *n);
-void inode_unclaim(struct inode *n);
-int inode_free_claimed(struct handle *h, struct inode *n);
-
 static int drop_link(struct handle *h, struct inode *n)
 {
 	n->ctime = fs_time(h->fs);

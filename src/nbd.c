@@ -27,6 +27,8 @@
  * for one request on it; nothing else in the device changes after
  * open except the atomic counters.
  */
+#include "blockdev.h"
+#include "error.h"
 #include "internal.h"
 #include "nbd.h"
 

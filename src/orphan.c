@@ -34,8 +34,17 @@
  * of range, free, unreadable, or a loop) ends the legacy list there, as
  * the kernel clears s_last_orphan.
  */
+#include "bcache.h"
+#include "csum.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
 #include "internal.h"
-#include "orphan_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "super.h"
+#include "trans.h"
 
 #include <stdio.h>
 #include <stdlib.h>

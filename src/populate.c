@@ -32,7 +32,14 @@
  * per entry plus its xattrs); data jobs hold their runs, no descriptors;
  * the image writer has 2 x threads + 1 buffers of WBUF_SIZE (1 MiB).
  */
+#include "balloc.h"
+#include "blockdev.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
 #include "internal.h"
+#include "lock.h"
+#include "trans.h"
 
 #include <dirent.h>
 #include <fcntl.h>

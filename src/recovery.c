@@ -26,7 +26,11 @@
  * transaction) for the caller to report.  Checksum v1 (COMPAT_CHECKSUM,
  * crc32 over the whole transaction in the commit block) is not verified.
  */
+#include "blockdev.h"
+#include "error.h"
+#include "internal.h"
 #include "jbd2.h"
+#include "journal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -325,32 +329,6 @@ static int pass_replay(struct scan *s, const struct revtab *t, struct journal_re
 	return 0;
 }
 
-/*
- * Blocks were skipped: set EXT4_ERROR_FS in the superblock on the device
- * (after the replay, which may have rewritten it), so that e2fsck checks
- * the file system whatever happens to this mount; flushed before the
- * journal is marked empty.  The error fields (count, block, function) are
- * recorded by the mount's fs_error() once it is up (super.c).
- */
-static int mark_fs_error(struct jbd2_log *log)
-{
-	struct uext4_fs *fs = log->fs;
-	struct ext4_super_block sb;
-	int err = bdev_read(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
-
-	if (err < 0)
-		return fs_err(-err, "journal recovery: reading the superblock failed");
-	if (le16(sb.s_magic) != EXT4_SUPER_MAGIC)
-		return fs_corrupt("superblock after journal replay: bad magic 0x%x",
-				  le16(sb.s_magic));
-	sb.s_state = cpu_to_le16(le16(sb.s_state) | EXT4_ERROR_FS);
-	csum_set_super(fs, &sb);
-	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
-	if (err < 0)
-		return fs_err(-err, "journal recovery: writing the superblock failed");
-	return 0;
-}
-
 /* Fast commits follow the last full commit; if the area holds a head tag
  * for the transaction after it, the kernel would replay it: we do not. */
 static int check_fast_commits(struct scan *s)
@@ -391,7 +369,8 @@ static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
 	return err < 0 ? fs_err(-err, "journal recovery: device flush failed") : 0;
 }
 
-static int recover_log(struct jbd2_log *log, struct journal_replay *r)
+static int recover_log(struct jbd2_log *log, const struct journal_host *host,
+		       struct journal_replay *r)
 {
 	struct jbd2_superblock *sb = jbd2_sb(log);
 	uint32_t start = JGET(sb, s_start);
@@ -414,7 +393,7 @@ static int recover_log(struct jbd2_log *log, struct journal_replay *r)
 	if (!err)
 		err = pass_replay(&s, &t, r);
 	if (!err && r->bad_blocks)
-		err = mark_fs_error(log);
+		err = host->mark_error(log->fs);
 	if (!err) {
 		r->first_tid = JGET(sb, s_sequence);
 		r->end_tid = s.tid;
@@ -434,7 +413,8 @@ static int recover_log(struct jbd2_log *log, struct journal_replay *r)
 	return err;
 }
 
-int journal_recover(struct uext4_fs *fs, struct journal_replay *r)
+int journal_recover(struct uext4_fs *fs, const struct journal_host *host,
+		    struct journal_replay *r)
 {
 	struct jbd2_log log;
 	int err;
@@ -442,11 +422,11 @@ int journal_recover(struct uext4_fs *fs, struct journal_replay *r)
 	memset(r, 0, sizeof(*r));
 	if (!FS_HAS_COMPAT(fs, HAS_JOURNAL))
 		return 0;
-	err = jbd2_log_load(fs, &log);
+	err = jbd2_log_load(fs, host, &log);
 	if (err)
 		return err;
 	if (JGET(jbd2_sb(&log), s_start) != 0)
-		err = recover_log(&log, r);
+		err = recover_log(&log, host, r);
 	jbd2_log_free(&log);
 	return err;
 }

@@ -13,6 +13,8 @@
  * by another thread simply joins that thread's shard.
  */
 #include "internal.h"
+#include "lock.h"
+#include "slab.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -15,7 +15,11 @@
  * The FUSE server counts its requests itself (fuse/fuse.c) and appends
  * its section to this report.
  */
+#include "bcache.h"
+#include "error.h"
 #include "internal.h"
+#include "lock.h"
+#include "stats.h"
 
 #include <stdarg.h>
 #include <stdio.h>

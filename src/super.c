@@ -8,9 +8,25 @@
  * and the commit writes it back (super_write_group_desc()), with the
  * superblock's counters folded from the sharded counters (super_write()).
  */
+#include "balloc.h"
+#include "bcache.h"
+#include "blockdev.h"
+#include "crashdev.h"
+#include "crc.h"
+#include "csum.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
 #include "internal.h"
-#include "nbd.h"
+#include "journal.h"
+#include "lock.h"
 #include "namecache.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "stats.h"
+#include "super.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -535,6 +551,98 @@ int super_begin_writing(struct uext4_fs *fs)
 	return write_super_now(fs);
 }
 
+/* ------------------------------------------------------------ the journal's host
+ * What the journal (journal.h) gets from the file system: its file, the
+ * journal inode, and the error mark of a replay that skipped blocks.
+ */
+
+/* Which journal inode; refuses external journals. */
+static int journal_inum(struct uext4_fs *fs, uint32_t *ino)
+{
+	if (FS_HAS_INCOMPAT(fs, JOURNAL_DEV))
+		return fs_err(EINVAL, "this image is an external journal device (journal_dev), "
+			      "not a file system");
+	*ino = le32(fs->sb.s_journal_inum);
+	if (*ino == 0)
+		return fs_err(EOPNOTSUPP, "external journals are not supported (journal on device "
+			      "0x%x, uuid %02x%02x%02x%02x...): uext4 uses the internal journal "
+			      "inode only", le32(fs->sb.s_journal_dev), fs->sb.s_journal_uuid[0],
+			      fs->sb.s_journal_uuid[1], fs->sb.s_journal_uuid[2],
+			      fs->sb.s_journal_uuid[3]);
+	if (*ino > fs->inodes_count)
+		return fs_corrupt("superblock: journal inode %u beyond the %u inodes", *ino,
+				  fs->inodes_count);
+	return 0;
+}
+
+static int journal_get(struct uext4_fs *fs, void **file, uint64_t *size, uint64_t *id)
+{
+	struct inode *inode;
+	uint32_t ino = 0;
+	int err = journal_inum(fs, &ino);
+
+	if (err)
+		return err;
+	err = iget(fs, ino, &inode);
+	if (err)
+		return err;
+	*file = inode;
+	*size = inode->size;
+	*id = inode->ino;
+	return 0;
+}
+
+static int journal_map(struct uext4_fs *fs, void *file, uint32_t lblk, uint32_t count,
+		       uint64_t *pblk, uint64_t *len)
+{
+	struct block_map m;
+	int err = inode_map(fs, file, lblk, count, &m);
+
+	if (err)
+		return err;
+	*pblk = m.pblk;
+	*len = m.len;
+	return 0;
+}
+
+static void journal_put(struct uext4_fs *fs, void *file)
+{
+	iput(fs, file);
+}
+
+/*
+ * Blocks were skipped: set EXT4_ERROR_FS in the superblock on the device
+ * (after the replay, which may have rewritten it), so that e2fsck checks
+ * the file system whatever happens to this mount; flushed before the
+ * journal is marked empty.  The error fields (count, block, function) are
+ * recorded by the mount's fs_error() once it is up (super.c).
+ */
+static int journal_mark_error(struct uext4_fs *fs)
+{
+	struct ext4_super_block sb;
+	int err = bdev_read(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
+
+	if (err < 0)
+		return fs_err(-err, "journal recovery: reading the superblock failed");
+	if (le16(sb.s_magic) != EXT4_SUPER_MAGIC)
+		return fs_corrupt("superblock after journal replay: bad magic 0x%x",
+				  le16(sb.s_magic));
+	sb.s_state = cpu_to_le16(le16(sb.s_state) | EXT4_ERROR_FS);
+	csum_set_super(fs, &sb);
+	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
+	if (err < 0)
+		return fs_err(-err, "journal recovery: writing the superblock failed");
+	return 0;
+}
+
+const struct journal_host super_journal_host = {
+	.get = journal_get,
+	.map = journal_map,
+	.put = journal_put,
+	.mark_error = journal_mark_error,
+	.now = fs_time,
+};
+
 /*
  * Read-write mount: open the journal and prepare the superblock for
  * writing (needs_recovery as the kernel, or without a journal the state
@@ -552,7 +660,7 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	int err;
 
 	(void)o;
-	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &fs->journal)))
+	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &super_journal_host, &fs->journal)))
 		return err;
 	if ((err = trans_init(fs)) || (err = balloc_init(fs)))
 		return err;
@@ -736,7 +844,7 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	if (!err && !fs->read_only)
 		err = super_check_groups(fs);
 	if (!err)
-		err = journal_recover(fs, &r);
+		err = journal_recover(fs, &super_journal_host, &r);
 	drop_caches(fs);
 	if (err)
 		return err;

@@ -17,8 +17,14 @@
  * them); a NUL inside the target is corruption too (e2fsck checks
  * strnlen() == i_size).
  */
-#include "data_int.h"
-#include "symlink_int.h"
+#include "data.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "symlink.h"
 
 #include <stdlib.h>
 #include <string.h>

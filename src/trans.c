@@ -53,7 +53,17 @@
  *                          claims BUF_COPYING; copybuf outlives the copies
  *                          (the commit waits for every BUF_COPYING to clear)
  */
+#include "balloc.h"
+#include "bcache.h"
+#include "blockdev.h"
+#include "csum.h"
+#include "error.h"
 #include "internal.h"
+#include "journal.h"
+#include "lock.h"
+#include "stats.h"
+#include "super.h"
+#include "trans.h"
 
 #include <stdio.h>
 #include <stdlib.h>

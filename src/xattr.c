@@ -43,9 +43,18 @@
  * The write side (xattr_set, xattr_set_raw, xattr_release_inode) is
  * described where it starts, below ("write side").
  */
+#include "acl.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "csum.h"
+#include "error.h"
+#include "inode.h"
 #include "internal.h"
-#include "xattr_int.h"
-#include "acl_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "super.h"
+#include "trans.h"
+#include "xattr.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -410,7 +419,7 @@ static ssize_t get_raw_locked(struct uext4_fs *fs, struct inode *inode, int inde
 
 /* ------------------------------------------------------------ POSIX ACLs */
 
-/* The formats are described in acl_int.h. */
+/* The formats are described in acl.h. */
 
 /* Entry count from the value size, as the kernel's ext4_acl_count(). */
 static long acl_disk_count(size_t size)

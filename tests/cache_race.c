@@ -30,7 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bcache.h"
+#include "blockdev.h"
+#include "inode.h"
 #include "internal.h"
+#include "lock.h"
+#include "uext4.h"
 #include "t.h"
 
 #define BS 4096u

@@ -31,8 +31,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "blockdev.h"
 #include "crashdev.h"
+#include "super.h"
+#include "trans.h"
+#include "uext4.h"
 #include "t.h"
 
 extern char **environ;

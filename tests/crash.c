@@ -43,9 +43,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "blockdev.h"
 #include "crashdev.h"
-#include "orphan_int.h"
+#include "inode.h"
+#include "internal.h"
+#include "orphan.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 /* Until the lead's recovery entry point lands, fall back to mount+umount. */

@@ -37,8 +37,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "blockdev.h"
 #include "faultdev.h"
+#include "ondisk.h"
+#include "super.h"
+#include "trans.h"
+#include "uext4.h"
 #include "t.h"
 
 enum op {

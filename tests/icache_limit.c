@@ -18,7 +18,7 @@
  * Unmount, e2fsck -fn.
  */
 #include "uext4.h"
-#include "internal.h"
+#include "inode.h"
 #include "t.h"
 
 #define LIMIT 1000

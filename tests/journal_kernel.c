@@ -15,8 +15,11 @@
  *   journal_kernel recover IMG
  *       uext4_recover(): replay the journal (and orphans) without mounting.
  */
+#include "blockdev.h"
 #include "internal.h"
 #include "jbd2.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>
@@ -209,7 +212,7 @@ static int journal_blocks(const char *img, struct dropdev *d)
 		fprintf(stderr, "read-only mount of %s: %s\n", img, uext4_last_error());
 		return err;
 	}
-	err = jbd2_log_load(fs, &log);
+	err = jbd2_log_load(fs, &super_journal_host, &log);
 	if (err) {
 		fprintf(stderr, "journal of %s: %s\n", img, uext4_last_error());
 		uext4_umount(fs);

@@ -19,7 +19,8 @@
  * through /proc/self/clear_refs) for the script's bound.
  */
 #include "uext4.h"
-#include "internal.h"
+#include "bcache.h"
+#include "journal.h"
 #include "t.h"
 
 #define PER_DIR 1000

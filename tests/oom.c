@@ -158,7 +158,7 @@ static void child(const char *img, long n)
 
 static int copy_file(const char *from, const char *to)
 {
-	char cmd[4096];
+	char cmd[2 * 4096 + 64];
 	snprintf(cmd, sizeof cmd, "cp --sparse=always '%s' '%s'", from, to);
 	return system(cmd);
 }

@@ -15,8 +15,13 @@
  *
  * Prints "key=value" lines the script parses; exit 0 ok, 1 failure.
  */
+#include "inode.h"
 #include "internal.h"
-#include "orphan_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "trans.h"
+#include "uext4.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -14,8 +14,13 @@
  *     neighbours belong to other threads.
  * Then checks that both lists are empty and every file has its size.
  */
+#include "inode.h"
 #include "internal.h"
-#include "orphan_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "orphan.h"
+#include "trans.h"
+#include "uext4.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -27,6 +27,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "lock.h"
+#include "uext4.h"
 #include "t.h"
 
 #define NT 4

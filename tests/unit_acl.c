@@ -21,7 +21,8 @@
  *     inode and cost no block.
  * Exit 0 pass, 1 fail, 77 skip.
  */
-#include "internal.h"
+#include "fault.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>

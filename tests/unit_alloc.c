@@ -21,8 +21,15 @@
  *  - after unmount, e2fsck -fn is clean.
  * Prints the random seed (UNIT_ALLOC_SEED=n to repeat a run).
  */
+#include "alloc.h"
+#include "balloc.h"
+#include "bcache.h"
+#include "ialloc.h"
 #include "internal.h"
-#include "alloc_int.h"
+#include "ondisk.h"
+#include "super.h"
+#include "trans.h"
+#include "uext4.h"
 
 #include <pthread.h>
 #include <stdio.h>

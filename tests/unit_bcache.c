@@ -9,7 +9,10 @@
  * references); a read error returns -EIO naming the block and leaves
  * nothing cached as uptodate.
  */
+#include "bcache.h"
+#include "blockdev.h"
 #include "internal.h"
+#include "uext4.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -11,9 +11,14 @@
  *    message.  3. the same image with gdt_csum instead of metadata_csum:
  *    group descriptors verify with CRC16.
  */
-#include "internal.h"
+#include "bcache.h"
+#include "blockdev.h"
 #include "crc.h"
 #include "csum.h"
+#include "error.h"
+#include "internal.h"
+#include "ondisk.h"
+#include "uext4.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -28,7 +28,10 @@
  * Needs mke2fs/debugfs/e2fsck (skip 77); without loop mounts the
  * kernel-populated images are skipped.
  */
+#include "dirhash.h"
 #include "internal.h"
+#include "ondisk.h"
+#include "uext4.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -23,7 +23,16 @@
  * image).  An argument runs only the flavours whose name contains it.
  * Exit 0 pass, 1 fail, 77 skip.
  */
+#include "bcache.h"
+#include "dir.h"
+#include "file.h"
+#include "inode.h"
 #include "internal.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "trans.h"
+#include "xattr.h"
+#include "uext4.h"
 
 #include <dirent.h>
 #include <pthread.h>

@@ -12,7 +12,14 @@
  * replay) and compared with the source bytes.  Corrupted extent trees and
  * block maps must give -EUCLEAN with a message naming the inode.
  */
+#include "blockdev.h"
+#include "data.h"
+#include "file.h"
+#include "inode.h"
 #include "internal.h"
+#include "ondisk.h"
+#include "super.h"
+#include "uext4.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -25,8 +25,15 @@
  *       blocks then hold our data) and e2fsck -fn is clean after.
  * Prints the seed (UNIT_JOURNAL_SEED=n repeats a run).
  */
+#include "blockdev.h"
+#include "crc.h"
+#include "error.h"
 #include "internal.h"
 #include "jbd2.h"
+#include "journal.h"
+#include "ondisk.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>
@@ -466,12 +473,12 @@ static void log_run(struct run *r, struct logged *out, bool mark_empty)
 
 	d = bdev_open_memory_copy(r->im->path, &err);
 	fs = mount_dev(d);
-	err = journal_open(fs, &j);
+	err = journal_open(fs, &super_journal_host, &j);
 	T_CHECK(err == 0 && j, "%s: journal_open: %d %s", r->im->c->name, err, uext4_last_error());
 	if (err || !j)
 		exit(T_FAIL);
 	r->first_tid = journal_first_tid(j);
-	err = jbd2_log_load(fs, &out->log);
+	err = jbd2_log_load(fs, &super_journal_host, &out->log);
 	T_CHECK(err == 0, "jbd2_log_load %d", err);
 	real = fs->dev;
 	cnt.base = real;
@@ -530,7 +537,7 @@ static int recover_copy(struct logged *lg, struct journal_replay *rep, struct bd
 	fs = mount_dev(d);
 	lg->log.fs = fs;
 	fs_clear_err();
-	err = journal_recover(fs, rep);
+	err = journal_recover(fs, &super_journal_host, rep);
 	if (after)
 		*after = dev_copy(fs->dev);
 	super_umount(fs);
@@ -973,13 +980,13 @@ static void check_external(struct image *im)
 
 	fs->sb.s_journal_inum = 0;
 	fs->sb.s_journal_dev = le32(0x0811);
-	err = journal_open(fs, &j);
+	err = journal_open(fs, &super_journal_host, &j);
 	T_CHECK(err == -EOPNOTSUPP && !j && strstr(uext4_last_error(), "external"),
 		"external journal: %d '%s'", err, uext4_last_error());
 	printf("  external journal refused: \"%s\"\n", uext4_last_error());
 	fs->sb.s_journal_inum = inum;
 	fs->feature_incompat |= EXT4_FEATURE_INCOMPAT_JOURNAL_DEV;
-	err = journal_open(fs, &j);
+	err = journal_open(fs, &super_journal_host, &j);
 	T_CHECK(err < 0 && !j && strstr(uext4_last_error(), "journal_dev"),
 		"journal device: %d '%s'", err, uext4_last_error());
 	fs->feature_incompat &= ~EXT4_FEATURE_INCOMPAT_JOURNAL_DEV;

@@ -28,7 +28,13 @@
  * (or operations) whose name contains it.  UEXT4_UNDO_KEEP=1 keeps a
  * failing image.  Exit 0 pass, 1 fail, 77 skip.
  */
+#include "blockdev.h"
+#include "fault.h"
+#include "ialloc.h"
 #include "internal.h"
+#include "ondisk.h"
+#include "super.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>

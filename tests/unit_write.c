@@ -17,7 +17,10 @@
  *
  * Prints the random seed (UNIT_WRITE_SEED=n repeats a run).
  */
+#include "inode.h"
 #include "internal.h"
+#include "ondisk.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <fcntl.h>

@@ -18,7 +18,12 @@
  * (77) without them.  A loop mount that fails only skips the kernel
  * comparison.  Usage: unit_xattr [seed]
  */
+#include "error.h"
+#include "inode.h"
 #include "internal.h"
+#include "ondisk.h"
+#include "xattr.h"
+#include "uext4.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -31,8 +31,14 @@
  *
  * Usage: unit_xattrw [seed].  Exit 0 pass, 1 fail, 77 skip (no mke2fs).
  */
+#include "bcache.h"
+#include "inode.h"
 #include "internal.h"
-#include "xattr_int.h"
+#include "lock.h"
+#include "ondisk.h"
+#include "trans.h"
+#include "xattr.h"
+#include "uext4.h"
 #include "t.h"
 
 #include <pthread.h>

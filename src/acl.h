@@ -1,10 +1,10 @@
 /*
- * acl_int.h - POSIX ACLs (acl.c; the getxattr/setxattr translation is in
+ * acl.h - POSIX ACLs (acl.c; the getxattr/setxattr translation is in
  * xattr.c): the on-disk format's constants, inheritance at create, and the
  * rewrite of the access ACL at chmod.
  */
-#ifndef UEXT4_ACL_INT_H
-#define UEXT4_ACL_INT_H
+#ifndef UEXT4_ACL_H
+#define UEXT4_ACL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,8 +13,6 @@ struct uext4_fs;
 struct handle;
 struct inode;
 
-/* The calling thread's umask (uext4_set_umask()). */
-uint32_t caller_umask(void);
 
 /*
  * On disk (the kernel's fs/ext4/acl.h): a 4-byte header (version 1), then

@@ -1,5 +1,5 @@
 /*
- * alloc_int.h - what ialloc.c and balloc.c share (alloc helper's header).
+ * alloc.h - what ialloc.c and balloc.c share (alloc helper's header).
  *
  * Group counters (free_blocks, free_inodes, used_dirs of struct
  * group_info) are written only under the group's lock, but the allocators
@@ -8,10 +8,11 @@
  * are well defined (and TSan-clean); a stale value only makes a search
  * look at a group it then finds full, or skip one for now.
  */
-#ifndef UEXT4_ALLOC_INT_H
-#define UEXT4_ALLOC_INT_H
+#ifndef UEXT4_ALLOC_H
+#define UEXT4_ALLOC_H
 
 #include "internal.h"
+#include "ondisk.h"
 
 static inline uint32_t grp_read(const uint32_t *field)
 { return __atomic_load_n(field, __ATOMIC_RELAXED); }
@@ -105,13 +106,6 @@ int balloc_bitmap_locked(struct handle *h, uint32_t g, struct buf **out);
 /* Blocks at the start of group g for the superblock backup, descriptors
  * and reserved descriptor blocks (ext4_num_base_meta_clusters). */
 uint32_t balloc_base_meta_blocks(struct uext4_fs *fs, uint32_t g);
-/*
- * Drop the allocator's in-memory state of fs (preallocation windows).
- * Call at unmount once no allocation can run.  The windows themselves
- * belong to their inodes (inode->pa) and are freed by
- * balloc_release_prealloc(), before or after this.
- */
-void balloc_destroy(struct uext4_fs *fs);
 /* Blocks reserved in preallocation windows (all groups), for tests. */
 uint64_t balloc_reserved_blocks(struct uext4_fs *fs);
 

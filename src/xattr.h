@@ -1,8 +1,8 @@
 /*
- * xattr_int.h - xattr.c and ea_inode.c entry points not (yet) in internal.h.
+ * xattr.h - extended attributes (xattr.c, and EA inodes in ea_inode.c).
  */
-#ifndef UEXT4_XATTR_INT_H
-#define UEXT4_XATTR_INT_H
+#ifndef UEXT4_XATTR_H
+#define UEXT4_XATTR_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -64,5 +64,31 @@ int ea_refs_apply(struct handle *h, uint64_t owner, struct ea_refs *r);
  * holds owner's lock for writing and a handle. */
 int ea_inode_get(struct handle *h, struct inode *owner, const void *value, uint32_t size,
 		 uint32_t *inum, uint32_t *hash);
+
+/* ---------------------------------------------------------------- xattr.c */
+/* Get an xattr by full name ("user.foo"); size 0 returns the needed length. */
+ssize_t xattr_get(struct uext4_fs *fs, struct inode *inode, const char *name, void *buf, size_t size);
+ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t size);
+/* Raw lookup by index and suffix, in-inode first then the block. */
+ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
+		      const char *name, size_t namelen, void *buf, size_t size);
+
+/* Structural check of the in-inode xattr area, at inode load. */
+int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
+/* The xattr block (if any) reads and passes its checks; 0 or -EUCLEAN. */
+int xattr_check_block(struct uext4_fs *fs, struct inode *inode);
+/*
+ * Write side.  Caller holds inode->lock for writing and a handle.  value
+ * NULL removes; flags XATTR_CREATE / XATTR_REPLACE.  POSIX ACL names take
+ * the VFS format and are stored in ext4's.
+ */
+int xattr_set(struct handle *h, struct inode *inode, const char *name, const void *value,
+	      size_t size, int flags);
+/* By index and suffix (inline data uses system.data). */
+int xattr_set_raw(struct handle *h, struct inode *inode, int index, const char *name,
+		  size_t namelen, const void *value, size_t size, int flags);
+/* Deleting an inode: drop its xattr block reference and EA inodes. */
+int xattr_release_inode(struct handle *h, struct inode *inode);
+
 
 #endif

@@ -1,18 +1,21 @@
 /*
- * dir_internal.h - what dir.c and htree.c share: reading and validating
- * directory leaf blocks.  Not used outside the directory code.
+ * dirblock.h - one directory block (dirblock.c), what the linear (dir.c)
+ * and the htree (htree.c) code share: reading and validating a leaf,
+ * finding, inserting and deleting within it, its checksum tail and hint,
+ * appending a block.  Not used outside the directory code.
  *
  * Locking: every read function here is called with dir->lock held (the
  * caller keeps i_block and i_size stable), every write function with
- * dir->lock held for writing and a handle open, except htree_par_*
- * (dir->lock for reading, and the leaf lock they take themselves); none
- * takes a lock besides the buffer cache's, the htree leaf locks (htree.c)
- * and the allocators' inside dir_append_block.
+ * dir->lock held for writing and a handle open, or dir->lock for reading
+ * and the htree leaf's lock (htree.c's parallel changes); none takes a
+ * lock besides the buffer cache's and the allocators' inside
+ * dir_append_block.
  */
-#ifndef UEXT4_DIR_INTERNAL_H
-#define UEXT4_DIR_INTERNAL_H
+#ifndef UEXT4_DIRBLOCK_H
+#define UEXT4_DIRBLOCK_H
 
 #include "internal.h"
+#include "ondisk.h"
 
 /* The minimum record: a dirent with a 1..4 byte name. */
 #define DIRENT_MIN_LEN 12u
@@ -37,6 +40,41 @@ struct dir_ent {
 
 /* rec_len as stored, decoded for block sizes up to 64 KiB. */
 unsigned dir_rec_len(const struct uext4_fs *fs, uint16_t disk);
+/*
+ * Check the dirent at base[off] against a region ending at end.  Returns
+ * NULL and fills e when it is sound, else what is wrong with it.  Inline:
+ * the leaf scans (dirblock.c) and the inline-data directories (dir.c)
+ * check every entry with it.
+ */
+static inline __attribute__((always_inline)) const char *dirent_problem(const struct uext4_fs *fs, const uint8_t *base,
+				  unsigned off, unsigned end, struct dir_ent *e)
+{
+	const struct ext4_dir_entry_2 *de;
+
+	e->rec_len = 0;
+	e->name_len = 0;
+	if (off + DIRENT_HDR_LEN > end)
+		return "entry header crosses the end of the block";
+	de = (const struct ext4_dir_entry_2 *)(base + off);
+	e->ino = le32(de->inode);
+	e->rec_len = dir_rec_len(fs, de->rec_len);
+	e->name_len = de->name_len;
+	e->file_type = de->file_type;
+	e->name = de->name;
+	if (e->rec_len < DIRENT_MIN_LEN)
+		return "rec_len smaller than 12";
+	if (e->rec_len % 4)
+		return "rec_len not a multiple of 4";
+	if (EXT4_DIR_REC_LEN(e->name_len) > e->rec_len)
+		return "rec_len too small for name_len";
+	if (e->rec_len > end - off)
+		return "entry crosses the end of the block or the checksum tail";
+	if (e->ino > fs->inodes_count)
+		return "inode number out of range";
+	if (e->ino && e->name_len == 0)
+		return "entry with an empty name";
+	return NULL;
+}
 /* Read logical block lblk of dir as a leaf: checksum verified once per
  * buffer, dx index blocks of an htree directory recognised and their
  * checksum left to htree.c.  A hole returns -ENODATA (no message). */
@@ -50,13 +88,6 @@ int dir_leaf_find(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf 
 		  const char *name, size_t len, bool *found, uint64_t *ino, unsigned *ftype);
 /* DT_* value for an on-disk file type (DT_UNKNOWN without filetype). */
 unsigned dir_dtype(const struct uext4_fs *fs, unsigned file_type);
-/* Linear search of a block-mapped directory, dir->lock held. */
-int dir_linear_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
-			     size_t len, uint64_t *ino, unsigned *ftype);
-
-/* htree lookup with dir->lock already held (htree.c). */
-int htree_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
-			size_t len, uint64_t *ino, unsigned *ftype);
 
 /* ------------------------------------------------------------ write side
  * Called with dir->lock held for writing and a handle open.
@@ -86,6 +117,12 @@ void dirent_put(const struct uext4_fs *fs, uint8_t *at, uint64_t ino, unsigned r
  * 0 when the leaf is full, or an error. */
 int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
 		       unsigned need, unsigned *off);
+/* Find name, or else room for need bytes, in one scan: -EEXIST (the name
+ * is there), 1 and *off (room), 0 (no room), or an error; the leaf's hint
+ * answers without the scan where it can. */
+int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
+			       const struct dir_leaf *lf, const char *name, size_t len,
+			       unsigned need, unsigned *off);
 /* Put a new entry in the room found at off (splitting a live entry). */
 void dir_leaf_put(const struct uext4_fs *fs, uint8_t *data, unsigned off, uint64_t ino,
 		  const char *name, unsigned len, unsigned ftype);
@@ -103,39 +140,5 @@ int dir_append_block(struct handle *h, struct inode *dir, uint64_t *lblk, struct
 /* Mark a leaf / index block dirty with its checksum kind. */
 void dir_leaf_dirty(struct handle *h, struct inode *dir, struct buf *b);
 void dir_dx_dirty(struct handle *h, struct inode *dir, struct buf *b);
-
-/* htree.c write side. */
-/* dir_add_excl()'s htree part: 0 added, -EEXIST, 1 = use lookup + add. */
-int htree_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,
-		   uint64_t ino, unsigned ftype);
-int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
-			       const struct dir_leaf *lf, const char *name, size_t len,
-			       unsigned need, unsigned *off);
-int htree_add(struct handle *h, struct inode *dir, const char *name, size_t len,
-	      uint64_t ino, unsigned ftype);
-/* Turn a one-block linear directory into an htree, then add the name. */
-int htree_make_indexed(struct handle *h, struct inode *dir, const char *name, size_t len,
-		       uint64_t ino, unsigned ftype);
-/* Parallel changes (dir.c's dir_add_shared(), dir_remove_shared()):
- * dir->lock held for reading, a handle open.  The leaf the name hashes to
- * is locked for writing and write access taken; hp->s says where. */
-struct htree_par {
-	struct dir_slot s;
-	struct urwlock *lock;   /* the leaf's lock, held until htree_par_end() */
-};
-/* For an insert: 0 room at hp->s.off, -EEXIST (the name is there), or 1:
- * only the wide path can (a split, a collision chain, an error). */
-int htree_par_add_begin(struct handle *h, struct inode *dir, const char *name, size_t len,
-			struct htree_par *hp);
-/* For a removal: 0 found (hp->s.ino, off, prev), -ENOENT, or 1 as above. */
-int htree_par_find(struct handle *h, struct inode *dir, const char *name, size_t len,
-		   struct htree_par *hp);
-/* The lock of an htree directory's block lblk (readers: for reading). */
-struct urwlock *htree_leaf_lock(const struct inode *dir, uint64_t lblk);
-/* Release the leaf and its lock (nothing is held after a non-0 return). */
-void htree_par_end(struct uext4_fs *fs, struct htree_par *hp);
-/* Find name's entry in an htree's leaves (not "." / ".."). */
-int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
-		    struct dir_slot *s);
 
 #endif

@@ -1,14 +1,15 @@
 /*
- * data_int.h - what the data-path files (file.c, extents.c, indirect.c,
- * inline.c) share beyond internal.h: the write halves of the two block
+ * data.h - what the data-path files (file.c, extents.c, indirect.c,
+ * inline.c) share beyond file.h: the write halves of the two block
  * mapping schemes, behind file.c's inode_map_blocks() dispatch.
  *
  * Every function here is called with inode->lock held for writing and an
  * open handle.
  */
-#ifndef UEXT4_DATA_INT_H
-#define UEXT4_DATA_INT_H
+#ifndef UEXT4_DATA_H
+#define UEXT4_DATA_H
 
+#include "file.h"
 #include "internal.h"
 
 /* Logical block numbers of extent-mapped files are 32 bits. */
@@ -53,5 +54,18 @@ int inline_set_size(struct handle *h, struct inode *inode, uint64_t size);
 
 /* file.c: largest size a file of this inode's mapping can have. */
 uint64_t file_max_bytes(const struct uext4_fs *fs, const struct inode *inode);
+
+/* ---------------------------------------------------------------- extents.c */
+int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
+	       struct block_map *m);
+/* ---------------------------------------------------------------- indirect.c */
+int indirect_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
+		 struct block_map *m);
+/* ---------------------------------------------------------------- inline.c */
+/* Size of the inline data (i_block part + system.data xattr). */
+int inline_size(struct uext4_fs *fs, struct inode *inode, size_t *size);
+/* Copy inline data [off, off+size) into buf; returns bytes copied. */
+ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
+
 
 #endif

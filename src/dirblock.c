@@ -1,0 +1,549 @@
+/*
+ * dirblock.c - one directory block, below both the linear (dir.c) and the
+ * htree (htree.c) code: the dirent format and its rec_len rules, the
+ * checksum tail, reading a leaf (checksum verified once per buffer),
+ * finding, inserting and deleting within one leaf, the leaf's hint, and
+ * appending a block to a directory.  Nothing here knows how a directory
+ * is indexed, except that an htree's index blocks are recognised (their
+ * checksum is htree.c's).
+ *
+ * Format (Documentation/filesystems/ext4/directory.rst): each block is a
+ * chain of dirents (inode, rec_len, name_len, file_type, name) whose
+ * rec_len tile the block exactly; with metadata_csum the last 12 bytes of
+ * a leaf block are a fake dirent holding the block's checksum.
+ *
+ * Validation: every dirent is checked before use, on every use (the
+ * checksum only once per buffer): rec_len >= 12, 4-aligned, large enough
+ * for the name, inside the block (before the checksum tail), inode number
+ * in range.
+ *
+ * Locking: the caller holds dir->lock (for writing, with a handle open,
+ * for the write side), or for reading plus the htree leaf's lock for a
+ * parallel change (htree.c); nothing here takes a lock besides the buffer
+ * cache's and the allocators' inside dir_append_block().
+ */
+#include "bcache.h"
+#include "csum.h"
+#include "dirblock.h"
+#include "error.h"
+#include "file.h"
+#include "inode.h"
+#include "internal.h"
+#include "ondisk.h"
+#include "trans.h"
+
+#include <dirent.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ dirents */
+
+unsigned dir_rec_len(const struct uext4_fs *fs, uint16_t disk)
+{
+	unsigned len = le16(disk);
+
+	/* 64 KiB blocks cannot store rec_len 65536 in 16 bits. */
+	if (fs->block_size < 65536)
+		return len;
+	if (len == 65535 || len == 0)
+		return 65536;
+	return (len & 65532) | ((len & 3) << 16);
+}
+
+unsigned dir_dtype(const struct uext4_fs *fs, unsigned file_type)
+{
+	static const unsigned char map[EXT4_FT_MAX] = {
+		[EXT4_FT_UNKNOWN] = DT_UNKNOWN, [EXT4_FT_REG_FILE] = DT_REG,
+		[EXT4_FT_DIR] = DT_DIR,         [EXT4_FT_CHRDEV] = DT_CHR,
+		[EXT4_FT_BLKDEV] = DT_BLK,      [EXT4_FT_FIFO] = DT_FIFO,
+		[EXT4_FT_SOCK] = DT_SOCK,       [EXT4_FT_SYMLINK] = DT_LNK,
+	};
+
+	if (!FS_HAS_INCOMPAT(fs, FILETYPE) || file_type >= EXT4_FT_MAX)
+		return DT_UNKNOWN;
+	return map[file_type];
+}
+
+int dir_leaf_entry(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		   unsigned off, struct dir_ent *e)
+{
+	const char *why = dirent_problem(fs, lf->b->data, off, lf->end, e);
+
+	if (!why)
+		return 0;
+	return fs_corrupt("directory inode %lu block %lu (logical %lu) offset %u: "
+			  "bad rec_len %u (name_len %u, inode %lu): %s",
+			  (unsigned long)dir->ino, (unsigned long)lf->b->blocknr,
+			  (unsigned long)lf->lblk, off, e->rec_len, e->name_len,
+			  (unsigned long)e->ino, why);
+}
+
+/* ------------------------------------------------------------ leaf blocks */
+
+/* Is this block of an htree directory an index block (root or node)?
+ * Those hold a single empty dirent spanning the block (or, for the root,
+ * "." and ".." hiding the index) and carry a dx checksum, not a leaf's. */
+static bool is_dx_block(struct uext4_fs *fs, struct inode *dir, uint64_t lblk,
+			const uint8_t *data)
+{
+	const struct ext4_dir_entry_2 *de = (const struct ext4_dir_entry_2 *)data;
+
+	if (!(dir->flags & EXT4_INDEX_FL))
+		return false;
+	if (lblk == 0)
+		return true;
+	return le32(de->inode) == 0 && dir_rec_len(fs, de->rec_len) == fs->block_size;
+}
+
+/* Does the leaf end with a well-formed checksum tail? */
+static bool has_csum_tail(struct uext4_fs *fs, const uint8_t *data)
+{
+	const struct ext4_dir_entry_tail *t =
+		(const struct ext4_dir_entry_tail *)(data + fs->block_size - DIR_TAIL_LEN);
+
+	return t->det_reserved_zero1 == 0 && le16(t->det_rec_len) == DIR_TAIL_LEN &&
+	       t->det_reserved_zero2 == 0 && t->det_reserved_ft == EXT4_FT_DIR_CSUM;
+}
+
+int dir_read_leaf(struct uext4_fs *fs, struct inode *dir, uint64_t lblk, struct dir_leaf *lf)
+{
+	struct buf *b;
+	int err = inode_bread(fs, dir, lblk, UEXT4_META_DIR, &b);
+
+	if (err)
+		return err;
+	lf->b = b;
+	lf->lblk = lblk;
+	lf->end = fs->block_size;
+	if (!fs->metadata_csum || is_dx_block(fs, dir, lblk, b->data))
+		return 0;
+	if (has_csum_tail(fs, b->data))
+		lf->end = fs->block_size - DIR_TAIL_LEN;
+	if (!buf_verified(b)) {
+		err = csum_verify_dir_leaf(fs, dir->ino, dir->generation, b->blocknr, b->data);
+		if (err) {
+			brelse(fs->bc, b);
+			lf->b = NULL;
+			return err;
+		}
+		buf_set_verified(b);
+	}
+	return 0;
+}
+
+void dir_release_leaf(struct uext4_fs *fs, struct dir_leaf *lf)
+{
+	if (lf->b)
+		brelse(fs->bc, lf->b);
+	lf->b = NULL;
+}
+
+/* Were this leaf's entries all checked by an earlier full scan?  Our own
+ * writers keep a leaf well formed, so a second check would only cost. */
+static bool leaf_trusted(const struct dir_leaf *lf)
+{
+	return atomic_load_explicit(&lf->b->state, memory_order_acquire) & BUF_DIRENTS_OK;
+}
+
+static void leaf_set_trusted(const struct dir_leaf *lf)
+{
+	atomic_fetch_or_explicit(&lf->b->state, BUF_DIRENTS_OK, memory_order_release);
+}
+
+/* The unchecked entry at off of a trusted leaf. */
+static inline void leaf_entry_fast(const struct uext4_fs *fs, const struct dir_leaf *lf,
+				   unsigned off, struct dir_ent *e)
+{
+	const struct ext4_dir_entry_2 *de = (const void *)(lf->b->data + off);
+
+	e->ino = le32(de->inode);
+	/* Inline for blocks under 64 KiB: each entry's offset hangs on the
+	 * previous rec_len, so a call here lengthens the whole walk. */
+	e->rec_len = fs->block_size < 65536 ? le16(de->rec_len) : dir_rec_len(fs, de->rec_len);
+	e->name_len = de->name_len;
+	e->file_type = de->file_type;
+	e->name = de->name;
+}
+
+/*
+ * Ask for every line of the leaf before walking it.  The walk is a chain of
+ * dependent loads (offset += rec_len), so each line it misses stalls it; a
+ * leaf of a big htree directory is seldom in cache (names hash to any
+ * leaf), and the requests issued together overlap their misses.
+ */
+static inline void leaf_prefetch(const struct dir_leaf *lf)
+{
+	for (unsigned o = 0; o < lf->end; o += CACHELINE)
+		__builtin_prefetch(lf->b->data + o, 0, 3);
+}
+
+static int leaf_find_fast(struct uext4_fs *fs, const struct dir_leaf *lf, const char *name,
+			  size_t len, bool *found, uint64_t *ino, unsigned *ftype)
+{
+	struct dir_ent e;
+
+	for (unsigned off = 0; off < lf->end; off += e.rec_len) {
+		leaf_entry_fast(fs, lf, off, &e);
+		if (e.rec_len == 0)
+			break; /* cannot happen in a trusted leaf; never loop */
+		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+			*found = true;
+			*ino = e.ino;
+			if (ftype)
+				*ftype = dir_dtype(fs, e.file_type);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+int dir_leaf_find(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		  const char *name, size_t len, bool *found, uint64_t *ino, unsigned *ftype)
+{
+	struct dir_ent e;
+
+	*found = false;
+	if (leaf_trusted(lf))
+		return leaf_find_fast(fs, lf, name, len, found, ino, ftype);
+	for (unsigned off = 0; off < lf->end; off += e.rec_len) {
+		int err = dir_leaf_entry(fs, dir, lf, off, &e);
+
+		if (err)
+			return err;
+		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+			*found = true;
+			*ino = e.ino;
+			if (ftype)
+				*ftype = dir_dtype(fs, e.file_type);
+			return 0;
+		}
+	}
+	leaf_set_trusted(lf); /* every entry was checked */
+	return 0;
+}
+
+
+/* ------------------------------------------------------------ write side */
+
+unsigned dir_rec_len_disk(const struct uext4_fs *fs, unsigned len)
+{
+	if (fs->block_size < 65536)
+		return len;
+	if (len == 65536)
+		return 65535;
+	return (len & 65532) | ((len >> 16) & 3);
+}
+
+unsigned dir_leaf_space(const struct uext4_fs *fs)
+{
+	return fs->block_size - (fs->metadata_csum ? DIR_TAIL_LEN : 0);
+}
+
+void dir_leaf_set_tail(const struct uext4_fs *fs, uint8_t *data)
+{
+	struct ext4_dir_entry_tail *t;
+
+	if (!fs->metadata_csum)
+		return;
+	t = (struct ext4_dir_entry_tail *)(data + fs->block_size - DIR_TAIL_LEN);
+	memset(t, 0, sizeof(*t));
+	t->det_rec_len = cpu_to_le16(DIR_TAIL_LEN);
+	t->det_reserved_ft = EXT4_FT_DIR_CSUM;
+}
+
+void dirent_put(const struct uext4_fs *fs, uint8_t *at, uint64_t ino, unsigned rec_len,
+		const char *name, unsigned len, unsigned ftype)
+{
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)at;
+
+	de->inode = cpu_to_le32((uint32_t)ino);
+	de->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, rec_len));
+	de->name_len = (uint8_t)len;
+	/* Without the filetype feature this byte is the high half of a
+	 * 16-bit name length: it must stay 0. */
+	de->file_type = FS_HAS_INCOMPAT(fs, FILETYPE) ? (uint8_t)ftype : 0;
+	memcpy(de->name, name, len);
+}
+
+/* ------------------------------------------------------------ leaf hints
+ *
+ * A create in an htree leaf must look at every entry (is the name there?)
+ * before it knows where the new one goes, and a leaf of a big directory is
+ * seldom in the CPU's cache: that scan was a fifth of a create.  A leaf
+ * buffer's hint (buf.hint) lets most creates skip it: a 1024-bit Bloom
+ * filter of the live names (a clear bit: the name is absent), the offset of
+ * the last entry, and a bound on the slack of the entries before it (no
+ * earlier entry has room for more).  So the hinted create puts the entry
+ * exactly where the full scan would have (the first fit), keeping images
+ * independent of the cache.  Built by a full scan of a trusted leaf;
+ * every change of a leaf drops it (dir_leaf_dirty()) except the hinted
+ * insert's own, which keeps it exact (dir_leaf_insert()).  Only writers
+ * of the leaf use it: see struct leaf_hint.
+ */
+
+#define HINT_BITS 1024u
+#define HINT_SCAN 2   /* the hint cannot answer: scan */
+
+static unsigned dir_name_bit(const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+	return (unsigned)(h >> 54);   /* top 10 bits: 0..1023 */
+}
+
+static bool leaf_hint_valid(const struct buf *b)
+{
+	return atomic_load_explicit(&b->state, memory_order_relaxed) & BUF_LEAF_HINT;
+}
+
+static void leaf_hint_drop(struct buf *b)
+{
+	if (leaf_hint_valid(b))
+		atomic_fetch_and_explicit(&b->state, ~(uint32_t)BUF_LEAF_HINT,
+					  memory_order_relaxed);
+}
+
+static void hint_set_bit(struct leaf_hint *hi, const char *name, size_t len)
+{
+	unsigned bit = dir_name_bit(name, len);
+
+	hi->bloom[bit / 64] |= 1ull << (bit % 64);
+}
+
+static unsigned ent_slack(const struct dir_ent *e)
+{
+	return e->rec_len - (e->ino ? EXT4_DIR_REC_LEN(e->name_len) : 0);
+}
+
+/* Answer a create from the hint: -EEXIST never (a set bit scans), 1 and
+ * *off (the first fit: the tail), 0 (no entry has room), or HINT_SCAN. */
+static int leaf_hint_probe(const struct uext4_fs *fs, const struct dir_leaf *lf,
+			   const char *name, size_t len, unsigned need, unsigned *off)
+{
+	const struct leaf_hint *hi = &lf->b->hint;
+	unsigned bit = dir_name_bit(name, len);
+	struct dir_ent e;
+
+	if ((hi->bloom[bit / 64] >> (bit % 64)) & 1)
+		return HINT_SCAN;
+	if (hi->slack_before >= need)
+		return HINT_SCAN;  /* an earlier entry may fit first */
+	leaf_entry_fast(fs, lf, hi->tail, &e);
+	/* The tail as a full check would see it: cheap, and a block that a
+	 * hostile image also maps as something else cannot make the insert
+	 * write past the leaf (handle_dirty() drops the hint, but a racing
+	 * hinted insert may have set it again). */
+	if (e.rec_len < DIRENT_MIN_LEN || e.rec_len % 4 || e.rec_len > lf->end - hi->tail ||
+	    (e.ino && EXT4_DIR_REC_LEN(e.name_len) > e.rec_len))
+		return HINT_SCAN;
+	if (ent_slack(&e) < need)
+		return 0;
+	*off = hi->tail;
+	return 1;
+}
+
+/* The full scan of a trusted leaf for a create, building its hint. */
+static int leaf_scan_build_hint(struct uext4_fs *fs, const struct dir_leaf *lf,
+				const char *name, size_t len, unsigned need, unsigned *off)
+{
+	struct leaf_hint *hi = &lf->b->hint;
+	unsigned before = 0, last = 0, max_slack = 0;
+	bool room = false;
+	struct dir_ent e;
+
+	memset(hi->bloom, 0, sizeof(hi->bloom));
+	for (unsigned o = 0; o < lf->end; o += e.rec_len) {
+		unsigned slack;
+
+		leaf_entry_fast(fs, lf, o, &e);
+		if (e.rec_len == 0)
+			return 0; /* cannot happen in a trusted leaf; no hint */
+		if (e.ino && e.name_len == len && e.name[len - 1] == name[len - 1] &&
+		    memcmp(e.name, name, len) == 0)
+			return -EEXIST;
+		if (e.ino)
+			hint_set_bit(hi, e.name, e.name_len);
+		slack = ent_slack(&e);
+		if (!room && slack >= need) {
+			*off = o;
+			room = true;
+		}
+		before = max_slack;
+		max_slack = MAX(max_slack, slack);
+		last = o;
+	}
+	hi->tail = last;
+	hi->slack_before = before;
+	atomic_fetch_or_explicit(&lf->b->state, BUF_LEAF_HINT, memory_order_relaxed);
+	return room ? 1 : 0;
+}
+
+void dir_leaf_dirty(struct handle *h, struct inode *dir, struct buf *b)
+{
+	leaf_hint_drop(b);
+	handle_dirty(h, b, CSUM_DIR_LEAF, dir->ino, dir->generation);
+}
+
+void dir_dx_dirty(struct handle *h, struct inode *dir, struct buf *b)
+{
+	leaf_hint_drop(b);
+	handle_dirty(h, b, CSUM_DX_NODE, dir->ino, dir->generation);
+}
+
+void dir_leaf_insert(struct handle *h, struct inode *dir, struct buf *b, unsigned off,
+		     uint64_t ino, const char *name, unsigned len, unsigned ftype)
+{
+	const struct ext4_dir_entry_2 *de = (const void *)(b->data + off);
+	unsigned used = le32(de->inode) ? EXT4_DIR_REC_LEN(de->name_len) : 0;
+	bool hinted = leaf_hint_valid(b);
+
+	dir_leaf_put(h->fs, b->data, off, ino, name, len, ftype);
+	dir_leaf_dirty(h, dir, b);
+	if (!hinted)
+		return;
+	/* At the tail the new entry becomes the tail and the old one has no
+	 * slack left; before it, both slacks are under the bound. */
+	if (off == b->hint.tail)
+		b->hint.tail = off + used;
+	hint_set_bit(&b->hint, name, len);
+	atomic_fetch_or_explicit(&b->state, BUF_LEAF_HINT, memory_order_relaxed);
+}
+
+int dir_leaf_find_room(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		       unsigned need, unsigned *off)
+{
+	return dir_leaf_find_name_or_room(fs, dir, lf, NULL, 0, need, off);
+}
+
+/*
+ * One pass over a leaf for a create: -EEXIST if name is there, else 1 with
+ * *off where an entry of `need` bytes fits, or 0 if none does.  Saves the
+ * second scan that a lookup followed by an insert would make.  With name
+ * NULL it only looks for room and stops at the first fit.
+ */
+int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
+			       const struct dir_leaf *lf, const char *name, size_t len,
+			       unsigned need, unsigned *off)
+{
+	struct dir_ent e;
+	bool trusted = leaf_trusted(lf), room = false;
+
+	if (name && trusted) {
+		if (leaf_hint_valid(lf->b)) {
+			int r = leaf_hint_probe(fs, lf, name, len, need, off);
+
+			if (r != HINT_SCAN)
+				return r;
+		} else {
+			leaf_prefetch(lf);
+			return leaf_scan_build_hint(fs, lf, name, len, need, off);
+		}
+	}
+	leaf_prefetch(lf);
+	for (unsigned o = 0; o < lf->end; o += e.rec_len) {
+		unsigned used;
+
+		if (trusted) {
+			leaf_entry_fast(fs, lf, o, &e);
+			if (e.rec_len == 0)
+				break;
+		} else {
+			int err = dir_leaf_entry(fs, dir, lf, o, &e);
+
+			if (err)
+				return err;
+		}
+		/* Last bytes first: names of a stream differ there. */
+		if (name && e.ino && e.name_len == len && e.name[len - 1] == name[len - 1] &&
+		    memcmp(e.name, name, len) == 0)
+			return -EEXIST;
+		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
+		if (!room && e.rec_len - used >= need) {
+			*off = o;
+			room = true;
+			if (!name)
+				return 1;
+		}
+	}
+	if (!trusted)
+		leaf_set_trusted(lf);
+	return room ? 1 : 0;
+}
+
+void dir_leaf_put(const struct uext4_fs *fs, uint8_t *data, unsigned off, uint64_t ino,
+		  const char *name, unsigned len, unsigned ftype)
+{
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)(data + off);
+	unsigned rec = dir_rec_len(fs, de->rec_len);
+
+	if (le32(de->inode)) {
+		unsigned used = EXT4_DIR_REC_LEN(de->name_len);
+
+		de->rec_len = cpu_to_le16((uint16_t)dir_rec_len_disk(fs, used));
+		off += used;
+		rec -= used;
+	}
+	dirent_put(fs, data + off, ino, rec, name, len, ftype);
+}
+
+int dir_leaf_locate(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+		    const char *name, size_t len, unsigned *off, unsigned *prev)
+{
+	unsigned before = NO_PREV;
+	struct dir_ent e;
+
+	for (unsigned o = 0; o < lf->end; before = o, o += e.rec_len) {
+		int err = dir_leaf_entry(fs, dir, lf, o, &e);
+
+		if (err)
+			return err;
+		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+			*off = o;
+			*prev = before;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int dir_append_block(struct handle *h, struct inode *dir, uint64_t *lblk, struct buf **out)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t n = dir->size >> fs->log_block_size;
+	struct block_map m;
+	struct buf *b;
+	int err;
+
+	if (dir->size & (fs->block_size - 1))
+		return fs_corrupt("directory inode %lu: size %lu is not a multiple of the "
+				  "block size", (unsigned long)dir->ino, (unsigned long)dir->size);
+	if (n >= UINT32_MAX)
+		return fs_err(ENOSPC, "directory inode %lu is too large", (unsigned long)dir->ino);
+	err = inode_map_blocks(h, dir, n, 1, MAP_CREATE, &m);
+	if (err)
+		return err;
+	if (m.pblk == 0 || m.pblk >= fs->blocks_count)
+		return fs_err(EIO, "directory inode %lu: block %lu mapped to %lu",
+			      (unsigned long)dir->ino, (unsigned long)n, (unsigned long)m.pblk);
+	if ((err = bget_new(fs->bc, m.pblk, &b)))
+		goto unmap;
+	if ((err = handle_create_access(h, b))) {
+		brelse(fs->bc, b);
+		goto unmap;
+	}
+	dir->size = (n + 1) << fs->log_block_size;
+	if ((err = inode_write(h, dir))) {
+		brelse(fs->bc, b);
+		dir->size = n << fs->log_block_size;
+		goto unmap;
+	}
+	*lblk = n;
+	*out = b;
+	return 0;
+unmap:
+	/* No block past i_size that nobody filled in (issue 9, case 5). */
+	inode_truncate_blocks(h, dir, n);
+	return err;
+}
+

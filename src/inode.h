@@ -1,0 +1,125 @@
+/*
+ * inode.h - the inode cache and inode writes (inode.c); struct inode is in internal.h.
+ */
+#ifndef UEXT4_INODE_H
+#define UEXT4_INODE_H
+
+#include "internal.h"
+
+struct icache;
+/* limit: most idle inodes kept (uext4_opts.inode_cache); 0 = default. */
+struct icache *icache_create(struct uext4_fs *fs, unsigned limit);
+/* Inodes hashed in the cache now, and how many of them are idle. */
+void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle);
+void icache_destroy(struct icache *ic);
+/* Get an inode (loading and verifying it); drop with iput(). */
+int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out);
+/* Drop a reference.  The last one of an inode with no links frees it;
+ * if that fails (corrupt inode) the error is recorded with fs_error()
+ * (not during orphan cleanup, which records it itself), the inode is
+ * taken off its orphan list and left allocated for e2fsck, and iput()
+ * returns the error for a caller that can still report it (unlink); else
+ * 0. */
+int iput(struct uext4_fs *fs, struct inode *inode);
+/* Would freeing inode meet corruption in its extent tree (read-only walk,
+ * for an unlink about to drop the last link)?  0 or the error. */
+int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
+/* The same walk from logical block lblk on: what a shrinking truncate to
+ * lblk will free (checked before it goes on the orphan list, so that a
+ * corrupt tree is refused before anything is written). */
+int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
+/* The reference-free path walk (api.c), inside the caller's epoch section
+ * (ebr.h), which keeps the result from being freed until it leaves: the
+ * cached inode ino, not dead, without a reference, or NULL (not cached). */
+struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino);
+/* Copy the attributes of a peeked inode (holding one reference, under its
+ * lock, as a stat does); false if it was dead or unusable (deleted, being
+ * created) meanwhile. */
+bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
+/* Another reference to an inode the caller already holds. */
+void igrab(struct inode *inode);
+/* One more lookup of ino handed to the frontend (uext4_lookup_ref());
+ * st (may be NULL) is filled from the same inode.  0 or -errno, no count. */
+int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
+/* The frontend dropped nlookup of them (uext4_forget()); at 0 the held
+ * reference goes, which frees an unlinked inode. */
+void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
+/* References other than the lookup count's: "does anybody hold it open?" */
+uint32_t inode_users(struct inode *inode);
+void inode_to_stat(struct uext4_fs *fs, const struct inode *inode, struct uext4_stat *st);
+
+/* Legacy orphan list: the inode's on-disk i_dtime holds the next orphan's
+ * number; store it in inode->orphan_next_ino, then call this to put it in
+ * the inode-table block (under its slot lock, no inode->lock needed, as
+ * the kernel's NEXT_ORPHAN update of the previous inode). */
+int inode_write_orphan_link(struct handle *h, struct inode *inode);
+/* The creator of a new inode has filled it in (its fields, body and
+ * first name): from now on iget() hands it out.  Not called for a new
+ * inode that is given back. */
+void inode_created(struct inode *inode);
+/*
+ * Allocate and initialise a new inode (ialloc_alloc() picks the number)
+ * of the given mode, owned by the caller, in the cache with one reference,
+ * with the link count of its first name (2 for a directory).
+ * The caller holds dir's lock for writing and a handle; the new inode is
+ * written to its inode-table block (never read from disk if every in-use
+ * inode there is new).  Its lock is not held: nobody can reach it yet.
+ */
+int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out);
+/*
+ * What an inode allocation changed, so that an operation failing in its
+ * handle can put back every byte (issue 9, case 5): the descriptor fields
+ * the claim moved (ialloc.c) and the slot's previous bytes in its
+ * inode-table buffer (inode.c; zeros for a block built zeroed).  On the
+ * caller's stack, private to the creating thread.
+ */
+struct ialloc_undo {
+	uint32_t group;
+	uint32_t prev_flags, prev_itable_unused;  /* before the claim */
+	bool valid;
+};
+#define INODE_UNDO_SLOT_MAX 1024
+struct inode_undo {
+	struct ialloc_undo ia;
+	bool slot_saved;        /* false: inode_size > INODE_UNDO_SLOT_MAX */
+	uint8_t slot[INODE_UNDO_SLOT_MAX];
+};
+/* inode_new() recording in *u (not NULL) what to put back. */
+int inode_new_undoable(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out,
+		       struct inode_undo *u);
+/* Undo: the new inode's slot gets back the bytes u saved (0, or -errno). */
+int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_undo *u);
+/*
+ * Write the inode's fields (and raw i_block / in-inode xattrs) to its
+ * inode-table buffer with its checksum, and dirty the buffer.  Whoever
+ * changes an inode's fields calls this before its handle ends; twice is
+ * harmless.  Caller holds inode->lock for writing (or owns a new inode).
+ */
+int inode_write(struct handle *h, struct inode *inode);
+/* Unmount: free inodes that lost their last link but were never released. */
+void icache_delete_unlinked(struct uext4_fs *fs);
+/* Current time, for timestamps. */
+struct timespec fs_now(void);
+/* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
+ * (reproducible images), else fs_now(). */
+struct timespec fs_time(const struct uext4_fs *fs);
+/* EXT4_FT_* directory-entry type of a mode. */
+unsigned ftype_of_mode(uint32_t mode);
+/* Block and offset of an inode in its inode table. */
+int inode_location(struct uext4_fs *fs, uint64_t ino, uint64_t *blocknr, uint32_t *offset);
+
+/*
+ * The unlink that frees the inode in its own handle, never on an orphan
+ * list (see inode_unlink_can_free()).  With n->lock held for writing:
+ * can_free says whether n (its last link, held only by the caller)
+ * qualifies; in the handle that removes the name, claim marks it deleted
+ * unless a reference came meanwhile (false: use the orphan path), unclaim
+ * takes that back if the unlink is undone, and free_claimed frees it (0, or
+ * the error after falling back to an orphan list).
+ */
+bool inode_unlink_can_free(struct uext4_fs *fs, struct inode *n);
+bool inode_claim_unheld(struct inode *n);
+void inode_unclaim(struct inode *n);
+int inode_free_claimed(struct handle *h, struct inode *n);
+
+#endif

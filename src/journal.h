@@ -1,0 +1,90 @@
+/*
+ * journal.h - the JBD2 journal: log writer (journal.c) and recovery (recovery.c).
+ * On-disk format in jbd2.h.
+ */
+#ifndef UEXT4_JOURNAL_H
+#define UEXT4_JOURNAL_H
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- journal.c
+ * JBD2 journal in the internal journal inode (EXT4_JOURNAL_INO).  trans.c
+ * drives it: one call per transaction, with the transaction's metadata
+ * blocks already copied and checksummed.  On-disk format in src/jbd2.h.
+ */
+struct journal;
+/*
+ * What the journal needs from the file system above it, as jbd2 gets it
+ * from ext4: the journal lives in a file (the journal inode) that only the
+ * file system can find and map, and a replay that skipped blocks must mark
+ * the file system as having errors.  super.c fills this in
+ * (super_journal_host); the journal calls nothing else above the buffer
+ * cache.  get() finds the journal's file and holds it until put(): *size
+ * in bytes, *id names it in messages; map() maps count blocks from lblk
+ * (*pblk 0 for a hole, *len blocks contiguous).  Each returns 0 or -errno
+ * with the message set.
+ */
+struct journal_host {
+	int (*get)(struct uext4_fs *fs, void **file, uint64_t *size, uint64_t *id);
+	int (*map)(struct uext4_fs *fs, void *file, uint32_t lblk, uint32_t count, uint64_t *pblk,
+		   uint64_t *len);
+	void (*put)(struct uext4_fs *fs, void *file);
+	/* Recovery skipped logged blocks: set EXT4_ERROR_FS in the superblock
+	 * on the device (after the replay, before the log is marked empty). */
+	int (*mark_error)(struct uext4_fs *fs);
+	/* The time a commit block records (fixed for reproducible images). */
+	struct timespec (*now)(const struct uext4_fs *fs);
+};
+/* Read-write mount, after any recovery: map the journal inode, read and
+ * check the journal superblock (v2; refuses external journals and unknown
+ * features by name); with metadata_csum switch the journal to checksum v3.
+ * *out is NULL (and 0 returned) when the file system has no journal. */
+int journal_open(struct uext4_fs *fs, const struct journal_host *host, struct journal **out);
+void journal_close(struct journal *j);
+/* Most metadata blocks one transaction may hold (the commit closes a
+ * transaction before it grows past this). */
+uint32_t journal_max_transaction(const struct journal *j);
+/* The id to give the first transaction (from the journal superblock). */
+uint32_t journal_first_tid(const struct journal *j);
+/*
+ * Log one transaction and make it durable: descriptor blocks with a tag per
+ * block (escaping blocks that begin with the JBD2 magic), the copies,
+ * revoke blocks for revoked[], a flush (so ordered data and the log are on
+ * disk), the commit block (time, checksum), a flush.  homes[] are the
+ * blocks' home locations (sorted, distinct); copies holds n blocks.  When
+ * the log is full it first flushes the device (earlier transactions'
+ * home writes, which trans.c issues right after each commit, are then on
+ * disk) and moves the log tail in the journal superblock.
+ */
+int journal_commit(struct journal *j, uint32_t tid, const uint64_t *homes, const uint8_t *copies,
+		   size_t n, const uint64_t *revoked, size_t nrevoked);
+/* Clean unmount, after the last home writes: flush, mark the journal empty
+ * (s_start = 0, s_sequence = next tid), flush. */
+int journal_mark_empty(struct journal *j);
+
+/* ---------------------------------------------------------------- recovery.c */
+struct journal_replay {
+	uint32_t transactions, blocks, revoked;  /* replayed; revoke records seen */
+	uint32_t first_tid, end_tid;             /* [first, end) replayed */
+	bool stopped_on_bad_csum;                /* the log ended at a bad checksum */
+	/* Logged blocks skipped for a bad tag checksum (the rest was
+	 * replayed; EXT4_ERROR_FS is set on disk); the first one's home
+	 * block, journal block and transaction. */
+	uint32_t bad_blocks, bad_logpos, bad_tid;
+	uint64_t bad_home;
+};
+/*
+ * Replay the journal onto fs->dev (scan, revoke and replay passes, as the
+ * kernel's jbd2 recovery), flush, and mark the journal empty with the next
+ * sequence number.  A logged block with a bad tag checksum is skipped and
+ * counted in r (the rest is replayed; EXT4_ERROR_FS is set in the
+ * superblock on fs->dev); the caller reports it.  fs is a mount with its groups and inode cache (the
+ * journal inode is mapped through them) but nothing cached from the
+ * journaled area may be trusted afterwards: the caller remounts.  Does
+ * nothing (r zeroed) when the journal is empty (s_start == 0).
+ */
+int journal_recover(struct uext4_fs *fs, const struct journal_host *host,
+		    struct journal_replay *r);
+
+
+#endif

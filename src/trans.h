@@ -1,0 +1,87 @@
+/*
+ * trans.h - handles and commits (trans.c); struct handle is in internal.h.
+ */
+#ifndef UEXT4_TRANS_H
+#define UEXT4_TRANS_H
+
+#include "internal.h"
+
+/* ---------------------------------------------------------------- trans.c
+ * Transactions.  Every metadata change happens inside a handle:
+ *
+ *   handle_begin(fs, credits, &h)
+ *   handle_write_access(h, b)      before changing a cached block
+ *   handle_create_access(h, b)     for a new block from bget_new()
+ *   ...change b->data...
+ *   handle_dirty(h, b, kind, owner, gen)
+ *   handle_end(h)
+ *
+ * A commit (sync, unmount, memory pressure) waits until no handle is open,
+ * takes the dirty buffers (BUF_FROZEN), sets their checksums, lets handles
+ * run again, copies them and writes the copies.  handle_write_access()
+ * copies a still-frozen buffer itself before the caller changes it, so
+ * EVERY change of a cached block must come after one (debug builds check
+ * it in handle_dirty()).  Issue "journal" turns the commit into a JBD2 one with
+ * no change to callers.  Rules: take inode locks BEFORE handle_begin, never
+ * inside a handle (lockdep checks it: a handle has RANK_HANDLE); nested
+ * begin/end on one thread just count; a handle never waits for I/O that a
+ * commit needs.
+ */
+struct trans;
+int trans_init(struct uext4_fs *fs);
+void trans_destroy(struct uext4_fs *fs);
+int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out);
+/* Ends the handle; returns its recorded error (or 0). */
+int handle_end(struct handle *h);
+int handle_write_access(struct handle *h, struct buf *b);
+int handle_create_access(struct handle *h, struct buf *b);
+void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t owner,
+		  uint32_t gen);
+/* Blocks being freed: their pending changes are dropped; metadata blocks
+ * are also revoked in the journal (a later replay must not write an old
+ * copy over the block's next owner). */
+void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool metadata);
+/* The buffer is about to change outside handle_write_access() (bcache:
+ * forgotten or reused): make the committing transaction's copy now if it
+ * is still frozen, wait if another thread is making it. */
+void buf_unfreeze(struct buf *b, uint32_t block_size);
+/* How many frozen copies handle_write_access() made (for tests). */
+uint64_t trans_handle_copies(struct uext4_fs *fs);
+/* Commit the running transaction (everything changed so far) and wait
+ * until it is durable. */
+int trans_commit(struct uext4_fs *fs);
+/* fsync: make transaction tid durable (no-op if it already is; then only
+ * the device is flushed, for file data). */
+int trans_commit_tid(struct uext4_fs *fs, uint32_t tid);
+/* Start (journal) the commit thread of a read-write mount: commits every
+ * secs seconds; stopped by trans_destroy(). */
+int trans_start_timer(struct uext4_fs *fs, unsigned secs);
+void trans_stop_timer(struct uext4_fs *fs);
+/* The first write-back error of the mount (negative), 0 if none: then
+ * every committed transaction is home. */
+int trans_write_error(struct uext4_fs *fs);
+/* A commit's write or flush failed (journal aborted, or no journal): the
+ * unmount writes only the error record. */
+bool trans_write_failed(struct uext4_fs *fs);
+/* No journal: write the failed transaction home again (unmount); 0 if it is. */
+int trans_retry_lost(struct uext4_fs *fs);
+/* An operation failed with err: if that is ENOSPC while freed blocks wait
+ * for their commit (balloc_has_busy()), commit and say to try once more,
+ * as the kernel's ext4_should_retry_alloc().  No handle may be open. */
+bool trans_retry_after_enospc(struct uext4_fs *fs, int err);
+/* Inode-table blocks: handle_dirty(h, b, CSUM_INODE_TABLE, group, index in
+ * the group's table); has the commit written that block since mount? */
+bool trans_itable_block_written(struct uext4_fs *fs, uint32_t group, uint32_t index);
+/* A read-write mount writes nothing until its first commit with dirty
+ * blocks (or an error record): that commit first calls
+ * super_begin_writing().  trans_begin_writing() does it now (a mount
+ * whose image must change anyway: needs_recovery left set);
+ * trans_writing_started() says whether it happened. */
+int trans_begin_writing(struct uext4_fs *fs);
+bool trans_writing_started(struct uext4_fs *fs);
+/* Readers of fs->sb on a read-write mount (the commit rewrites it). */
+void trans_lock_super(struct uext4_fs *fs);
+void trans_unlock_super(struct uext4_fs *fs);
+
+
+#endif
