@@ -257,7 +257,7 @@ static int run_pool(struct fuse_session *se, const struct uext4_loop_opts *o)
 
 /*
  * Without io_uring: bench/real.sh on the project's 2-core machine, run on
- * a quiet machine (ARCHITECTURE.md, "Real workloads"), put pool and mt
+ * a quiet machine (docs/fuse-measurements.md, "Real workloads"), put pool and mt
  * ahead of st at 8 of 9 workloads (rsync 3.5 s against 4.7 s, tar x 2.4
  * against 4.9, dbench at 2 clients 439 MB/s against 296); st won only
  * dbench at 8 clients.  pool and mt were within 15% of each other, pool

@@ -7,7 +7,7 @@
 #      image is e2fsck -fn clean and its `dumpe2fs -h` equals that of
 #      mke2fs -t ext4 -O orphan_file,metadata_csum_seed with the same
 #      options, -U, -E hash_seed and fixed time (E2FSPROGS_FAKE_TIME and
-#      SOURCE_DATE_EPOCH), but for the fields ARCHITECTURE.md documents:
+#      SOURCE_DATE_EPOCH), but for the fields docs/mkfs.md documents:
 #      "Lifetime writes" (what each tool wrote) and "Checksum" (of the
 #      superblock, which holds that count); full `dumpe2fs` must run.
 #      Then random sizes (1 MiB to 3 GiB, not multiples of anything) with
