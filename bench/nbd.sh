@@ -18,7 +18,7 @@
 #                                  BENCHMARKS.md in place
 # Environment: RUNS, CREATE_FILES (per thread, default 10000), BENCH_SRC
 # (read tree, default /usr/include), PERF=1 adds a perf profile of the NBD
-# read run (perf record -g), BENCH_BUILD (default build/fast).
+# read run (perf record -g), BENCH_BUILD (default build, the release build).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
@@ -30,9 +30,9 @@ esac
 RUNS=${RUNS:-5}
 FILES=${CREATE_FILES:-10000}
 SRC=${BENCH_SRC:-/usr/include}
-B=${BENCH_BUILD:-build/fast}
+B=${BENCH_BUILD:-build}
 CB=$TOP/$B/bench/create_bench RB=$TOP/$B/bench/read_bench
-[ -x "$CB" ] && [ -x "$RB" ] || { echo "nbd.sh: build first: make BUILD=fast" >&2; exit 1; }
+[ -x "$CB" ] && [ -x "$RB" ] || { echo "nbd.sh: build first: make" >&2; exit 1; }
 command -v nbdkit > /dev/null || { echo "nbd.sh: nbdkit is not installed" >&2; exit 1; }
 SHM=/dev/shm
 [ -w $SHM ] || SHM=${TMPDIR:-/tmp}

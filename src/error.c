@@ -88,7 +88,7 @@ const char *uext4_last_error(void)
 /* ------------------------------------------------------------ error state */
 
 struct fs_errors {
-	struct ulock lock;              /* RANK_LEAF: all below but policy, writable */
+	struct ulock lock;              /* RANK_ERRORS: all below but policy, writable */
 	int policy;                     /* UEXT4_ERRORS_CONTINUE / _RO / _PANIC */
 	bool writable;                  /* read-write mount: errors go to disk */
 	_Atomic uint32_t seq;           /* errors recorded since mount */
@@ -138,7 +138,7 @@ int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o)
 		return fs_err(EINVAL, "bad errors= value %d", o->errors);
 	if (!(e = calloc(1, sizeof(*e))))
 		return fs_err(ENOMEM, "out of memory");
-	ulock_init(&e->lock, RANK_LEAF);
+	ulock_init(&e->lock, RANK_ERRORS);
 	e->policy = choose_policy(fs, o);
 	e->writable = !fs->read_only;
 	copy_error_fields(&e->rec, &fs->sb);

@@ -27,7 +27,7 @@ static int class_of_rank(int rank)
 	case RANK_BUF: return LOCKSTAT_BUF;
 	case RANK_BCACHE_SHARD: return LOCKSTAT_BCACHE;
 	case RANK_TRANS: return LOCKSTAT_TRANS;
-	case RANK_LEAF: return LOCKSTAT_LEAF;
+	case RANK_ERRORS: case RANK_LEAF: return LOCKSTAT_LEAF;
 	case RANK_DIR_LEAF: return LOCKSTAT_DIR_LEAF;
 	case RANK_DIR_ATTR: return LOCKSTAT_DIR_ATTR;
 	default: return LOCKSTAT_OTHER;

@@ -39,6 +39,9 @@ enum lock_rank {
 	RANK_BUF = 30,          /* struct buf.lock: I/O and contents of one block */
 	RANK_BCACHE_SHARD = 40, /* buffer cache hash shard + its LRU */
 	RANK_TRANS = 50,        /* trans.c internal state */
+	RANK_ERRORS = 85,       /* error.c's state: held across the superblock
+	                         * write of an error, so the device's own leaf
+	                         * locks (crash recorder, fault device) nest in it */
 	RANK_LEAF = 90,         /* leaf locks that never nest anything */
 };
 
