@@ -108,18 +108,4 @@ unsigned ftype_of_mode(uint32_t mode);
 /* Block and offset of an inode in its inode table. */
 int inode_location(struct uext4_fs *fs, uint64_t ino, uint64_t *blocknr, uint32_t *offset);
 
-/*
- * The unlink that frees the inode in its own handle, never on an orphan
- * list (see inode_unlink_can_free()).  With n->lock held for writing:
- * can_free says whether n (its last link, held only by the caller)
- * qualifies; in the handle that removes the name, claim marks it deleted
- * unless a reference came meanwhile (false: use the orphan path), unclaim
- * takes that back if the unlink is undone, and free_claimed frees it (0, or
- * the error after falling back to an orphan list).
- */
-bool inode_unlink_can_free(struct uext4_fs *fs, struct inode *n);
-bool inode_claim_unheld(struct inode *n);
-void inode_unclaim(struct inode *n);
-int inode_free_claimed(struct handle *h, struct inode *n);
-
 #endif

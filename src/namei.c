@@ -232,32 +232,6 @@ static int drop_link(struct handle *h, struct inode *n)
 	return 0;
 }
 
-/* An unlink's drop_link(): if free_now (inode_unlink_can_free() said so
- * under the locks) and nobody took a reference since, the inode is
- * claimed (*claimed: freed later in this handle, no orphan list). */
-static int drop_link_unlink(struct handle *h, struct inode *n, bool free_now, bool *claimed)
-{
-	*claimed = false;
-	if (free_now && n->links == 1 && inode_claim_unheld(n)) {
-		n->ctime = fs_time(h->fs);
-		n->links = 0;
-		*claimed = true;
-		return 0;
-	}
-	return drop_link(h, n);
-}
-
-/* Undo an unlink's drop_link_unlink(). */
-static void undrop_link(struct handle *h, struct inode *c, bool claimed)
-{
-	if (claimed) {
-		inode_unclaim(c);
-	} else if (atomic_load(&c->istate) & INODE_UNLINKED) {
-		atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
-		orphan_del(h, c);
-	}
-}
-
 static void stat_of(uext4_fs *fs, struct inode *n, struct uext4_stat *st)
 {
 	if (!st)
@@ -722,7 +696,6 @@ static int remove_allowed(struct inode *dir, struct inode *c, bool want_dir, con
 struct shared_unlink {
 	struct handle *h;
 	struct inode *dir, *c;
-	bool free_now, claimed;  /* the fast path: drop_link_unlink() */
 };
 
 /* Called by dir_remove_shared() with the entry found and its leaf locked:
@@ -735,18 +708,19 @@ static int unlink_in_leaf(void *ctx)
 	struct timespec cct = c->ctime;
 	uint32_t clinks = c->links;
 	char msg[512];
-	int err = drop_link_unlink(u->h, c, u->free_now, &u->claimed);
+	int err = drop_link(u->h, c);
 
-	/* A claimed inode is written once, when it is freed. */
-	if (!err && !u->claimed)
+	if (!err)
 		err = inode_write(u->h, c);
 	if (!err)
 		err = dir_touch_shared(u->h, u->dir);
 	if (!err)
 		return 0;
 	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-	undrop_link(u->h, c, u->claimed);
-	u->claimed = false;
+	if (atomic_load(&c->istate) & INODE_UNLINKED) {
+		atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
+		orphan_del(u->h, c);
+	}
 	c->links = clinks;
 	c->ctime = cct;
 	inode_write(u->h, c);
@@ -762,7 +736,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 	size_t len;
 	uint64_t ino, again;
 	unsigned ft;
-	int err, freed, freed_err = 0;
+	int err, freed;
 	bool sync = false;
 
 	if ((err = check_writable(fs)))
@@ -811,14 +785,10 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		 * so refuse now if it would fail (image unchanged). */
 		if (!err && (want_dir || c->links == 1) && inode_users(c) == 1)
 			err = inode_check_freeable(fs, c);
-		bool free_now = !err && !want_dir && inode_unlink_can_free(fs, c), claimed = false;
-
 		if (!err && ls.shared && !(err = handle_begin(fs, 16, &h))) {
-			struct shared_unlink u = {.h = h, .dir = dir, .c = c, .free_now = free_now};
+			struct shared_unlink u = {.h = h, .dir = dir, .c = c};
 
 			err = dir_remove_shared(h, dir, name, len, c->ino, unlink_in_leaf, &u);
-			if (!err && u.claimed)
-				freed_err = inode_free_claimed(h, c);
 			int e2 = handle_end(h);
 			err = err ? err : e2;
 			if (err == DIR_NEED_WIDE) {
@@ -839,9 +809,9 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 					c->links = 1;
 					dir_dec_links(dir);
 				}
-				err = drop_link_unlink(h, c, free_now, &claimed);
+				err = drop_link(h, c);
 				touch_dir(fs, dir);
-				if (!err && !claimed)
+				if (!err)
 					err = inode_write(h, c);
 				if (!err)
 					err = inode_write(h, dir);
@@ -854,8 +824,10 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				snprintf(msg, sizeof(msg), "%s", uext4_last_error());
 				if (dir_lookup_locked(fs, dir, name, len, &found, &ft) == -ENOENT)
 					dir_add(h, dir, name, len, c->ino, ftype_of_mode(c->mode));
-				undrop_link(h, c, claimed);
-				claimed = false;
+				if (atomic_load(&c->istate) & INODE_UNLINKED) {
+					atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
+					orphan_del(h, c);
+				}
 				c->links = clinks;
 				c->ctime = cct;
 				dir->links = dlinks;
@@ -865,8 +837,6 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				inode_write(h, dir);
 				fs_err(-err, "%s", msg);
 			}
-			if (claimed)
-				freed_err = inode_free_claimed(h, c);
 			int e2 = handle_end(h);
 			err = err ? err : e2;
 		}
@@ -879,7 +849,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 	 * (corrupt), the name is gone but the unlink reports the error. */
 	freed = iput(fs, c);
 	iput(fs, dir);
-	return err ? err : freed_err ? freed_err : freed;
+	return err ? err : freed;
 }
 
 int uext4_unlink(uext4_fs *fs, uint64_t dir, const char *name)

@@ -45,9 +45,7 @@
 
 #include "blockdev.h"
 #include "crashdev.h"
-#include "inode.h"
 #include "internal.h"
-#include "orphan.h"
 #include "super.h"
 #include "uext4.h"
 #include "t.h"
@@ -387,28 +385,12 @@ static int w_truncate(struct ctx *c, int owner, const char *path, uint64_t size)
 	return 0;
 }
 
-/* An unlink of a durable name is atomic: in every later state the file is
- * whole or gone (until the next operation on the path). */
 static int w_unlink(struct ctx *c, int owner, const char *path)
 {
-	struct entry *e;
-	struct state old, absent = { 0 };
+	struct entry *e = op_begin(c, path, "", owner);
 	uint64_t dir;
 	const char *name;
-	uint32_t s;
 
-	pthread_mutex_lock(&c->mu);
-	e = ent_get(c, path, "");
-	e->owner = owner;
-	bool window = e->settled;
-
-	old = state_copy(&e->st);
-	s = mark(c);
-	ent_touch(c, e, s);
-	if (window)
-		fact_add(c, e, s, &old, &absent);
-	pthread_mutex_unlock(&c->mu);
-	free(old.data);
 	TRY(split_path(c, path, &dir, &name));
 	TRY(uext4_unlink(c->fs, dir, name));
 	pthread_mutex_lock(&c->mu);
@@ -663,118 +645,6 @@ static int wl_dirgrow(struct ctx *c)
 	return 0;
 }
 
-/* Inodes on an orphan list now (legacy list + used orphan-file entries). */
-static uint32_t orphans_now(struct ctx *c)
-{
-	struct orphan_stats st;
-
-	orphan_get_stats(c->fs, &st);
-	return st.list_len + (st.file_capacity - st.file_free);
-}
-
-static bool on_an_orphan_list(struct ctx *c, uint64_t ino)
-{
-	struct inode *n;
-	bool on;
-
-	if (iget(c->fs, ino, &n))
-		return false;
-	on = atomic_load(&n->istate) & (INODE_ORPHAN_FILE | INODE_ORPHAN_LIST);
-	iput(c->fs, n);
-	return on;
-}
-
-/* Orphan-list operations (legacy list locks + orphan-file entry CASes)
- * counted by the lock statistics since the last reset. */
-static uint64_t orphan_ops_counted(struct ctx *c)
-{
-	struct uext4_stats st;
-	uint64_t n = 0;
-
-	if (uext4_stats_get(c->fs, &st))
-		return UINT64_MAX;
-	for (unsigned i = 0; i < st.nlocks; i++)
-		if (!strcmp(st.locks[i].name, "orphan_list") || !strcmp(st.locks[i].name, "orphan_file"))
-			n += st.locks[i].acquisitions;
-	return n;
-}
-
-#define EXPECT(cond, ...) do {                                           \
-	if (!(cond)) {                                                   \
-		printf("FAIL workload %s line %d: ", c->wname, __LINE__);  \
-		printf(__VA_ARGS__);                                     \
-		printf("\n");                                            \
-		c->failed = 1;                                           \
-		return -EINVAL;                                          \
-	}                                                                \
-} while (0)
-
-/*
- * Unlinks of small files nobody holds (issue 12's fast path: freed in the
- * unlink's own transaction, never on an orphan list) in a linear and an
- * htree directory, next to an unlink of an open file, which must still go
- * on an orphan list and stay there (durably: a sync) until its release.
- */
-static int wl_unlink_small(struct ctx *c)
-{
-	uint32_t bs = c->block_size;
-	unsigned n = bs / 32 + 20;      /* 40-byte names: an htree */
-	char p[160];
-	uext4_file *f;
-	uint64_t held;
-
-	TRY(w_mkdir(c, 0, "/d"));
-	TRY(w_mkdir(c, 0, "/h"));
-	TRY(w_put(c, 0, "/d/empty", 0, 0, 0));
-	TRY(w_put(c, 0, "/d/tiny", 0, 60, 0));        /* inline data, if the image has it */
-	TRY(w_put(c, 0, "/d/one", 0, bs, 0));
-	TRY(w_put(c, 0, "/d/four", 0, 3 * bs + bs / 2, 0));
-	TRY(w_put(c, 0, "/d/held", 0, 2 * bs, 0));
-	for (unsigned i = 0; i < n; i++) {
-		snprintf(p, sizeof(p), "/h/name-with-some-length-to-fill-%05u", i);
-		TRY(w_put(c, 0, p, i, i % 3 ? bs : 0, 0));
-	}
-	TRY(w_sync(c, -1));
-	EXPECT(orphans_now(c) == 0, "orphans before the unlinks: %u", orphans_now(c));
-	TRY(uext4_resolve(c->fs, "/d/held", 0, &held));
-	TRY(uext4_open(c->fs, held, O_RDWR, &f));
-	uext4_stats_enable(c->fs, 1);
-	TRY(uext4_stats_reset(c->fs));
-	TRY(w_unlink(c, 0, "/d/empty"));
-	TRY(w_unlink(c, 0, "/d/one"));
-	TRY(w_unlink(c, 0, "/d/tiny"));
-	TRY(w_unlink(c, 0, "/d/four"));
-	EXPECT(orphan_ops_counted(c) == 0, "unheld small unlinks took %llu orphan-list "
-	       "operations, want 0 (freed in their own transaction)",
-	       (unsigned long long)orphan_ops_counted(c));
-	TRY(w_unlink(c, 0, "/d/held"));
-	uint64_t held_ops = orphan_ops_counted(c);
-
-	EXPECT(held_ops > 0 && held_ops != UINT64_MAX,
-	       "the open file's unlink counted no orphan operation");
-	EXPECT(on_an_orphan_list(c, held), "open unlinked inode %llu is on no orphan list",
-	       (unsigned long long)held);
-	EXPECT(orphans_now(c) == 1, "%u inodes on orphan lists, want 1 (the open one)",
-	       orphans_now(c));
-	TRY(w_sync(c, -1));                             /* the open one's orphan is on disk */
-	TRY(uext4_stats_reset(c->fs));                  /* orphans_now() took the list lock */
-	for (unsigned i = 0; i < n; i += 2) {
-		snprintf(p, sizeof(p), "/h/name-with-some-length-to-fill-%05u", i);
-		TRY(w_unlink(c, 0, p));
-	}
-	EXPECT(orphan_ops_counted(c) == 0, "the htree unlinks took %llu orphan-list operations, "
-	       "want 0", (unsigned long long)orphan_ops_counted(c));
-	EXPECT(orphans_now(c) == 1, "%u inodes on orphan lists after the htree unlinks, want 1",
-	       orphans_now(c));
-	uext4_stats_enable(c->fs, 0);
-	TRY(w_sync(c, -1));
-	TRY(uext4_release(f));                          /* freed now */
-	EXPECT(orphans_now(c) == 0, "orphans after the release: %u", orphans_now(c));
-	TRY(w_put(c, 0, "/d/after", 0, bs, 0));
-	TRY(w_sync(c, -1));
-	return 0;
-}
-
 /* mkdir/rmdir, nested. */
 static int wl_dirs(struct ctx *c)
 {
@@ -928,8 +798,6 @@ static const struct workload workloads[] = {
 	{ "xattr", wl_xattr, 0, "xattr set (inode, block), replace, remove" },
 	{ "dirgrow", wl_dirgrow, 0, "directory past one block (htree), unlinks" },
 	{ "dirs", wl_dirs, 0, "mkdir/rmdir nested" },
-	{ "unlink_small", wl_unlink_small, 0, "unlinks of small unheld files (one transaction), "
-	  "and of an open one (orphan list)" },
 	{ "threads", wl_threads, 1, "4 threads: create/fsync/rename/truncate/unlink/mkdir/rmdir" },
 	{ "threads_dir", wl_threads_dir, 1, "3 threads grow one directory, 1 truncates + unlinks open" },
 };
@@ -1060,31 +928,6 @@ static int recover_image(const char *img, char *msg, size_t msglen)
 	return r;
 }
 
-/*
- * The kernel's recovery of the same crash state (CRASH_KERNEL_MNT names an
- * empty directory; root and loop devices needed): a read-write loop mount
- * replays the journal and processes the orphans, an unmount writes it all
- * back.  Then e2fsck -fn and the facts, as after ours.
- */
-static int kernel_recover_image(const char *img, const char *kdir, char *msg, size_t msglen)
-{
-	const char *base = strrchr(img, '/');
-	char cmd[4096], mnt[1024];
-	int r;
-
-	/* One mount point per state image: the workers check in parallel. */
-	snprintf(mnt, sizeof(mnt), "%s/%s", kdir, base ? base + 1 : img);
-	mkdir(mnt, 0755);
-	snprintf(cmd, sizeof(cmd), "mount -t ext4 -o loop '%s' '%s' 2>&1 && ls -a '%s' >/dev/null "
-		 "&& umount '%s' 2>&1", img, mnt, mnt, mnt);
-	r = system(cmd);
-	if (r != 0) {
-		snprintf(msg, msglen, "  kernel recovery (mount -o loop; umount) failed: %d\n", r);
-		return -EIO;
-	}
-	return 0;
-}
-
 /* A crash state: epoch k, kept pieces. */
 struct cstate {
 	uint32_t k;
@@ -1157,27 +1000,6 @@ static void check_state(struct ctx *c, const struct cstate *s, size_t idx, const
 	if (check_facts(c, img, s->k, msg, sizeof(msg), &ws->facts_checked)) {
 		ws->facts_bad++;
 		fails++;
-	}
-	const char *kmnt = getenv("CRASH_KERNEL_MNT");
-
-	if (kmnt && *kmnt && !crashrec_materialize(c->dev, s->k, s->keep, img)) {
-		size_t used = strlen(msg);
-
-		if (kernel_recover_image(img, kmnt, msg + used, sizeof(msg) - used)) {
-			ws->recover_bad++;
-			fails++;
-		} else if ((r = t_run_e2fsck(img, fscklog)) != 0) {
-			snprintf(msg + used, sizeof(msg) - used,
-				 "  after the kernel's recovery: e2fsck -fn exit %d (log %s)\n", r,
-				 fscklog);
-			ws->fsck_bad++;
-			fails++;
-		} else if (check_facts(c, img, s->k, msg, sizeof(msg), &ws->facts_checked)) {
-			used = strlen(msg);
-			snprintf(msg + used, sizeof(msg) - used, "  (after the kernel's recovery)\n");
-			ws->facts_bad++;
-			fails++;
-		}
 	}
 	if (!fails) {
 		ws->passed++;
