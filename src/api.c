@@ -165,34 +165,12 @@ static int iget_dir(uext4_fs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
-static int lookup_ino(uext4_fs *fs, uint64_t dir, const char *name, size_t len, uint64_t *ino)
-{
-	struct inode *d;
-	unsigned dtype;
-	int err;
-
-	if (len == 0)
-		return fs_err(ENOENT, "empty file name");
-	if (len > EXT4_NAME_LEN)
-		return fs_err(ENAMETOOLONG, "file name of %zu bytes (at most %u)", len,
-			      EXT4_NAME_LEN);
-	if ((err = iget_dir(fs, dir, &d)))
-		return err;
-	err = dir_lookup(fs, d, name, len, ino, &dtype);
-	iput(fs, d);
-	return err;
-}
+static int lookup_stat(uext4_fs *fs, uint64_t dirino, const char *name, bool counted,
+		       struct uext4_stat *st);
 
 int uext4_lookup(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
 {
-	uint64_t ino;
-	int err = lookup_ino(fs, dir, name, strlen(name), &ino);
-
-	if (err)
-		return err;
-	if (!st)
-		return 0;
-	return uext4_getattr(fs, ino, st);
+	return lookup_stat(fs, dir, name, false, st);
 }
 
 ssize_t uext4_readlink(uext4_fs *fs, uint64_t ino, char *buf, size_t size)
@@ -347,10 +325,7 @@ int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 
 int uext4_lookup_counted(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
 {
-	uint64_t ino;
-	int err = lookup_ino(fs, dir, name, strlen(name), &ino);
-
-	return err ? err : inode_lookup_ref(fs, ino, st);
+	return lookup_stat(fs, dir, name, true, st);
 }
 
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup)
@@ -438,6 +413,40 @@ static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size
 		if (!err)
 			iput(w->fs, *child);
 	}
+}
+
+/*
+ * The stat of `name` in directory dirino, with a lookup reference taken if
+ * `counted` (FUSE's lookup).  Found as the path walk finds a component, so
+ * a lookup racing an unlink of the name gets ENOENT, never the EUCLEAN of
+ * a freed inode, nor a file that took over the freed number under another
+ * name.  The child's reference keeps its number until the stat is taken.
+ */
+static int lookup_stat(uext4_fs *fs, uint64_t dirino, const char *name, bool counted,
+		       struct uext4_stat *st)
+{
+	struct walk w = {.fs = fs};
+	struct inode *d, *child;
+	size_t len = strlen(name);
+	int err;
+
+	if (len == 0)
+		return fs_err(ENOENT, "empty file name");
+	if ((err = iget_dir(fs, dirino, &d)))
+		return err;
+	err = walk_lookup(&w, d, name, len, &child);
+	iput(fs, d);
+	if (err)
+		return err;
+	if (counted) {
+		err = inode_lookup_ref(fs, child->ino, st);
+	} else if (st) {
+		urw_rdlock(&child->lock);
+		inode_to_stat(fs, child, st);
+		urw_unlock(&child->lock);
+	}
+	iput(fs, child);
+	return err;
 }
 
 /* Resolve symlink `link` found in directory dir to a referenced inode. */

@@ -7,7 +7,8 @@
  * Two directories d0, d1 hold NF files each; file fK (K unique over both)
  * has size K+1 (0 for an instant after it is recreated).  With
  * UEXT4_ICACHE_UNUSED=64 (evictions all the time), 4 threads stat random
- * paths /dD/fK and /dD/sub while 2 threads (one per directory) rename fK
+ * paths /dD/fK and /dD/sub (fK also by uext4_lookup() and
+ * uext4_lookup_counted() in dD) while 2 threads (one per directory) rename fK
  * away and back, unlink and recreate fK (freed numbers are reused by
  * other names), and mkdir/rmdir sub.  Every stat must be ENOENT or name
  * a regular file of size K+1 or 0 (a path resolved through a stale entry
@@ -19,7 +20,10 @@
  * On the ordinary walk it found two races (fixed): a path resolved to a
  * reused inode number (api.c walk_lookup(): look the name up again after
  * iget()), and an unlinked inode evicted without being freed (inode.c
- * iput(): look again after the drop).
+ * iput(): look again after the drop).  uext4_lookup() and
+ * uext4_lookup_counted() read the inode after the lookup without that
+ * second look, and returned EUCLEAN ("deleted inode referenced") to a
+ * lookup racing an unlink; they now find the name as the walk does.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -75,14 +79,31 @@ struct rctx {
 	long ok, absent, bad;
 };
 
-static void check_file(struct rctx *c, unsigned d, unsigned k)
+/* The stat of /dD/fK by path, by uext4_lookup() in dD, or by
+ * uext4_lookup_counted() (FUSE's lookup; its reference then dropped). */
+static int stat_by(unsigned how, unsigned d, const char *path, struct uext4_stat *st)
+{
+	const char *name = strrchr(path, '/') + 1;
+	int err;
+
+	if (how == 0)
+		return uext4_stat_path(g_fs, path, st);
+	if (how == 1)
+		return uext4_lookup(g_fs, g_dir[d], name, st);
+	err = uext4_lookup_counted(g_fs, g_dir[d], name, st);
+	if (!err)
+		uext4_forget(g_fs, st->ino, 1);
+	return err;
+}
+
+static void check_file(struct rctx *c, unsigned d, unsigned k, unsigned how)
 {
 	struct uext4_stat st;
 	char path[32];
 	int err;
 
 	snprintf(path, sizeof path, "/d%u/f%u", d, k);
-	err = uext4_stat_path(g_fs, path, &st);
+	err = stat_by(how, d, path, &st);
 	if (err == -ENOENT) {
 		c->absent++;
 	} else if (err) {
@@ -125,7 +146,7 @@ static void *reader(void *arg)
 		if (r % 16 == 0)
 			check_sub(c, d);
 		else
-			check_file(c, d, d * NF + (r >> 4) % NF);
+			check_file(c, d, d * NF + (r >> 4) % NF, (r >> 12) % 3);
 	}
 	return NULL;
 }
