@@ -32,7 +32,7 @@
  *
  * Prints one line per workload:
  *   RESULT workload=W threads=N ops=TOTAL secs=S ops_per_sec=R errors=E
- *          meta_reads=M itable_reads=I cpu_secs=C
+ *          meta_reads=M itable_reads=I cpu_secs=C worker_cpu_secs=WC
  * cpu_secs: CPU time the whole process used during the timed part (user +
  * system, every thread: the workers and, on the lib path, the library's
  * own threads such as the commit timer).  On a shared machine a rate can
@@ -41,6 +41,11 @@
  * the thread count shows how much CPU the run got (a loaded machine
  * preempts one thread as often as it runs it).  Not a replacement for
  * ops_per_sec, which stays the wall-clock rate.
+ * worker_cpu_secs: the part of cpu_secs the worker threads used themselves;
+ * the rest is the library's own threads (the commit) and the kernel's work
+ * for them.  On P CPUs, N workers can at best run min(N, P / (1 + rest /
+ * worker)) times as fast as one: a single worker gets the commit's CPU from
+ * another core for free, N workers share the cores with it.
  * meta_reads / itable_reads: metadata blocks (every kind but file data) and
  * inode-table blocks the library read from the device during the timed
  * part (lib only; -1 for posix).  A failed operation is counted in errors
@@ -121,6 +126,7 @@ struct worker {
 	int first_err;
 	const char *first_op;
 	double end;                 /* when it stopped */
+	double cpu;                 /* its own CPU time in the timed part */
 	uint64_t file_ino;          /* DWTL (lib) */
 	uext4_file *file;           /* DWTL (lib) */
 	int file_fd;                /* DWTL (posix) */
@@ -146,6 +152,15 @@ static double process_cpu(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU time of the calling thread so far. */
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
@@ -478,6 +493,7 @@ static void *worker_main(void *arg)
 	pthread_barrier_wait(&barrier);   /* setup done */
 	pthread_barrier_wait(&barrier);   /* start_time set */
 	double deadline = start_time + run_secs;
+	double cpu0 = thread_cpu();
 
 	for (long i = 0; ok && i < max_ops; i++) {
 		if (now() >= deadline || do_op(w, i, &size))
@@ -488,6 +504,7 @@ static void *worker_main(void *arg)
 			break;   /* stop at the first failure: it is reported */
 	}
 	w->end = now();
+	w->cpu = thread_cpu() - cpu0;
 	if (w->wl == WL_DWTL)
 		trunc_close(w);
 	return NULL;
@@ -592,7 +609,7 @@ static void stats_end(enum workload wl)
 static int report(enum workload wl, int64_t meta0, int64_t itable0, double cpu)
 {
 	long ops = 0, errors = 0;
-	double end = start_time;
+	double end = start_time, wcpu = 0;
 	int64_t meta, itable;
 	int status = 0;
 
@@ -602,6 +619,7 @@ static int report(enum workload wl, int64_t meta0, int64_t itable0, double cpu)
 
 		ops += w->done;
 		errors += w->errors;
+		wcpu += w->cpu;
 		if (w->end > end)
 			end = w->end;
 		if (w->errors && !status) {
@@ -615,9 +633,10 @@ static int report(enum workload wl, int64_t meta0, int64_t itable0, double cpu)
 	double secs = end - start_time > 1e-9 ? end - start_time : 1e-9;
 
 	printf("RESULT workload=%s threads=%d ops=%ld secs=%.6f ops_per_sec=%.1f errors=%ld"
-	       " meta_reads=%lld itable_reads=%lld cpu_secs=%.6f\n", wl_names[wl], nthreads, ops,
-	       secs, (double)ops / secs, errors, (long long)(meta < 0 ? -1 : meta - meta0),
-	       (long long)(itable < 0 ? -1 : itable - itable0), cpu);
+	       " meta_reads=%lld itable_reads=%lld cpu_secs=%.6f worker_cpu_secs=%.6f\n",
+	       wl_names[wl], nthreads, ops, secs, (double)ops / secs, errors,
+	       (long long)(meta < 0 ? -1 : meta - meta0),
+	       (long long)(itable < 0 ? -1 : itable - itable0), cpu, wcpu);
 	fflush(stdout);
 	return status;
 }

@@ -184,7 +184,8 @@ mkdir -p "$MNT"
 RAW=$W/raw      # lines: WORKLOAD SYSTEM THREADS VALUE (one per run)
 META=$W/meta    # lines: WORKLOAD THREADS META_READS ITABLE_READS (lib, one per run)
 NOTES=$W/notes  # free text for the report's last section
-: >"$RAW"; : >"$META"; : >"$NOTES"
+CPU=$W/cpu      # lines: WORKLOAD THREADS OPS_PER_SEC CPU_SECS WORKER_CPU_SECS SECS (lib, one per run)
+: >"$RAW"; : >"$META"; : >"$NOTES"; : >"$CPU"
 LOG=$W/log
 
 . "$TOP/bench/uring.inc"
@@ -319,6 +320,10 @@ fx_point() {
 	[ "$sys" = lib ] && awk '/^RESULT/ {
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 		print v["workload"], v["threads"], v["meta_reads"], v["itable_reads"] }' <<<"$out" >>"$META"
+	[ "$sys" = lib ] && awk '/^RESULT/ {
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		if (v["errors"] == 0 && v["worker_cpu_secs"] != "")
+			print v["workload"], v["threads"], v["ops_per_sec"], v["cpu_secs"], v["worker_cpu_secs"], v["secs"] }' <<<"$out" >>"$CPU"
 	if [ "$3" = 1 ] && [ "${sys#nullfs}" = "$sys" ]; then fsck_note "$sys" "fxmark, $n threads"; fi
 	return 0
 }
@@ -491,7 +496,7 @@ part_dbench() {
 # What the report is made from, kept (full runs: in bench/results/, which
 # git ignores) so that `--from DIR` can make the report again without
 # measuring (a change to the tables or plots).
-SAVED="raw meta notes fsck uring_seen stats stats_ops"
+SAVED="raw meta notes fsck uring_seen stats stats_ops cpu"
 save_results() {
 	local d=$1 f
 	mkdir -p "$d"
@@ -503,6 +508,7 @@ if [ -n "$FROM" ]; then
 	for f in $SAVED; do
 		case $f in
 		stats*) [ -e "$FROM/$f" ] || { : >"$W/$f"; OLD_RESULTS=1; continue; } ;;   # kept before part lockstats existed
+		cpu) [ -e "$FROM/$f" ] || { : >"$W/$f"; continue; } ;;   # kept since the CPU section
 		esac
 		cp "$FROM/$f" "$W/$f" || exit 1
 	done
@@ -681,6 +687,54 @@ meta_table() {
 		done
 		echo "$row"
 	done
+	echo
+}
+
+# cpu_table: where the library's CPU goes at 1 and 2 threads (lib, medians
+# of RUNS), and what that leaves for scaling on this machine.  One worker
+# gets the commit's CPU from another core; N workers on P CPUs share them
+# with it, so N workers run at most min(N, P / (1 + other/worker)) times as
+# fast as one (bench/fxmark.c: worker_cpu_secs).
+cpu_table() {
+	[ -s "$CPU" ] || return 0
+	local P
+	P=$(nproc)
+	echo "CPU the lib path used per operation (median of $RUNS runs): the worker threads themselves,"
+	echo "and everything else in the process (the commit thread, and the kernel's work for it, such as"
+	echo "the writes into the image).  One worker gets the other CPU time from a second core; N workers"
+	echo "on $P CPUs share them with it, so N workers can run at most min(N, $P / (1 + other/worker))"
+	echo "times as fast as one: the ceiling column, for 2 workers against the 1-worker run."
+	echo
+	echo "| workload | threads | ops/s | worker µs/op | other µs/op | other/worker | CPUs busy | ceiling for 2 vs 1 | measured 2 vs 1 |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	awk -v P="$P" -v wls="$FX_ALL" '
+	function med(list,   n, a, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+			if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	$2 == 1 || $2 == 2 {
+		k = $1 " " $2; ops[k] = ops[k] " " $3
+		w[k] = w[k] " " ($5 / ($3 * $6) * 1e6); o[k] = o[k] " " (($4 - $5) / ($3 * $6) * 1e6)
+		busy[k] = busy[k] " " ($4 / $6)
+	}
+	END {
+		n = split(wls, wl, " ")
+		for (i = 1; i <= n; i++) for (t = 1; t <= 2; t++) {
+			k = wl[i] " " t
+			if (!(k in ops)) continue
+			wu = med(w[k]); ou = med(o[k]); r = wu > 0 ? ou / wu : 0
+			ceil = "-"; got = "-"
+			if (t == 1) {
+				c = P / (1 + r); if (c > 2) c = 2; ceil = sprintf("%.2fx", c)
+				k2 = wl[i] " 2"
+				if (k2 in ops) got = sprintf("%.2fx", med(ops[k2]) / med(ops[k]))
+			}
+			printf "| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n", wl[i], t,
+			       med(ops[k]), wu, ou, r, med(busy[k]), ceil, got
+		}
+	}' "$CPU"
 	echo
 }
 
@@ -941,6 +995,9 @@ fi
 	echo "### Metadata blocks read in the measured runs"
 	echo
 	meta_table
+	echo "### CPU per operation, and the ceiling it sets for 2 threads"
+	echo
+	cpu_table
 	echo "## Checks and notes"
 	echo
 	if [ -s "$W/fsck" ]; then cat "$W/fsck"; else echo "- no image was checked"; fi
