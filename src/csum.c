@@ -455,8 +455,10 @@ int csum_verify_orphan_block(struct uext4_fs *fs, uint64_t ino, uint32_t generat
 }
 
 /* ================================================================ write side
- * The commit calls csum_set_buffer() once per dirty block, however many
- * times the block changed; inodes are summed by inode_write().
+ * The commit calls csum_set_block() once per dirty block, however many
+ * times the block changed, on its frozen copy of the block (the live
+ * buffer's checksum field is never set: the copy is what reaches the disk);
+ * inodes are summed by inode_write().
  */
 
 static void put_le16(void *p, uint16_t v)
@@ -514,25 +516,24 @@ uint32_t csum_inode_bitmap(struct uext4_fs *fs, const void *bitmap)
 	return crc32c(fs->csum_seed, bitmap, fs->inodes_per_group / 8);
 }
 
-static void set_extent_block(struct uext4_fs *fs, struct buf *b)
+static void set_extent_block(struct uext4_fs *fs, uint8_t *p, uint32_t seed)
 {
-	const struct ext4_extent_header *eh = (const void *)b->data;
+	const struct ext4_extent_header *eh = (const void *)p;
 	size_t tail = sizeof(*eh) + (size_t)le16(eh->eh_max) * sizeof(struct ext4_extent);
 
 	if (tail + sizeof(struct ext4_extent_tail) > fs->block_size)
 		return; /* malformed; the verifier will say so on read */
-	put_le32(b->data + tail,
-		 crc32c(inode_seed(fs, b->owner, b->owner_gen), b->data, tail));
+	put_le32(p + tail, crc32c(seed, p, tail));
 }
 
-static void set_dir_leaf(struct uext4_fs *fs, struct buf *b)
+static void set_dir_leaf(struct uext4_fs *fs, uint8_t *p, uint32_t seed)
 {
 	uint32_t size = fs->block_size - DIRENT_TAIL_SIZE;
 
-	if (!has_dirent_tail(b->data, fs->block_size))
+	if (!has_dirent_tail(p, fs->block_size))
 		return;
-	put_le32(b->data + size + offsetof(struct ext4_dir_entry_tail, det_checksum),
-		 crc32c(inode_seed(fs, b->owner, b->owner_gen), b->data, size));
+	put_le32(p + size + offsetof(struct ext4_dir_entry_tail, det_checksum),
+		 crc32c(seed, p, size));
 }
 
 /* A dx root starts with "." (its own inode); a node with a fake empty
@@ -544,59 +545,65 @@ static unsigned dx_count_offset(struct uext4_fs *fs, const uint8_t *p)
 	return 8;
 }
 
-static void set_dx_node(struct uext4_fs *fs, struct buf *b)
+static void set_dx_node(struct uext4_fs *fs, uint8_t *p, uint32_t seed)
 {
-	unsigned off = dx_count_offset(fs, b->data);
+	unsigned off = dx_count_offset(fs, p);
 	unsigned limit, count;
 	size_t tail;
 	uint32_t c;
 
 	if (off + 4 > fs->block_size)
 		return;
-	limit = get_le16(b->data + off + offsetof(struct dx_countlimit, limit));
-	count = get_le16(b->data + off + offsetof(struct dx_countlimit, count));
+	limit = get_le16(p + off + offsetof(struct dx_countlimit, limit));
+	count = get_le16(p + off + offsetof(struct dx_countlimit, count));
 	tail = (size_t)off + (size_t)limit * sizeof(struct dx_entry);
 	if (count > limit || tail + sizeof(struct dx_tail) > fs->block_size)
 		return;
-	c = crc32c(inode_seed(fs, b->owner, b->owner_gen), b->data,
-		   (size_t)off + (size_t)count * sizeof(struct dx_entry));
-	c = crc32c(c, b->data + tail, offsetof(struct dx_tail, dt_checksum));
+	c = crc32c(seed, p, (size_t)off + (size_t)count * sizeof(struct dx_entry));
+	c = crc32c(c, p + tail, offsetof(struct dx_tail, dt_checksum));
 	c = crc32c(c, zeros, 4);
-	put_le32(b->data + tail + offsetof(struct dx_tail, dt_checksum), c);
+	put_le32(p + tail + offsetof(struct dx_tail, dt_checksum), c);
 }
 
-static void set_xattr_block(struct uext4_fs *fs, struct buf *b)
+static void set_xattr_block(struct uext4_fs *fs, uint8_t *p, uint64_t blocknr)
 {
 	size_t off = offsetof(struct ext4_xattr_header, h_checksum);
-	uint32_t c = crc_le64(fs->csum_seed, b->blocknr);
+	uint32_t c = crc_le64(fs->csum_seed, blocknr);
 
-	c = crc32c(c, b->data, off);
+	c = crc32c(c, p, off);
 	c = crc32c(c, zeros, 4);
-	c = crc32c(c, b->data + off + 4, fs->block_size - off - 4);
-	put_le32(b->data + off, c);
+	c = crc32c(c, p + off + 4, fs->block_size - off - 4);
+	put_le32(p + off, c);
 }
 
 /* Orphan file block: the tail checksum over the entries, seeded with the
  * orphan file's inode seed and the block number (as the verify side). */
-static void set_orphan_block(struct uext4_fs *fs, struct buf *b)
+static void set_orphan_block(struct uext4_fs *fs, uint8_t *p, uint64_t blocknr, uint32_t seed)
 {
 	size_t entries = fs->block_size - sizeof(struct ext4_orphan_block_tail);
-	uint32_t c = crc_le64(inode_seed(fs, b->owner, b->owner_gen), b->blocknr);
+	uint32_t c = crc_le64(seed, blocknr);
 
-	c = crc32c(c, b->data, entries);
-	put_le32(b->data + entries + offsetof(struct ext4_orphan_block_tail, ob_checksum), c);
+	c = crc32c(c, p, entries);
+	put_le32(p + entries + offsetof(struct ext4_orphan_block_tail, ob_checksum), c);
 }
 
-void csum_set_buffer(struct uext4_fs *fs, struct buf *b)
+bool csum_in_block(struct uext4_fs *fs, unsigned kind)
 {
-	if (!fs->metadata_csum)
+	return fs->metadata_csum && (kind == CSUM_DIR_LEAF || kind == CSUM_DX_NODE ||
+				     kind == CSUM_EXTENT || kind == CSUM_XATTR ||
+				     kind == CSUM_ORPHAN);
+}
+
+void csum_set_block(struct uext4_fs *fs, uint8_t *p, uint64_t blocknr, unsigned kind,
+		    uint64_t owner, uint32_t gen)
+{
+	if (!csum_in_block(fs, kind))
 		return;
-	switch ((unsigned)b->csum_kind) { /* clang: no switch on an _Atomic */
-	case CSUM_DIR_LEAF: set_dir_leaf(fs, b); break;
-	case CSUM_DX_NODE: set_dx_node(fs, b); break;
-	case CSUM_EXTENT: set_extent_block(fs, b); break;
-	case CSUM_XATTR: set_xattr_block(fs, b); break;
-	case CSUM_ORPHAN: set_orphan_block(fs, b); break;
-	default: break; /* bitmaps, descriptors, inodes, super: set elsewhere */
+	switch (kind) {
+	case CSUM_DIR_LEAF: set_dir_leaf(fs, p, inode_seed(fs, owner, gen)); break;
+	case CSUM_DX_NODE: set_dx_node(fs, p, inode_seed(fs, owner, gen)); break;
+	case CSUM_EXTENT: set_extent_block(fs, p, inode_seed(fs, owner, gen)); break;
+	case CSUM_XATTR: set_xattr_block(fs, p, blocknr); break;
+	default: set_orphan_block(fs, p, blocknr, inode_seed(fs, owner, gen)); break;
 	}
 }

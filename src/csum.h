@@ -39,8 +39,13 @@ int csum_verify_orphan_block(struct uext4_fs *fs, uint64_t ino, uint32_t generat
 uint32_t csum_inode(struct uext4_fs *fs, uint64_t ino, const void *raw);
 /* Store the inode's checksum in raw (no-op without metadata_csum). */
 void csum_set_inode(struct uext4_fs *fs, uint64_t ino, void *raw);
-/* Set the checksum a dirty buffer carries, by b->csum_kind (commit). */
-void csum_set_buffer(struct uext4_fs *fs, struct buf *b);
+/* Does a block of csum_kind `kind` carry its checksum inside itself
+ * (directory leaf, htree node, extent, xattr and orphan-file blocks)? */
+bool csum_in_block(struct uext4_fs *fs, unsigned kind);
+/* Set that checksum in p, a copy of block blocknr of that kind, owned by
+ * inode owner (generation gen) (the commit, on its frozen copies). */
+void csum_set_block(struct uext4_fs *fs, uint8_t *p, uint64_t blocknr, unsigned kind,
+		    uint64_t owner, uint32_t gen);
 /* Bitmap checksums (crc32c of the bitmap bytes) for the descriptor. */
 uint32_t csum_block_bitmap(struct uext4_fs *fs, const void *bitmap);
 uint32_t csum_inode_bitmap(struct uext4_fs *fs, const void *bitmap);

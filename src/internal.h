@@ -76,7 +76,7 @@ enum buf_state_bits {
 
 /*
  * What a dirty buffer holds, so that the commit can set its checksum once
- * however many times it changed (see csum_set_buffer()).
+ * however many times it changed (on its copy: see csum_set_block()).
  */
 enum csum_kind {
 	CSUM_NONE = 0,          /* data blocks, journal, no checksum */

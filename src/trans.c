@@ -9,15 +9,21 @@
  * check_mask+1-th end also sums the shards' dirty counts); a commit raises
  * `blocked`, waits until every counter is zero, and so sees the metadata
  * between two operations, never in the middle of one.  It then takes the
- * dirty buffers, sets each one's checksum, writes the group descriptors
- * and superblock, marks the buffers BUF_FROZEN (each with its slot in the
- * commit's copy buffer), and lets handles run again.  Only then are the
- * blocks copied: by the commit, or, for a block a handle is about to
- * change, by that handle in handle_write_access() (jbd2's frozen buffers),
- * whichever wins the CAS from BUF_FROZEN to BUF_COPYING.  So the copies
- * hold the blocks as they were at the close, and the checksums set at the
- * close match them; a change after the close gets its checksum in the next
- * commit.  The copies are written with no handle waiting for the I/O.
+ * dirty buffers, folds the bitmaps' checksums into their groups, writes
+ * the group descriptors and superblock, marks the buffers BUF_FROZEN (each
+ * with its slot in the commit's copy buffer; the kind and owner of each
+ * block whose checksum sits inside it are noted), and lets handles run
+ * again.  Only then are the blocks copied: by the commit, or, for a block
+ * a handle is about to change, by that handle in handle_write_access()
+ * (jbd2's frozen buffers), whichever wins the CAS from BUF_FROZEN to
+ * BUF_COPYING.  So the copies hold the blocks as they were at the close.
+ * Once all are made, the commit sets the in-block checksums (directory,
+ * htree, extent, xattr, orphan-file blocks) on the copies, with handles
+ * running: the crc32c of every dirty block is off the window in which
+ * handles wait.  A live buffer's checksum field is never set and nothing
+ * reads it; the copies are what the log and the home writes take, and a
+ * block read back from disk has its copy's.  The copies are written with
+ * no handle waiting for the I/O.
  *
  * With a journal (journal.c) the commit is a JBD2 one: the copies and
  * the revoke records of freed metadata go to the log, which is made
@@ -653,13 +659,56 @@ static uint8_t *copy_buffer(struct trans *t, size_t bytes)
 }
 
 /*
- * Take the dirty buffers, finish their checksums, freeze them (their
- * copies are made once handles run again).  The buffers
+ * A frozen block whose checksum sits inside it (csum_in_block()): what
+ * the checksum needs, as the block was at the close (a handle may change
+ * the buffer's kind and owner as soon as handles run again).
+ */
+struct copy_sum {
+	size_t index;           /* into the commit's copies and blocks */
+	uint64_t owner;
+	uint32_t gen;
+	uint8_t kind;
+};
+
+struct copy_sums {
+	struct copy_sum *v;
+	size_t n;
+};
+
+/* Handles drained: freeze all[0..n) into slots of copies, in order, and
+ * note the blocks whose checksum is to be set on their copy. */
+static void freeze_all(struct uext4_fs *fs, struct buf **all, size_t n, uint8_t *copies,
+		       uint64_t *blocks, struct copy_sums *sums)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct buf *b = all[i];
+		uint8_t kind = atomic_load_explicit(&b->csum_kind, memory_order_relaxed);
+
+		/* Frozen, not copied: copy_frozen_all() or the block's next
+		 * writer copies it, with handles running. */
+		b->frozen = copies + i * fs->block_size;
+		atomic_fetch_or_explicit(&b->state, BUF_FROZEN, memory_order_release);
+		blocks[i] = b->blocknr;
+		if (kind == CSUM_INODE_TABLE)
+			mark_itable_written(fs, b);
+		if (csum_in_block(fs, kind))
+			sums->v[sums->n++] = (struct copy_sum){
+				.index = i, .kind = kind,
+				.owner = atomic_load_explicit(&b->owner, memory_order_relaxed),
+				.gen = atomic_load_explicit(&b->owner_gen, memory_order_relaxed)};
+	}
+}
+
+/*
+ * Take the dirty buffers, fold the bitmaps' checksums into their groups,
+ * freeze them (their copies are made once handles run again; the other
+ * checksums are set on the copies then, by set_copy_sums(), so that no
+ * handle waits for the crc32c of every directory block).  The buffers
  * stay referenced (*held) until their copies are on disk: evicted earlier,
  * a block would be read back from disk older than the copy being written.
  */
 static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **blocks, size_t *n,
-			  struct buf ***held)
+			  struct buf ***held, struct copy_sums *sums)
 {
 	struct buf **v, **v2;
 	size_t n1, n2, i;
@@ -668,12 +717,9 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 	n1 = bcache_take_dirty(fs->bc, &v);
 	if (n1 == (size_t)-1)
 		return fs_err(ENOMEM, "commit: out of memory");
-	for (i = 0; i < n1; i++) {
+	for (i = 0; i < n1; i++)
 		if (v[i]->csum_kind == CSUM_BLOCK_BITMAP || v[i]->csum_kind == CSUM_INODE_BITMAP)
 			fold_bitmap_csum(fs, v[i]);
-		else
-			csum_set_buffer(fs, v[i]);
-	}
 	err = 0;
 	if (n1 || atomic_load(&fs->hot->sb_dirty))
 		err = write_descriptors(fs);
@@ -687,7 +733,9 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 	*copies = copy_buffer(fs->trans, *n * fs->block_size);
 	*blocks = malloc(*n * sizeof(uint64_t) + 1);
 	struct buf **all = malloc(*n * sizeof(*all) + 1);
-	if (!*copies || !*blocks || !all) {
+	sums->v = malloc(*n * sizeof(*sums->v) + 1);
+	sums->n = 0;
+	if (!*copies || !*blocks || !all || !sums->v) {
 		err = err ? err : fs_err(ENOMEM, "commit: out of memory for %zu blocks", *n);
 		for (i = 0; i < n1; i++) {
 			bcache_mark_dirty(fs->bc, v[i]);
@@ -700,6 +748,8 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 		free(all);
 		free(v);
 		free(v2);
+		free(sums->v);
+		sums->v = NULL;
 		*n = 0;
 		return err;
 	}
@@ -716,15 +766,7 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 			all[kept++] = all[i];
 	}
 	*n = kept;
-	for (i = 0; i < *n; i++) {
-		/* Frozen, not copied: copy_frozen_all() or the block's next
-		 * writer copies it, with handles running. */
-		all[i]->frozen = *copies + i * fs->block_size;
-		atomic_fetch_or_explicit(&all[i]->state, BUF_FROZEN, memory_order_release);
-		(*blocks)[i] = all[i]->blocknr;
-		if (all[i]->csum_kind == CSUM_INODE_TABLE)
-			mark_itable_written(fs, all[i]);
-	}
+	freeze_all(fs, all, *n, *copies, *blocks, sums);
 	*held = all;
 	free(v);
 	free(v2);
@@ -743,6 +785,23 @@ static void copy_frozen_all(struct uext4_fs *fs, struct buf **held, size_t n)
 			copy_frozen(held[i], fs->block_size);
 		else
 			wait_copied(held[i]);
+	}
+}
+
+/*
+ * Every copy is made (copy_frozen_all()): set the checksums that sit in
+ * the blocks, on the copies, which are what the journal and the home
+ * writes take; nothing reads the checksum field of a live buffer (a block
+ * read back from disk has the copy's).  Handles run meanwhile.
+ */
+static void set_copy_sums(struct uext4_fs *fs, uint8_t *copies, const uint64_t *blocks,
+			  const struct copy_sums *sums)
+{
+	for (size_t i = 0; i < sums->n; i++) {
+		const struct copy_sum *c = &sums->v[i];
+
+		csum_set_block(fs, copies + c->index * fs->block_size, blocks[c->index], c->kind,
+			       c->owner, c->gen);
 	}
 }
 
@@ -989,6 +1048,7 @@ static int commit_locked(struct uext4_fs *fs)
 	uint8_t *copies = NULL;
 	uint64_t *blocks = NULL, *revoked = NULL;
 	struct buf **held = NULL;
+	struct copy_sums sums = {0};
 	size_t n = 0, nrevoked = 0;
 	uint32_t tid, eseq;
 	int err, rerr, werr;
@@ -1018,7 +1078,7 @@ static int commit_locked(struct uext4_fs *fs)
 	}
 	eseq = fs_errors_seq(fs);
 	tid = atomic_load(&t->running);
-	err = snapshot_dirty(fs, &copies, &blocks, &n, &held);
+	err = snapshot_dirty(fs, &copies, &blocks, &n, &held, &sums);
 	kinds_of(held, n, by_kind);
 	rerr = collect_revokes(t, &revoked, &nrevoked);
 	err = err ? err : rerr;
@@ -1028,6 +1088,8 @@ static int commit_locked(struct uext4_fs *fs)
 	if (counting)
 		t_released = lockstat_now_ns();
 	copy_frozen_all(fs, held, n);
+	set_copy_sums(fs, copies, blocks, &sums);
+	free(sums.v);
 	werr = err ? err : write_out(fs, tid, copies, blocks, n, revoked, nrevoked);
 	if (werr && !err) {
 		err = write_failed(fs, werr);

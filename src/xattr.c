@@ -258,7 +258,7 @@ static int xblock_open(struct uext4_fs *fs, uint64_t ino, uint64_t blk, struct b
 		return err;
 	/* Only the fields that never change while the block is shared:
 	 * h_refcount may be changed by another inode's writer (under
-	 * b->lock) and h_checksum by the commit. */
+	 * b->lock); h_checksum is set only in the commit's copy. */
 	memcpy(&magic, b->data + offsetof(struct ext4_xattr_header, h_magic), 4);
 	memcpy(&blocks, b->data + offsetof(struct ext4_xattr_header, h_blocks), 4);
 	r->first = b->data + sizeof(struct ext4_xattr_header);
