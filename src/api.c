@@ -420,7 +420,8 @@ static int walk_lookup(struct walk *w, struct inode *dir, const char *name, size
  * `counted` (FUSE's lookup).  Found as the path walk finds a component, so
  * a lookup racing an unlink of the name gets ENOENT, never the EUCLEAN of
  * a freed inode, nor a file that took over the freed number under another
- * name.  The child's reference keeps its number until the stat is taken.
+ * name.  The child's reference keeps its number until the stat (and the
+ * lookup count) is taken: no second iget().
  */
 static int lookup_stat(uext4_fs *fs, uint64_t dirino, const char *name, bool counted,
 		       struct uext4_stat *st)
@@ -439,14 +440,14 @@ static int lookup_stat(uext4_fs *fs, uint64_t dirino, const char *name, bool cou
 	if (err)
 		return err;
 	if (counted) {
-		err = inode_lookup_ref(fs, child->ino, st);
+		inode_lookup_ref_held(fs, child, st);
 	} else if (st) {
 		urw_rdlock(&child->lock);
 		inode_to_stat(fs, child, st);
 		urw_unlock(&child->lock);
 	}
 	iput(fs, child);
-	return err;
+	return 0;
 }
 
 /* Resolve symlink `link` found in directory dir to a referenced inode. */

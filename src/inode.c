@@ -1289,6 +1289,17 @@ static void lookup_count_add(struct inode *n)
 		igrab(n);
 }
 
+void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st)
+{
+	if (n->ino != EXT4_ROOT_INO)
+		lookup_count_add(n);
+	if (st) {
+		urw_rdlock(&n->lock);
+		inode_to_stat(fs, n, st);
+		urw_unlock(&n->lock);
+	}
+}
+
 int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 {
 	struct inode *n;
@@ -1296,13 +1307,7 @@ int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 
 	if (err)
 		return err;
-	if (ino != EXT4_ROOT_INO)
-		lookup_count_add(n);
-	if (st) {
-		urw_rdlock(&n->lock);
-		inode_to_stat(fs, n, st);
-		urw_unlock(&n->lock);
-	}
+	inode_lookup_ref_held(fs, n, st);
 	iput(fs, n);
 	return 0;
 }
