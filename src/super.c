@@ -514,21 +514,32 @@ void super_mark_dirty(struct uext4_fs *fs)
 	atomic_store(&fs->hot->sb_dirty, true);
 }
 
-/* The superblock straight to the device and flushed, besides its buffer
+/*
+ * The superblock straight to the device and flushed, besides its buffer
  * (journaled at the next commit): needs_recovery must be on disk before
- * the journal holds anything, and cleared only after it is empty. */
+ * the journal holds anything, and cleared only after it is empty.
+ *
+ * Handles may have run since the mount (this is the first write, at the
+ * first commit): fs->sb names their orphan list, whose inodes only the
+ * transaction being committed allocates.  A crash before its commit
+ * block would leave a superblock naming an orphan that is free on disk
+ * (the kernel's orphan cleanup and ours refuse it).  So the direct copy
+ * keeps the list the disk has; the buffer, journaled, has the new one.
+ * The free counts may run ahead of the disk: e2fsck recounts them.
+ */
 static int write_super_now(struct uext4_fs *fs)
 {
-	uint32_t off = EXT4_SUPERBLOCK_OFFSET % fs->block_size;
-	uint64_t blk = EXT4_SUPERBLOCK_OFFSET / fs->block_size;
-	struct buf *b;
+	struct ext4_super_block sb, disk;
 	int err;
 
-	if ((err = super_write(fs)) || (err = bread(fs->bc, blk, UEXT4_META_SUPER, &b)))
+	if ((err = super_write(fs)))
 		return err;
-	err = bdev_write(fs->dev, b->data + off, sizeof(fs->sb),
-			 (blk << fs->log_block_size) + off);
-	brelse(fs->bc, b);
+	if ((err = bdev_read(fs->dev, &disk, sizeof(disk), EXT4_SUPERBLOCK_OFFSET)) < 0)
+		return fs_err(-err, "mount: reading the superblock before the first write failed");
+	sb = fs->sb;
+	sb.s_last_orphan = disk.s_last_orphan;
+	fs_errors_fold(fs, &sb);     /* the checksum, and the image errors are written on */
+	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
 	if (!err && !(err = bdev_flush(fs->dev)))
 		fs_errors_committed(fs);
 	return err;

@@ -580,6 +580,30 @@ static int wl_unlink_open(struct ctx *c)
 	return 0;
 }
 
+/*
+ * The mount's first write holds an orphan: a file created, opened and
+ * unlinked before anything reached the disk.  That write puts the
+ * superblock on the device before the transaction's commit block; it must
+ * not name an orphan list whose inodes only the transaction allocates.
+ */
+static int wl_first_orphan(struct ctx *c)
+{
+	uint32_t bs = c->block_size;
+	uext4_file *f;
+	uint64_t ino;
+	uint8_t *d = gen(c, "/victim", 0, 2 * bs);
+
+	TRY(w_write(c, 0, "/victim", d, 2 * bs, 0));     /* no fsync: nothing written yet */
+	free(d);
+	TRY(uext4_resolve(c->fs, "/victim", 0, &ino));
+	TRY(uext4_open(c->fs, ino, O_RDWR, &f));
+	TRY(w_unlink(c, 0, "/victim"));
+	TRY(w_sync(c, -1));                              /* the first write: orphan head */
+	TRY(uext4_release(f));
+	TRY(w_put(c, 0, "/after", 0, bs, 0));
+	return 0;
+}
+
 /* Shrinking and growing truncates, with fsync. */
 static int wl_truncate(struct ctx *c)
 {
@@ -794,6 +818,7 @@ static const struct workload workloads[] = {
 	{ "create_fsync", wl_create_fsync, 0, "creates, writes, fsync/fdatasync, append, overwrite" },
 	{ "rename", wl_rename, 0, "renames within/across directories, over an existing file" },
 	{ "unlink_open", wl_unlink_open, 0, "unlink of an open file, written after, released" },
+	{ "first_orphan", wl_first_orphan, 0, "the mount's first write holds an unlinked open file" },
 	{ "truncate", wl_truncate, 0, "shrinking and growing truncates" },
 	{ "xattr", wl_xattr, 0, "xattr set (inode, block), replace, remove" },
 	{ "dirgrow", wl_dirgrow, 0, "directory past one block (htree), unlinks" },

@@ -39,7 +39,7 @@ config() { # config NAME -> "SIZE WORKLOADS | MKE2FS-OPTIONS"
 	4k) echo "16M all|-t ext4 -O orphan_file -b 4096" ;;
 	1k) echo "8M all|-t ext4 -O orphan_file -b 1024" ;;
 	nocsum) echo "16M create_fsync rename unlink_open truncate threads|-t ext4 -O ^metadata_csum,orphan_file -b 4096" ;;
-	legacy) echo "8M unlink_open truncate dirgrow threads threads_dir|-t ext4 -O ^orphan_file -b 1024" ;;
+	legacy) echo "8M unlink_open first_orphan truncate dirgrow threads threads_dir|-t ext4 -O ^orphan_file -b 1024" ;;
 	*) return 1 ;;
 	esac
 }
