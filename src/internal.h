@@ -273,6 +273,9 @@ struct uext4_fs {
 	bool use_fixed_time;
 	int64_t fixed_time;
 	bool bulk;
+	/* s_last_orphan (disk byte order) as on disk when start_writing()
+	 * begins: set there, before any handle; read by the first write. */
+	uint32_t disk_last_orphan;
 	/* --- written: by the commit (counters, times) and the legacy orphan
 	 * list (s_last_orphan), so on cache lines of its own, after every
 	 * read-mostly field (checked in super.c) --- */

@@ -529,15 +529,13 @@ void super_mark_dirty(struct uext4_fs *fs)
  */
 static int write_super_now(struct uext4_fs *fs)
 {
-	struct ext4_super_block sb, disk;
+	struct ext4_super_block sb;
 	int err;
 
 	if ((err = super_write(fs)))
 		return err;
-	if ((err = bdev_read(fs->dev, &disk, sizeof(disk), EXT4_SUPERBLOCK_OFFSET)) < 0)
-		return fs_err(-err, "mount: reading the superblock before the first write failed");
 	sb = fs->sb;
-	sb.s_last_orphan = disk.s_last_orphan;
+	sb.s_last_orphan = fs->disk_last_orphan;
 	fs_errors_fold(fs, &sb);     /* the checksum, and the image errors are written on */
 	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
 	if (!err && !(err = bdev_flush(fs->dev)))
@@ -671,6 +669,7 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	int err;
 
 	(void)o;
+	fs->disk_last_orphan = fs->sb.s_last_orphan;   /* the first write keeps it */
 	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &super_journal_host, &fs->journal)))
 		return err;
 	if ((err = trans_init(fs)) || (err = balloc_init(fs)))
