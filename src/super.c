@@ -517,17 +517,10 @@ void super_mark_dirty(struct uext4_fs *fs)
 /*
  * The superblock straight to the device and flushed, besides its buffer
  * (journaled at the next commit): needs_recovery must be on disk before
- * the journal holds anything, and cleared only after it is empty.
- *
- * Handles may have run since the mount (this is the first write, at the
- * first commit): fs->sb names their orphan list, whose inodes only the
- * transaction being committed allocates.  A crash before its commit
- * block would leave a superblock naming an orphan that is free on disk
- * (the kernel's orphan cleanup and ours refuse it).  So the direct copy
- * keeps the list the disk has; the buffer, journaled, has the new one.
- * The free counts may run ahead of the disk: e2fsck recounts them.
+ * the journal holds anything, and cleared only after it is empty.  The
+ * direct copy names last_orphan (disk byte order) as its orphan list head.
  */
-static int write_super_now(struct uext4_fs *fs)
+static int write_super_now(struct uext4_fs *fs, uint32_t last_orphan)
 {
 	struct ext4_super_block sb;
 	int err;
@@ -535,7 +528,7 @@ static int write_super_now(struct uext4_fs *fs)
 	if ((err = super_write(fs)))
 		return err;
 	sb = fs->sb;
-	sb.s_last_orphan = fs->disk_last_orphan;
+	sb.s_last_orphan = last_orphan;
 	fs_errors_fold(fs, &sb);     /* the checksum, and the image errors are written on */
 	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
 	if (!err && !(err = bdev_flush(fs->dev)))
@@ -557,7 +550,15 @@ static void set_incompat(struct uext4_fs *fs, uint32_t bit, bool on)
  */
 int super_begin_writing(struct uext4_fs *fs)
 {
-	return write_super_now(fs);
+	/* Handles may have run since the mount (this write comes with the
+	 * first commit): fs->sb names their orphan list, whose inodes only
+	 * the transaction being committed allocates.  A crash before its
+	 * commit block would leave a superblock naming an orphan that is
+	 * free on disk (the kernel's orphan cleanup and ours refuse it).  So
+	 * the direct copy keeps the head the disk has; the journaled buffer
+	 * has the new one.  The free counts may run ahead of the disk:
+	 * e2fsck recounts them. */
+	return write_super_now(fs, fs->disk_last_orphan);
 }
 
 /* ------------------------------------------------------------ the journal's host
@@ -951,7 +952,7 @@ static int finish_writing(struct uext4_fs *fs)
 	if ((err = journal_mark_empty(fs->journal)))
 		return err;
 	set_incompat(fs, EXT4_FEATURE_INCOMPAT_RECOVER, false);
-	return write_super_now(fs);
+	return write_super_now(fs, fs->sb.s_last_orphan);   /* all committed: the live head */
 }
 
 /*
