@@ -40,9 +40,9 @@ bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *
 void igrab(struct inode *inode);
 /* One more lookup of ino handed to the frontend (uext4_lookup_ref());
  * st (may be NULL) is filled from the same inode.  0 or -errno, no count. */
-/* inode_lookup_ref() of an inode the caller already holds. */
-void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
 int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
+/* inode_lookup_ref() of an inode the caller already holds: cannot fail. */
+void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
 /* The frontend dropped nlookup of them (uext4_forget()); at 0 the held
  * reference goes, which frees an unlinked inode. */
 void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
