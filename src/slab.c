@@ -8,6 +8,15 @@
  * objects go on a free list, and chunks go back only when the slab is
  * destroyed (at unmount).
  *
+ * Chunks are carved from regions mapped a few times per mount (16 MiB,
+ * doubling to 256 MiB), not mapped one by one: every mmap(), munmap() and
+ * madvise(MADV_HUGEPAGE) takes the process's mmap lock for writing, and
+ * behind a writer every page fault of every thread waits.  With 16 threads
+ * on 2 CPUs a reader preempted while zeroing a huge page held that writer,
+ * and with it each thread inside a handle, for up to 85 ms (perf sched), so
+ * that a commit waited 150 ms for its handles to drain.  A chunk taken from
+ * a region is only populated, which takes the lock for reading.
+ *
  * Sharded by thread (thread_slot()), each shard on its own cache line with
  * a leaf lock protecting its free list and current chunk; an object freed
  * by another thread simply joins that thread's shard.
@@ -23,19 +32,25 @@
 #define SLAB_SHARDS 16
 #define SLAB_CHUNK (4u << 20)
 
-struct slab_chunk {
-	struct slab_chunk *next;
+/* A mapped range chunks are carved from; immutable but `used`. */
+struct slab_region {
+	struct slab_region *next;   /* the region mapped before this one */
+	char *base;                 /* SLAB_HUGE-aligned */
+	size_t len;                 /* a multiple of SLAB_CHUNK */
+	_Atomic size_t used;        /* bytes handed out (may pass len: then full) */
 };
 
 struct slab_shard {
 	struct ulock lock;          /* RANK_LEAF: everything below */
 	void *free;                 /* free objects, linked through their first word */
 	char *cur, *end;            /* unused part of the current chunk */
-	struct slab_chunk *chunks;  /* every chunk, for slab_destroy() */
 } __attribute__((aligned(CACHELINE)));
 
 struct slab {
 	size_t objsize;             /* immutable, a multiple of CACHELINE */
+	/* The newest region, the head of the list of all of them: replaced
+	 * by compare-and-swap when full, read with no lock. */
+	_Atomic(struct slab_region *) region;
 	struct slab_shard shard[SLAB_SHARDS];
 };
 
@@ -54,65 +69,110 @@ struct slab *slab_create(size_t objsize)
 
 void slab_destroy(struct slab *s)
 {
+	struct slab_region *r, *next;
+
 	if (!s)
 		return;
-	for (int i = 0; i < SLAB_SHARDS; i++) {
-		struct slab_chunk *c = s->shard[i].chunks, *next;
-
-		for (; c; c = next) {
-			next = c->next;
-			munmap(c, SLAB_CHUNK);
-		}
-		ulock_destroy(&s->shard[i].lock);
+	for (r = atomic_load(&s->region); r; r = next) {
+		next = r->next;
+		munmap(r->base, r->len);
+		free(r);
 	}
+	for (int i = 0; i < SLAB_SHARDS; i++)
+		ulock_destroy(&s->shard[i].lock);
 	free(s);
 }
 
-/*
- * A new chunk for the shard (lock held); false when out of memory.  Mapped
- * populated (and huge pages where the kernel gives them): page faults on
- * fresh memory cost more than the creates that use it on a virtual machine.
- */
 #define SLAB_HUGE (2u << 20)
+#define SLAB_REGION_FIRST (16u << 20)
+#define SLAB_REGION_MAX (256u << 20)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
 
-/* 4 MiB on a 2 MiB boundary, so the kernel can back it with two huge pages
- * (two page faults instead of a thousand), populated up front. */
-static void *chunk_map(void)
+/* len bytes on a 2 MiB boundary, so the kernel can back them with huge
+ * pages (a page fault per 2 MiB instead of per 4 KiB); NULL on failure. */
+static char *map_aligned(size_t len)
 {
-	size_t len = SLAB_CHUNK + SLAB_HUGE;
-	uint8_t *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *p;
+	size_t raw_len = len + SLAB_HUGE;
+	char *raw = mmap(NULL, raw_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p;
 
 	if (raw == MAP_FAILED)
 		return NULL;
-	p = (uint8_t *)(((uintptr_t)raw + SLAB_HUGE - 1) & ~(uintptr_t)(SLAB_HUGE - 1));
+	p = (char *)(((uintptr_t)raw + SLAB_HUGE - 1) & ~(uintptr_t)(SLAB_HUGE - 1));
 	if (p > raw)
 		munmap(raw, (size_t)(p - raw));
-	if (raw + len > p + SLAB_CHUNK)
-		munmap(p + SLAB_CHUNK, (size_t)(raw + len - (p + SLAB_CHUNK)));
-	madvise(p, SLAB_CHUNK, MADV_HUGEPAGE);
-	if (madvise(p, SLAB_CHUNK, MADV_POPULATE_WRITE) != 0) {
-		/* Older kernels: touch every page instead. */
-		for (size_t o = 0; o < SLAB_CHUNK; o += 4096)
-			p[o] = 0;
-	}
+	if (raw + raw_len > p + len)
+		munmap(p + len, (size_t)(raw + raw_len - (p + len)));
+	madvise(p, len, MADV_HUGEPAGE);
 	return p;
 }
 
+/* A region after prev (twice its size, at most SLAB_REGION_MAX; one chunk
+ * if memory is short); NULL when not even a chunk can be mapped. */
+static struct slab_region *region_map(const struct slab_region *prev)
+{
+	size_t len = prev ? MIN((size_t)SLAB_REGION_MAX, prev->len * 2) : SLAB_REGION_FIRST;
+	struct slab_region *r = malloc(sizeof(*r));
+	char *base = NULL;
+
+	if (!r)
+		return NULL;
+	for (; len >= SLAB_CHUNK && !(base = map_aligned(len)); len /= 2)
+		;
+	if (!base) {
+		free(r);
+		return NULL;
+	}
+	*r = (struct slab_region){.base = base, .len = len / SLAB_CHUNK * SLAB_CHUNK};
+	return r;
+}
+
+/* Fault a chunk in up front: page faults on fresh memory cost more than
+ * the creates that use it on a virtual machine. */
+static void chunk_populate(char *p)
+{
+	if (madvise(p, SLAB_CHUNK, MADV_POPULATE_WRITE) != 0)
+		for (size_t o = 0; o < SLAB_CHUNK; o += 4096)
+			p[o] = 0; /* older kernels: touch every page */
+}
+
+/* A fresh chunk, populated; NULL when out of memory.  Lock-free: threads
+ * race on the region's `used`, and one of those that find it full maps
+ * the next region (a loser unmaps its own). */
+static char *chunk_take(struct slab *s)
+{
+	for (;;) {
+		struct slab_region *r = atomic_load(&s->region), *nr;
+
+		if (r) {
+			size_t off = atomic_fetch_add(&r->used, SLAB_CHUNK);
+
+			if (off + SLAB_CHUNK <= r->len) {
+				chunk_populate(r->base + off);
+				return r->base + off;
+			}
+		}
+		if (!(nr = region_map(r)))
+			return NULL;
+		nr->next = r;
+		if (!atomic_compare_exchange_strong(&s->region, &r, nr)) {
+			munmap(nr->base, nr->len);
+			free(nr);
+		}
+	}
+}
+
+/* A new chunk for the shard (lock held); false when out of memory. */
 static bool shard_refill(struct slab *s, struct slab_shard *sh)
 {
-	struct slab_chunk *c = chunk_map();
+	char *c = chunk_take(s);
 
 	if (!c)
 		return false;
-	c->next = sh->chunks;
-	sh->chunks = c;
-	sh->cur = (char *)c + CACHELINE;
-	sh->end = (char *)c + SLAB_CHUNK;
-	(void)s;
+	sh->cur = c;
+	sh->end = c + SLAB_CHUNK;
 	return true;
 }
 
