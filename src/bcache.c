@@ -221,7 +221,7 @@ struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem
 			     block_size;
 	shard_limit = mem_limit / bc->nshards;
 	shard_blocks = shard_limit / block_size;
-	bc->slab = slab_create(bc->buf_alloc_size);
+	bc->slab = slab_create(bc->buf_alloc_size, mem_limit);
 	if (!bc->slab)
 		goto nomem;
 	bc->shards = aligned_alloc(CACHELINE, sizeof(struct bc_shard) * bc->nshards);

@@ -116,6 +116,16 @@ static void heavy_fence(void)
 		full_fence();
 }
 
+/* The first records come from a static pool, not malloc: a thread's
+ * first malloc makes glibc map it an arena (mmap, munmap, mprotect), each
+ * a writer of the process's mmap lock, and with 16 new threads on 2 CPUs
+ * page faults and chunk populates of the threads already working queued
+ * behind those writers for 600 ms in all (perf, sched_switch stacks).
+ * Claimed once each (g_pool_used, atomic). */
+#define EBR_POOL 256
+static struct ebr_record g_pool[EBR_POOL];
+static atomic_uint g_pool_used;
+
 /* Records for threads that arrive when malloc fails: ebr_enter() cannot
  * return an error, so out of memory takes one of these instead of
  * aborting.  Claimed once each (g_reserve_used, atomic); like every
@@ -126,10 +136,12 @@ static atomic_uint g_reserve_used;
 
 static struct ebr_record *record_alloc(void)
 {
-	struct ebr_record *r = aligned_alloc(CACHELINE, sizeof(*r));
-	unsigned i;
+	struct ebr_record *r;
+	unsigned i = atomic_load_explicit(&g_pool_used, memory_order_relaxed);
 
-	if (r)
+	if (i < EBR_POOL && (i = atomic_fetch_add(&g_pool_used, 1)) < EBR_POOL)
+		return &g_pool[i];
+	if ((r = aligned_alloc(CACHELINE, sizeof(*r))))
 		return r;
 	i = atomic_fetch_add(&g_reserve_used, 1);
 	if (i >= EBR_RESERVE)

@@ -354,9 +354,13 @@ static int dx_probe(struct uext4_fs *fs, struct inode *dir, uint32_t hash, struc
  * for writing, a reader of the leaf's entries (lookup, readdir) for
  * reading.  Index blocks and the root change only with dir->lock held
  * for writing, so they are read without a leaf lock.  A thread holds at
- * most one leaf lock at a time, so the stripes need no order.
+ * most one leaf lock at a time, so the stripes need no order.  8,192 of
+ * them (512 KiB): with 1,024, 16 threads creating in private directories
+ * met on one 500 to 1,300 times per 0.3 s, a preempted holder keeping the
+ * other waiting up to 68 ms (lock statistics, dir_leaf); with 8,192, 8 to
+ * 230 times.
  */
-#define LEAF_LOCK_STRIPES 1024
+#define LEAF_LOCK_STRIPES 8192
 
 static struct leaf_stripe {
 	_Alignas(64) struct urwlock l;  /* a line each: no false sharing */

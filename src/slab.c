@@ -8,8 +8,9 @@
  * objects go on a free list, and chunks go back only when the slab is
  * destroyed (at unmount).
  *
- * Chunks are carved from regions mapped a few times per mount (16 MiB,
- * doubling to 256 MiB), not mapped one by one: every mmap(), munmap() and
+ * Chunks are carved from regions mapped a few times per mount (the first,
+ * as big as the owner expects to need, at slab_create(); then doubling, to
+ * at most 256 MiB each), not mapped one by one: every mmap(), munmap() and
  * madvise(MADV_HUGEPAGE) takes the process's mmap lock for writing, and
  * behind a writer every page fault of every thread waits.  With 16 threads
  * on 2 CPUs a reader preempted while zeroing a huge page held that writer,
@@ -31,6 +32,9 @@
 
 #define SLAB_SHARDS 16
 #define SLAB_CHUNK (4u << 20)
+#define SLAB_HUGE (2u << 20)
+#define SLAB_REGION_FIRST (16u << 20)
+#define SLAB_REGION_MAX (256u << 20)
 
 /* A mapped range chunks are carved from; immutable but `used`. */
 struct slab_region {
@@ -54,7 +58,9 @@ struct slab {
 	struct slab_shard shard[SLAB_SHARDS];
 };
 
-struct slab *slab_create(size_t objsize)
+static struct slab_region *region_map(size_t len);
+
+struct slab *slab_create(size_t objsize, size_t expect)
 {
 	struct slab *s = aligned_alloc(CACHELINE, sizeof(*s));
 
@@ -64,6 +70,8 @@ struct slab *slab_create(size_t objsize)
 	s->objsize = (objsize + CACHELINE - 1) / CACHELINE * CACHELINE;
 	for (int i = 0; i < SLAB_SHARDS; i++)
 		ulock_init(&s->shard[i].lock, RANK_LEAF);
+	/* Mapped now, before any thread works (NULL: mapped when needed). */
+	atomic_init(&s->region, region_map(MAX(expect, (size_t)SLAB_REGION_FIRST)));
 	return s;
 }
 
@@ -83,9 +91,6 @@ void slab_destroy(struct slab *s)
 	free(s);
 }
 
-#define SLAB_HUGE (2u << 20)
-#define SLAB_REGION_FIRST (16u << 20)
-#define SLAB_REGION_MAX (256u << 20)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -109,16 +114,16 @@ static char *map_aligned(size_t len)
 	return p;
 }
 
-/* A region after prev (twice its size, at most SLAB_REGION_MAX; one chunk
- * if memory is short); NULL when not even a chunk can be mapped. */
-static struct slab_region *region_map(const struct slab_region *prev)
+/* A region of len bytes, at most SLAB_REGION_MAX (less if memory is
+ * short, down to a chunk); NULL when not even a chunk can be mapped. */
+static struct slab_region *region_map(size_t len)
 {
-	size_t len = prev ? MIN((size_t)SLAB_REGION_MAX, prev->len * 2) : SLAB_REGION_FIRST;
 	struct slab_region *r = malloc(sizeof(*r));
 	char *base = NULL;
 
 	if (!r)
 		return NULL;
+	len = (MIN(len, (size_t)SLAB_REGION_MAX) + SLAB_CHUNK - 1) / SLAB_CHUNK * SLAB_CHUNK;
 	for (; len >= SLAB_CHUNK && !(base = map_aligned(len)); len /= 2)
 		;
 	if (!base) {
@@ -154,7 +159,7 @@ static char *chunk_take(struct slab *s)
 				return r->base + off;
 			}
 		}
-		if (!(nr = region_map(r)))
+		if (!(nr = region_map(r ? r->len * 2 : SLAB_REGION_FIRST)))
 			return NULL;
 		nr->next = r;
 		if (!atomic_compare_exchange_strong(&s->region, &r, nr)) {
