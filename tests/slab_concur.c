@@ -12,10 +12,10 @@
  * slab_destroy() unmaps it all; ASan (in make check) reports a leak or a
  * use after unmap.
  */
-#include "internal.h"
 #include "slab.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
