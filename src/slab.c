@@ -124,13 +124,13 @@ static struct slab_region *region_map(size_t len)
 	if (!r)
 		return NULL;
 	len = (MIN(len, (size_t)SLAB_REGION_MAX) + SLAB_CHUNK - 1) / SLAB_CHUNK * SLAB_CHUNK;
-	for (; len >= SLAB_CHUNK && !(base = map_aligned(len)); len /= 2)
+	for (; len >= SLAB_CHUNK && !(base = map_aligned(len)); len = len / 2 / SLAB_CHUNK * SLAB_CHUNK)
 		;
 	if (!base) {
 		free(r);
 		return NULL;
 	}
-	*r = (struct slab_region){.base = base, .len = len / SLAB_CHUNK * SLAB_CHUNK};
+	*r = (struct slab_region){.base = base, .len = len};
 	return r;
 }
 
