@@ -868,25 +868,28 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uin
  */
 static int refuse_unusable(struct uext4_fs *fs, struct inode *n)
 {
-	uint32_t st = atomic_load_explicit(&n->istate, memory_order_acquire);
+	/* seq_cst, as the grab before it: pairs with inode_claim_free(). */
+	uint32_t st = atomic_load(&n->istate);
 	unsigned long long ino = n->ino;
 
-	if (!(st & (INODE_DELETED | INODE_CREATING)))
+	if (!(st & (INODE_DELETED | INODE_FREEING | INODE_CREATING)))
 		return 0;
 	iput(fs, n); /* may free n */
-	if (st & INODE_DELETED)
+	if (st & (INODE_DELETED | INODE_FREEING))
 		return fs_err(ENOENT, "inode %llu was deleted", ino);
 	return fs_err(ENOENT, "inode %llu was deleted (its number is being reused)", ino);
 }
 
-/* A reference on n unless it is dead (being freed). */
+/* A reference on n unless it is dead (being freed).  seq_cst (a locked
+ * instruction on x86 either way): the grab and the caller's look at
+ * istate pair with inode_claim_free()'s flag and look at the count. */
 static bool try_grab(struct inode *n)
 {
 	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
 
 	while (!(r & INODE_REF_DEAD))
 		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r + 1,
-							  memory_order_acquire,
+							  memory_order_seq_cst,
 							  memory_order_relaxed))
 			return true;
 	return false;
@@ -940,14 +943,14 @@ bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *
 
 	if (!try_grab(n))
 		return false;
-	state = atomic_load_explicit(&n->istate, memory_order_acquire);
-	if (!(state & (INODE_DELETED | INODE_CREATING))) {
+	state = atomic_load(&n->istate); /* seq_cst: see try_grab() */
+	if (!(state & (INODE_DELETED | INODE_FREEING | INODE_CREATING))) {
 		urw_rdlock(&n->lock);
 		inode_to_stat(fs, n, st);
 		urw_unlock(&n->lock);
 	}
 	iput(fs, n);
-	return !(state & (INODE_DELETED | INODE_CREATING));
+	return !(state & (INODE_DELETED | INODE_FREEING | INODE_CREATING));
 }
 
 /*
@@ -1093,6 +1096,49 @@ static void delete_failed(struct uext4_fs *fs, struct inode *n, int err)
 }
 
 /*
+ * Free n's blocks, xattrs and number in h: n has no links and its lock is
+ * held for writing.  Marked deleted before its number is free: a create
+ * that takes the number next must find this cached copy marked (seed of
+ * icache_insert_new()'s unhashing).
+ */
+static int free_in(struct handle *h, struct inode *n)
+{
+	int err = 0;
+
+	if (!inode_has_inline_data(n) &&
+	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
+		err = inode_truncate_blocks(h, n, 0);
+	if (!err)
+		err = xattr_release_inode(h, n);
+	if (!err)
+		err = orphan_del(h, n);
+	if (!err) {
+		struct timespec now = fs_time(h->fs);
+
+		n->dtime = (uint32_t)now.tv_sec;
+		n->size = 0;
+		n->ctime = now;
+		err = inode_write(h, n);
+	}
+	if (!err) {
+		atomic_fetch_or(&n->istate, INODE_DELETED);
+		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
+	}
+	return err;
+}
+
+/* Freeing n failed after it was marked deleted: only the number's bitmap
+ * bit is left, a leak e2fsck repairs. */
+static void report_number_leak(struct uext4_fs *fs, struct inode *n, int err)
+{
+	char why[256];
+
+	snprintf(why, sizeof(why), "%s", uext4_last_error());
+	FS_ERROR(fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed (%s): "
+		 "its number stays allocated for e2fsck", (unsigned long long)n->ino, why);
+}
+
+/*
  * The last reference to an inode with no links is going: free its blocks,
  * xattrs and number (the file was unlinked while open, or just now).  The
  * caller holds no inode lock and no handle (api.c drops its locks before
@@ -1116,41 +1162,66 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 		urw_unlock(&n->lock);
 		return err;
 	}
-	if (!inode_has_inline_data(n) &&
-	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
-		err = inode_truncate_blocks(h, n, 0);
-	if (!err)
-		err = xattr_release_inode(h, n);
-	if (!err)
-		err = orphan_del(h, n);
-	if (!err) {
-		struct timespec now = fs_time(fs);
-
-		n->dtime = (uint32_t)now.tv_sec;
-		n->size = 0;
-		n->ctime = now;
-		err = inode_write(h, n);
-	}
-	if (!err) {
-		/* Deleted before the number is free: a create that takes the
-		 * number next must find this cached copy marked (seed of
-		 * icache_insert_new()'s unhashing). */
-		atomic_fetch_or(&n->istate, INODE_DELETED);
-		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
-	}
+	err = free_in(h, n);
 	err2 = handle_end(h);
-	if (err && !(atomic_load(&n->istate) & INODE_DELETED)) {
+	if (err && !(atomic_load(&n->istate) & INODE_DELETED))
 		delete_failed(fs, n, err);
-	} else if (err) {
-		/* Only the number's bitmap bit is left: a leak e2fsck repairs. */
-		char why[256];
-
-		snprintf(why, sizeof(why), "%s", uext4_last_error());
-		FS_ERROR(fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed (%s): "
-			 "its number stays allocated for e2fsck", (unsigned long long)n->ino, why);
-	}
+	else if (err)
+		report_number_leak(fs, n, err);
 	urw_unlock(&n->lock);
 	return err ? err : err2;
+}
+
+/*
+ * Unlink and rmdir free an inode in the handle that takes its last link
+ * when they hold its only reference (not open, no lookup count): the
+ * removal and the free commit together, so it needs no orphan entry (on
+ * the legacy list, one mutex for the whole file system) and no second
+ * handle.  The claim is a Dekker pair with the lock-free grab: the flag
+ * is set, then the count read (both seq_cst), while a grab raises the
+ * count, then reads the flag (try_grab(), refuse_unusable()); so either
+ * the claim sees the new reference and gives up, or the grabber sees the
+ * flag and gets ENOENT, as if its lookup came after the unlink.  Caller
+ * holds n->lock for writing.
+ */
+bool inode_claim_free(struct inode *n)
+{
+	atomic_fetch_or(&n->istate, INODE_FREEING);
+	if (atomic_load(&n->refcount) == 1)
+		return true;
+	inode_unclaim_free(n);
+	return false;
+}
+
+void inode_unclaim_free(struct inode *n)
+{
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_FREEING);
+}
+
+/*
+ * Free a claimed inode (inode_claim_free()) in h, whose changes dropped
+ * its last link.  If that fails before it is marked deleted, it is left
+ * as any unlinked inode: on an orphan list, freed (or the failure
+ * reported) at its last iput().  0, or the error of a number left
+ * allocated.
+ */
+int inode_free_now(struct handle *h, struct inode *n)
+{
+	int err;
+
+	if (n->pa)
+		balloc_release_prealloc(h->fs, n);
+	err = free_in(h, n);
+	if (err && (atomic_load(&n->istate) & INODE_DELETED)) {
+		report_number_leak(h->fs, n, err);
+		return err;
+	}
+	if (err) {
+		orphan_add(h, n);
+		inode_write(h, n);
+		inode_unclaim_free(n);
+	}
+	return 0;
 }
 
 /* The last reference of a deleted inode: it leaves the cache, unless a

@@ -24,6 +24,14 @@ int iput(struct uext4_fs *fs, struct inode *inode);
 /* Would freeing inode meet corruption in its extent tree (read-only walk,
  * for an unlink about to drop the last link)?  0 or the error. */
 int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
+/* An unlink about to take the last link of an inode it holds the only
+ * reference of (inode locked for writing): claim it to be freed in the
+ * same handle (iget() refuses it from now on); false if another holder
+ * came.  inode_unclaim_free() if the unlink fails; else, once the link is
+ * gone, inode_free_now() in that handle. */
+bool inode_claim_free(struct inode *inode);
+void inode_unclaim_free(struct inode *inode);
+int inode_free_now(struct handle *h, struct inode *inode);
 /* The same walk from logical block lblk on: what a shrinking truncate to
  * lblk will free (checked before it goes on the orphan list, so that a
  * corrupt tree is refused before anything is written). */

@@ -363,6 +363,10 @@ enum inode_state_bits {
 	 * inode clears the bit (INODE_DELETED is set first), so while cached
 	 * the bitmap need not be read again (inode_check_map_from()). */
 	INODE_BITMAP_OK = 1u << 7,
+	/* Claimed by the unlink that takes its last link while it holds the
+	 * only reference (inode_claim_free()): freed in that same handle, so
+	 * iget() refuses it as if deleted. */
+	INODE_FREEING = 1u << 8,
 };
 static inline struct ext4_inode *inode_raw_mut(struct inode *i)
 { return (struct ext4_inode *)i->raw; }

@@ -218,6 +218,7 @@ static void dir_dec_links(struct inode *dir)
  * Drop a link.  An inode that lost its last one goes at its last iput(),
  * maybe much later (it is open); it goes on an orphan list in this same
  * transaction, so that a crash before then frees it at the next mount.
+ * Not one claimed to be freed in this transaction (inode_claim_free()).
  */
 static int drop_link(struct handle *h, struct inode *n)
 {
@@ -227,7 +228,8 @@ static int drop_link(struct handle *h, struct inode *n)
 	if (n->links == 0 || (S_ISDIR(n->mode) && n->links <= 1)) {
 		n->links = 0;
 		atomic_fetch_or(&n->istate, INODE_UNLINKED);
-		return orphan_add(h, n);
+		if (!(atomic_load(&n->istate) & INODE_FREEING))
+			return orphan_add(h, n);
 	}
 	return 0;
 }
@@ -696,6 +698,7 @@ static int remove_allowed(struct inode *dir, struct inode *c, bool want_dir, con
 struct shared_unlink {
 	struct handle *h;
 	struct inode *dir, *c;
+	bool may_free;          /* c may be claimed to be freed at once */
 };
 
 /* Called by dir_remove_shared() with the entry found and its leaf locked:
@@ -708,8 +711,11 @@ static int unlink_in_leaf(void *ctx)
 	struct timespec cct = c->ctime;
 	uint32_t clinks = c->links;
 	char msg[512];
-	int err = drop_link(u->h, c);
+	int err;
 
+	if (u->may_free)
+		inode_claim_free(c);
+	err = drop_link(u->h, c);
 	if (!err)
 		err = inode_write(u->h, c);
 	if (!err)
@@ -721,6 +727,7 @@ static int unlink_in_leaf(void *ctx)
 		atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
 		orphan_del(u->h, c);
 	}
+	inode_unclaim_free(c);
 	c->links = clinks;
 	c->ctime = cct;
 	inode_write(u->h, c);
@@ -783,12 +790,16 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 		/* The last link of a file nobody holds open (a lookup count
 		 * aside: its FORGET follows soon): its free follows at once,
 		 * so refuse now if it would fail (image unchanged). */
-		if (!err && (want_dir || c->links == 1) && inode_users(c) == 1)
+		bool last = !err && (want_dir || c->links == 1) && inode_users(c) == 1;
+
+		if (last)
 			err = inode_check_freeable(fs, c);
 		if (!err && ls.shared && !(err = handle_begin(fs, 16, &h))) {
-			struct shared_unlink u = {.h = h, .dir = dir, .c = c};
+			struct shared_unlink u = {.h = h, .dir = dir, .c = c, .may_free = last};
 
 			err = dir_remove_shared(h, dir, name, len, c->ino, unlink_in_leaf, &u);
+			if (!err && (atomic_load(&c->istate) & INODE_FREEING))
+				err = inode_free_now(h, c);
 			int e2 = handle_end(h);
 			err = err ? err : e2;
 			if (err == DIR_NEED_WIDE) {
@@ -809,6 +820,8 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 					c->links = 1;
 					dir_dec_links(dir);
 				}
+				if (last)
+					inode_claim_free(c);
 				err = drop_link(h, c);
 				touch_dir(fs, dir);
 				if (!err)
@@ -828,6 +841,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 					atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
 					orphan_del(h, c);
 				}
+				inode_unclaim_free(c);
 				c->links = clinks;
 				c->ctime = cct;
 				dir->links = dlinks;
@@ -836,6 +850,8 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				inode_write(h, c);
 				inode_write(h, dir);
 				fs_err(-err, "%s", msg);
+			} else if (atomic_load(&c->istate) & INODE_FREEING) {
+				err = inode_free_now(h, c);
 			}
 			int e2 = handle_end(h);
 			err = err ? err : e2;

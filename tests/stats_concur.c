@@ -12,8 +12,10 @@
  *      directory, and chmod each, through the library: the directory
  *      class shows an acquisition per create, the inode class one per
  *      chmod, and both zero contentions.  Then each unlinks its files:
- *      the orphan file's entries are claimed once per unlink (class
- *      "orphan_file"), the directory locks still uncontended.  Every class's counts are printed; a class other than
+ *      nobody holds them, so no orphan entry is taken (classes
+ *      "orphan_file" and "orphan_list" at 0); made again and unlinked
+ *      while open, the orphan file's entries are claimed once per unlink;
+ *      the directory locks uncontended throughout.  Every class's counts are printed; a class other than
  *      those two that contends is reported (not failed: removing it is
  *      issue 12's item 2).
  *   4. A sync: the journal counted a commit with blocks, and the block
@@ -207,6 +209,33 @@ static void *unlink_thread(void *arg)
 	return NULL;
 }
 
+/* As unlink_thread(), each file held open across its unlink: its inode
+ * goes on the orphan file until the release frees it. */
+static void *open_unlink_thread(void *arg)
+{
+	struct creator *c = arg;
+	char name[32];
+
+	for (int i = 0; i < g_files; i++) {
+		struct uext4_stat st;
+		uext4_file *f = NULL;
+		int r;
+
+		snprintf(name, sizeof(name), "f-%d-%06d", c->id, i);
+		r = uext4_lookup(g_fs, c->dir, name, &st);
+		if (r == 0)
+			r = uext4_open(g_fs, st.ino, O_RDONLY, &f);
+		if (r == 0)
+			r = uext4_unlink(g_fs, c->dir, name);
+		if (f && uext4_release(f) < 0 && r == 0)
+			r = -EIO;
+		if (r < 0 && c->errors++ < 5)
+			fprintf(stderr, "FAIL: thread %d: open+unlink %s: %s\n", c->id, name,
+				uext4_last_error());
+	}
+	return NULL;
+}
+
 /* NT threads, each in its own directory: create (and chmod) g_files
  * files, or unlink those a round made. */
 static int run_in_dirs(uint64_t *dirs, int round, void *(*fn)(void *))
@@ -264,16 +293,29 @@ static void separate_directories(uint64_t *dirs)
 		(unsigned long long)ino->contentions, (unsigned long long)ino->wait_ns);
 	note_other_contention(&s, "creates");
 
-	/* Unlinks put each inode on the orphan file while it is freed. */
+	/* An unlink of a file nobody holds frees it in its own handle: no
+	 * orphan entry, no orphan-list lock. */
 	uext4_stats_reset(g_fs);
 	T_CHECK(run_in_dirs(dirs, 1, unlink_thread) == 0, "unlinks failed");
 	get(&s);
 	print_locks("unlinks in separate directories", &s);
-	T_CHECK(cls(&s, "orphan_file")->acquisitions >= (uint64_t)NT * g_files,
-		"orphan file: %llu entries claimed for %d unlinks",
-		(unsigned long long)cls(&s, "orphan_file")->acquisitions, NT * g_files);
+	T_CHECK(cls(&s, "orphan_file")->acquisitions == 0 &&
+		cls(&s, "orphan_list")->acquisitions == 0,
+		"unlinks of files nobody holds: %llu orphan-file entries, %llu orphan-list "
+		"locks (want 0)", (unsigned long long)cls(&s, "orphan_file")->acquisitions,
+		(unsigned long long)cls(&s, "orphan_list")->acquisitions);
 	T_CHECK(cls(&s, "directory")->contentions == 0, "directory locks contended in unlinks");
 	note_other_contention(&s, "unlinks");
+	/* Held open, each inode takes an orphan-file entry until released. */
+	T_CHECK(create_in_dirs(dirs, 1) == 0, "creates failed");
+	uext4_stats_reset(g_fs);
+	T_CHECK(run_in_dirs(dirs, 1, open_unlink_thread) == 0, "open+unlinks failed");
+	get(&s);
+	print_locks("unlinks of open files in separate directories", &s);
+	T_CHECK(cls(&s, "orphan_file")->acquisitions >= (uint64_t)NT * g_files,
+		"orphan file: %llu entries claimed for %d unlinks of open files",
+		(unsigned long long)cls(&s, "orphan_file")->acquisitions, NT * g_files);
+	T_CHECK(cls(&s, "directory")->contentions == 0, "directory locks contended in unlinks");
 	/* The same files again, for the later steps. */
 	T_CHECK(create_in_dirs(dirs, 1) == 0, "creates failed");
 }
