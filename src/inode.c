@@ -461,7 +461,7 @@ static void slot_wait(struct slot_stripe *st)
 	for (unsigned spins = 0; atomic_flag_test_and_set_explicit(&st->lock, memory_order_acquire);
 	     spins++) {
 		if (spins < SLOT_SPINS)
-			__builtin_ia32_pause();
+			cpu_relax();
 		else
 			sched_yield();
 	}

@@ -113,6 +113,14 @@ static inline int lockstat_on(void)
 
 enum lockstat_mode { LOCKSTAT_MUTEX, LOCKSTAT_READ, LOCKSTAT_WRITE };
 void lockstat_lock_slow(void *lock, int mode, int cls);
+/* One turn of a spin-wait: tells the CPU (and a hypervisor) we spin. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 /* A pthread mutex that is not a ulock, counted in class cls. */
 void lockstat_pthread_lock(pthread_mutex_t *m, int cls);
 /* A spin lock (test-and-set loop): the acquisition, and a contended one

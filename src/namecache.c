@@ -60,6 +60,7 @@
  * never match again; they age out by replacement.
  */
 #include "internal.h"
+#include "lock.h"
 #include "namecache.h"
 
 #include <sched.h>
@@ -299,13 +300,6 @@ bool namecache_stamp_valid(const struct nc_stamp *stamp)
 }
 
 /* ------------------------------------------------------------- writers */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
 
 static void bucket_lock(struct nc_bucket *b)
 {

@@ -360,13 +360,6 @@ int handle_end(struct handle *h)
 
 /* ------------------------------------------------------------- frozen COW */
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
 /* Take the copy of a frozen buffer: BUF_FROZEN -> BUF_COPYING in one CAS
  * (the other state bits change meanwhile), so exactly one thread copies. */
 static bool claim_copy(struct buf *b)
