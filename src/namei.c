@@ -525,13 +525,15 @@ again:
 	if (!err && (err = handle_begin(fs, 16, &h)) == 0) {
 		err = wide ? create_locked(h, dir, name, len, nn, &ai, looked_up, &n)
 			   : create_shared(h, dir, name, len, nn, &ai, &n);
-		int e2 = handle_end(h);
+		int e2 = handle_end_unthrottled(h);
 		err = err ? err : e2;
 	}
 	acl_inherit_free(&ai);
 	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 
 	urw_unlock(&dir->lock);
+	if (err != DIR_NEED_WIDE)
+		err = trans_throttle(fs, err);
 	if (err == DIR_NEED_WIDE) {
 		/* Nothing was done: again with the wide lock (a leaf split). */
 		nnode = *given;
@@ -800,7 +802,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			err = dir_remove_shared(h, dir, name, len, c->ino, unlink_in_leaf, &u);
 			if (!err && (atomic_load(&c->istate) & INODE_FREEING))
 				err = inode_free_now(h, c);
-			int e2 = handle_end(h);
+			int e2 = handle_end_unthrottled(h);
 			err = err ? err : e2;
 			if (err == DIR_NEED_WIDE) {
 				/* Nothing was done: again with the wide lock. */
@@ -853,11 +855,12 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			} else if (atomic_load(&c->istate) & INODE_FREEING) {
 				err = inode_free_now(h, c);
 			}
-			int e2 = handle_end(h);
+			int e2 = handle_end_unthrottled(h);
 			err = err ? err : e2;
 		}
 		sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 		lockset_unlock(&ls);
+		err = trans_throttle(fs, err);
 		break;
 	}
 	err = flags_sync_commit(fs, dir, sync, err);

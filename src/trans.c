@@ -341,20 +341,46 @@ static int check_dirty(struct uext4_fs *fs, int err)
 	return err ? err : cerr;
 }
 
+/* End h; true if that closed it (not a nested end), with its error in *err. */
+static bool leave_handle(struct handle *h, int *err)
+{
+	*err = 0;
+	if (--h->depth > 0)
+		return false;
+	*err = h->err;
+	lockdep_leave(RANK_HANDLE, h);
+	slot_leave(h->fs->trans, h->slot);
+	h->err = 0;
+	return true;
+}
+
+int trans_throttle(struct uext4_fs *fs, int err)
+{
+	static _Thread_local unsigned ends;
+
+	/* Never inside a handle: the commit would wait for it. */
+	if (cur_handle.depth > 0 || !fs->trans)
+		return err;
+	if ((++ends & fs->trans->check_mask) == 0)
+		err = check_dirty(fs, err);
+	return err;
+}
+
 int handle_end(struct handle *h)
 {
 	struct uext4_fs *fs = h->fs;
-	struct trans *t = fs->trans;
-	int err = h->err;
+	int err;
 
-	if (--h->depth > 0)
+	if (!leave_handle(h, &err))
 		return 0;
-	lockdep_leave(RANK_HANDLE, h);
-	slot_leave(t, h->slot);
-	h->err = 0;
-	static _Thread_local unsigned ends;
-	if ((++ends & t->check_mask) == 0)
-		err = check_dirty(fs, err);
+	return trans_throttle(fs, err);
+}
+
+int handle_end_unthrottled(struct handle *h)
+{
+	int err;
+
+	leave_handle(h, &err);
 	return err;
 }
 

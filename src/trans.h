@@ -31,8 +31,18 @@ struct trans;
 int trans_init(struct uext4_fs *fs);
 void trans_destroy(struct uext4_fs *fs);
 int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out);
-/* Ends the handle; returns its recorded error (or 0). */
+/* Ends the handle; returns its recorded error (or 0).  Near the
+ * transaction's most it may commit first (trans_throttle()). */
 int handle_end(struct handle *h);
+/* As handle_end() without that commit: for a caller holding a directory's
+ * lock, which a commit made by this thread (tens of milliseconds) would
+ * keep from every thread working in that directory.  It calls
+ * trans_throttle() once its locks are dropped. */
+int handle_end_unthrottled(struct handle *h);
+/* handle_end()'s back-pressure: every few calls, a look at the dirty
+ * count, and a commit by this thread if it is near the most; nothing
+ * inside a handle.  err, or the commit's error. */
+int trans_throttle(struct uext4_fs *fs, int err);
 int handle_write_access(struct handle *h, struct buf *b);
 int handle_create_access(struct handle *h, struct buf *b);
 void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t owner,
