@@ -861,6 +861,28 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uin
 }
 
 /*
+ * n's state, read after our grab (seq_cst: pairs with inode_claim_free()),
+ * once no claim is deciding: a claim in progress may leave the inode
+ * alive, and refusing then would fail a lookup of a file that still has
+ * its name (the claim lasts a few instructions: spin, yield if its
+ * thread was preempted).
+ */
+static uint32_t settled_istate(struct inode *n)
+{
+	uint32_t st = atomic_load(&n->istate);
+
+	for (unsigned spins = 0; (st & (INODE_CLAIMING | INODE_FREEING)) == INODE_CLAIMING;
+	     spins++) {
+		if (spins < 128)
+			cpu_relax();
+		else
+			sched_yield();
+		st = atomic_load(&n->istate);
+	}
+	return st;
+}
+
+/*
  * A cached inode that is not to be handed out: freed, or still being made
  * by its creator (INODE_CREATING; nobody can reach it by a name yet, so
  * the number was looked up before its previous owner was freed).  Drops
@@ -868,8 +890,7 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uin
  */
 static int refuse_unusable(struct uext4_fs *fs, struct inode *n)
 {
-	/* seq_cst, as the grab before it: pairs with inode_claim_free(). */
-	uint32_t st = atomic_load(&n->istate);
+	uint32_t st = settled_istate(n);
 	unsigned long long ino = n->ino;
 
 	if (!(st & (INODE_DELETED | INODE_FREEING | INODE_CREATING)))
@@ -943,7 +964,7 @@ bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *
 
 	if (!try_grab(n))
 		return false;
-	state = atomic_load(&n->istate); /* seq_cst: see try_grab() */
+	state = settled_istate(n);
 	if (!(state & (INODE_DELETED | INODE_FREEING | INODE_CREATING))) {
 		urw_rdlock(&n->lock);
 		inode_to_stat(fs, n, st);
@@ -1142,15 +1163,21 @@ static void report_number_leak(struct uext4_fs *fs, struct inode *n, int err)
  * The last reference to an inode with no links is going: free its blocks,
  * xattrs and number (the file was unlinked while open, or just now).  The
  * caller holds no inode lock and no handle (api.c drops its locks before
- * its last iput()).  0 or the error of a failed free (delete_failed()).
+ * its last iput()).  Unmount passes `force`: files still open then are
+ * freed all the same, as nobody uses them any more.  0 or the error of a
+ * failed free (delete_failed()).
  */
-static int inode_delete(struct uext4_fs *fs, struct inode *n)
+static int inode_delete(struct uext4_fs *fs, struct inode *n, bool force)
 {
 	struct handle *h;
 	int err, err2;
 
 	urw_wrlock(&n->lock);
-	if (n->links != 0 || fs->read_only) {
+	/* A lock-free iget() may have taken a reference since the caller
+	 * saw its own as the last: then that holder has an open file, whose
+	 * writes must not land in a freed inode, and its iput() frees it.
+	 * Else the claim makes every later grab refuse it. */
+	if (n->links != 0 || fs->read_only || (!inode_claim_free(n) && !force)) {
 		urw_unlock(&n->lock);
 		return 0;
 	}
@@ -1159,15 +1186,18 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
 	err = handle_begin(fs, 64, &h);
 	if (err) {
 		delete_failed(fs, n, err);
+		inode_unclaim_free(n);
 		urw_unlock(&n->lock);
 		return err;
 	}
 	err = free_in(h, n);
 	err2 = handle_end(h);
-	if (err && !(atomic_load(&n->istate) & INODE_DELETED))
+	if (err && !(atomic_load(&n->istate) & INODE_DELETED)) {
 		delete_failed(fs, n, err);
-	else if (err)
+		inode_unclaim_free(n);
+	} else if (err) {
 		report_number_leak(fs, n, err);
+	}
 	urw_unlock(&n->lock);
 	return err ? err : err2;
 }
@@ -1177,20 +1207,26 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n)
  * when they hold its only reference (not open, no lookup count): the
  * removal and the free commit together, so it needs no orphan entry (on
  * the legacy list, one mutex for the whole file system) and no second
- * handle.  The claim is a Dekker pair with the lock-free grab: the flag
+ * handle.  The claim is a Dekker pair with the lock-free grab: CLAIMING
  * is set, then the count read (both seq_cst), while a grab raises the
- * count, then reads the flag (try_grab(), refuse_unusable()); so either
- * the claim sees the new reference and gives up, or the grabber sees the
- * flag and gets ENOENT, as if its lookup came after the unlink.  Caller
- * holds n->lock for writing.
+ * count, then reads the state (try_grab(), settled_istate()); so either
+ * the claim sees the new reference and gives up, or the grabber sees
+ * CLAIMING, waits for FREEING (set before CLAIMING is cleared) and gets
+ * ENOENT, as if its lookup came after the unlink.  A grabber that meets
+ * a claim which gives up goes on with the inode.  Caller holds n->lock
+ * for writing.
  */
 bool inode_claim_free(struct inode *n)
 {
-	atomic_fetch_or(&n->istate, INODE_FREEING);
-	if (atomic_load(&n->refcount) == 1)
-		return true;
-	inode_unclaim_free(n);
-	return false;
+	bool only = false;
+
+	atomic_fetch_or(&n->istate, INODE_CLAIMING);
+	if (atomic_load(&n->refcount) == 1) {
+		atomic_fetch_or(&n->istate, INODE_FREEING);
+		only = true;
+	}
+	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_CLAIMING);
+	return only;
 }
 
 void inode_unclaim_free(struct inode *n)
@@ -1289,7 +1325,7 @@ int iput(struct uext4_fs *fs, struct inode *n)
 			return 0;
 	}
 	if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED)
-		err = inode_delete(fs, n);
+		err = inode_delete(fs, n, false);
 	if (atomic_load(&n->istate) & INODE_DELETED) {
 		put_deleted(fs, n);
 		return err;
@@ -1337,7 +1373,7 @@ void icache_delete_unlinked(struct uext4_fs *fs)
 						found = lookup_locked(s, n->ino);
 			ulock_unlock(&s->lock);
 			if (found) {
-				inode_delete(fs, found);
+				inode_delete(fs, found, true);
 				atomic_fetch_or(&found->istate, INODE_DELETED);
 				iput(fs, found);
 			}

@@ -367,6 +367,10 @@ enum inode_state_bits {
 	 * only reference (inode_claim_free()): freed in that same handle, so
 	 * iget() refuses it as if deleted. */
 	INODE_FREEING = 1u << 8,
+	/* A claim is looking at the count (for a few instructions): a grab
+	 * that meets it waits for the outcome, FREEING set or this cleared,
+	 * rather than refuse an inode the claim may leave alive. */
+	INODE_CLAIMING = 1u << 9,
 };
 static inline struct ext4_inode *inode_raw_mut(struct inode *i)
 { return (struct ext4_inode *)i->raw; }

@@ -16,10 +16,15 @@
  * find claimed by a free inode; the pattern reads back; the unlinker's
  * calls all succeed.  The script runs e2fsck -fn afterwards.
  *
+ * An open of a number racing the release that frees the file (its last
+ * reference) must get a live file or be refused, never one freed under
+ * it.
+ *
  * That race's window is microseconds wide, so first the claim itself
  * (inode_claim_free()) is raced against a lock-free iget() of the same
  * inode, HANDSHAKES times: the claim must never succeed while a reference
- * the grab was handed is held.
+ * the grab was handed is held, and a claim that gives up must not make
+ * the grab fail.
  */
 #include "inode.h"
 #include "uext4.h"
@@ -157,9 +162,10 @@ static void *grabber(void *arg)
 	return NULL;
 }
 
-/* Both sides at once, HANDSHAKES times; 0 or the number of rounds where
- * both won. */
-static unsigned race_claims(unsigned *claims)
+/* Both sides at once, HANDSHAKES times: the number of rounds where both
+ * won; *neither counts those where both lost (a grab refused by a claim
+ * that gave up: a live file's lookup would fail). */
+static unsigned race_claims(unsigned *claims, unsigned *neither)
 {
 	pthread_t g;
 	unsigned both = 0, seed = seed0;
@@ -181,6 +187,8 @@ static unsigned race_claims(unsigned *claims)
 			(*claims)++;
 			both += grabbed[r - 1];
 			inode_unclaim_free(victim);
+		} else {
+			*neither += !grabbed[r - 1];
 		}
 	}
 	pthread_join(g, NULL);
@@ -190,7 +198,7 @@ static unsigned race_claims(unsigned *claims)
 static int handshake_phase(void)
 {
 	struct uext4_stat st;
-	unsigned claims = 0, both;
+	unsigned claims = 0, neither = 0, both;
 	int err;
 
 	if ((err = uext4_create(fs, UEXT4_ROOT_INO, "victim", S_IFREG | 0644, &st)))
@@ -198,17 +206,132 @@ static int handshake_phase(void)
 	victim_ino = st.ino;
 	if ((err = iget(fs, victim_ino, &victim)))
 		return fail("iget victim", err), 1;
-	both = race_claims(&claims);
+	both = race_claims(&claims, &neither);
 	iput(fs, victim);
-	printf("claims raced with grabs: %u rounds, %u claims won, %u both won\n", HANDSHAKES,
-	       claims, both);
+	printf("claims raced with grabs: %u rounds, %u claims won, %u both won, %u both lost\n",
+	       HANDSHAKES, claims, both, neither);
 	if (both) {
 		printf("FAIL a claim won while a grabbed reference was held\n");
 		atomic_fetch_add(&failures, 1);
 	}
+	if (neither) {
+		printf("FAIL a claim that gave up made a grab of the live inode fail\n");
+		atomic_fetch_add(&failures, 1);
+	}
 	if ((err = uext4_unlink(fs, UEXT4_ROOT_INO, "victim")))
 		fail("unlink victim", err);
-	return both != 0;
+	return both || neither;
+}
+
+/* ------------------------------------- the last iput() against an open */
+
+#define LATE_ROUNDS 4000
+
+static _Atomic uint64_t late_ino;
+static _Atomic unsigned late_go, late_put, late_done; /* round numbers, spun on */
+static _Atomic unsigned late_opened, late_dead;
+
+/* Open the number main just unlinked while main drops the last reference:
+ * an open that succeeds must keep the file alive (its write must not land
+ * in a freed inode, whose blocks nobody would own). */
+static void *late_opener(void *arg)
+{
+	char block[4096];
+
+	memset(block, 'l', sizeof(block));
+	for (unsigned r = 1; r <= LATE_ROUNDS; r++) {
+		struct uext4_stat st;
+		uext4_file *f;
+		int err;
+
+		while (atomic_load(&late_go) < r)
+			;
+		err = uext4_open(fs, atomic_load(&late_ino), O_RDWR, &f);
+		while (atomic_load(&late_put) < r)
+			;
+		if (err == 0) {
+			atomic_fetch_add(&late_opened, 1);
+			if (uext4_getattr(fs, atomic_load(&late_ino), &st) != 0)
+				atomic_fetch_add(&late_dead, 1);
+			if (uext4_pwrite(f, block, sizeof(block), 0) != (ssize_t)sizeof(block))
+				fail("write of the late-opened file", -EIO);
+			uext4_release(f);
+		} else if (err != -ENOENT && !(err == -EUCLEAN &&
+						strstr(uext4_last_error(), "not in use"))) {
+			fail("late open", err);
+		}
+		atomic_store(&late_done, r);
+	}
+	return NULL;
+}
+
+static int late_phase(void)
+{
+	pthread_t t;
+	unsigned seed = seed0 * 3u + 1;
+	int err = 0;
+
+	pthread_create(&t, NULL, late_opener, NULL);
+	for (unsigned r = 1; r <= LATE_ROUNDS; r++) {
+		struct uext4_stat st;
+		uext4_file *f = NULL;
+
+		/* Held open across its unlink: its last iput() frees it. */
+		if ((err = uext4_create(fs, UEXT4_ROOT_INO, "late", S_IFREG | 0644, &st)) ||
+		    (err = uext4_open(fs, st.ino, O_RDWR, &f)) ||
+		    (err = uext4_unlink(fs, UEXT4_ROOT_INO, "late"))) {
+			fail("late: create, open, unlink", err);
+			if (f)
+				uext4_release(f);
+			break;
+		}
+		atomic_store(&late_ino, st.ino);
+		atomic_store(&late_go, r);
+		for (volatile unsigned spin = (unsigned)rand_r(&seed) % 2048; spin; spin--)
+			;
+		uext4_release(f);
+		atomic_store(&late_put, r);
+		while (atomic_load(&late_done) < r)
+			;
+	}
+	if (err) {
+		atomic_store(&late_go, LATE_ROUNDS);
+		atomic_store(&late_put, LATE_ROUNDS);
+	}
+	pthread_join(t, NULL);
+	printf("opens racing the last release: %u rounds, %u opened, %u of those found "
+	       "the file freed\n", LATE_ROUNDS, atomic_load(&late_opened), atomic_load(&late_dead));
+	if (atomic_load(&late_dead)) {
+		printf("FAIL an open file was freed under its holder\n");
+		atomic_fetch_add(&failures, 1);
+	}
+	return err || atomic_load(&late_dead);
+}
+
+/* A file unlinked while held, still held at unmount: the unmount frees it
+ * (e2fsck finds no orphan and no leak), though its reference is not
+ * dropped.  Held by iget(), not uext4_open(): the unmount releases the
+ * cache's memory, not a uext4_file's. */
+static int hold_unlinked_across_umount(void)
+{
+	struct uext4_stat st;
+	struct inode *held;
+	uext4_file *f;
+	char block[4096];
+	int err;
+
+	memset(block, 'h', sizeof(block));
+	if ((err = uext4_create(fs, UEXT4_ROOT_INO, "held", S_IFREG | 0644, &st)) ||
+	    (err = uext4_open(fs, st.ino, O_RDWR, &f)))
+		return fail("create held", err), 1;
+	if (uext4_pwrite(f, block, sizeof(block), 0) != (ssize_t)sizeof(block))
+		fail("write held", -EIO);
+	uext4_release(f);
+	if ((err = iget(fs, st.ino, &held)))
+		return fail("iget held", err), 1;
+	if ((err = uext4_unlink(fs, UEXT4_ROOT_INO, "held")))
+		return fail("unlink held", err), 1;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -232,7 +355,7 @@ int main(int argc, char **argv)
 		fail("mount", err);
 		return 1;
 	}
-	if (handshake_phase())
+	if (handshake_phase() || late_phase())
 		return 1;
 	for (unsigned p = 0; p < pairs; p++) {
 		char name[16];
@@ -253,6 +376,8 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 	printf("opens of a looked-up f: %llu succeeded, %llu refused (gone)\n",
 	       (unsigned long long)opened, (unsigned long long)refused);
+	if (hold_unlinked_across_umount())
+		return 1;
 	if ((err = uext4_umount(fs)))
 		fail("umount", err);
 	if (!failures && opened == 0)

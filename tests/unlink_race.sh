@@ -2,9 +2,12 @@
 # unlink_race.sh - unlinks that free the inode in their own handle, racing
 # with opens of the number a lookup returned (tests/unlink_race.c; also
 # run under TSan): 4 pairs of threads, 2000 rounds each, on an image with
-# the orphan file and on one with the legacy list only.  Every open gets a
-# live file or ENOENT, the data written reads back, and e2fsck -fn is
-# clean after: no block of a freed inode, no leaked number, no orphan left.
+# the orphan file and on one with the legacy list only; before that, the
+# claim raced with a grab, and opens raced with the release that frees an
+# unlinked file.  Every open gets a live file or ENOENT, the data written
+# reads back, a file still held at unmount is freed by it, and e2fsck -fn
+# is clean after: no block of a freed inode, no leaked number, no orphan
+# left.
 # test-timeout: 300
 . "$(dirname "$0")/lib.sh"
 setup_traps
