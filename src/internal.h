@@ -363,8 +363,9 @@ enum inode_state_bits {
 	 * inode clears the bit (INODE_DELETED is set first), so while cached
 	 * the bitmap need not be read again (inode_check_map_from()). */
 	INODE_BITMAP_OK = 1u << 7,
-	/* Claimed by the unlink that takes its last link while it holds the
-	 * only reference (inode_claim_free()): freed in that same handle, so
+	/* Claimed to be freed by whoever holds its only reference
+	 * (inode_claim_free()): the unlink that takes its last link, freeing
+	 * it in that same handle, or its last iput() (inode_delete()); so
 	 * iget() refuses it as if deleted. */
 	INODE_FREEING = 1u << 8,
 	/* A claim is looking at the count (for a few instructions): a grab
