@@ -269,27 +269,40 @@ void dirent_put(const struct uext4_fs *fs, uint8_t *at, uint64_t ino, unsigned r
  * A create in an htree leaf must look at every entry (is the name there?)
  * before it knows where the new one goes, and a leaf of a big directory is
  * seldom in the CPU's cache: that scan was a fifth of a create.  A leaf
- * buffer's hint (buf.hint) lets most creates skip it: a 1024-bit Bloom
- * filter of the live names (a clear bit: the name is absent), the offset of
- * the last entry, and a bound on the slack of the entries before it (no
- * earlier entry has room for more).  So the hinted create puts the entry
- * exactly where the full scan would have (the first fit), keeping images
- * independent of the cache.  Built by a full scan of a trusted leaf;
+ * buffer's hint (buf.hint) lets most creates skip it: a 2048-bit Bloom
+ * filter of the live names (three bits each; one clear: the name is
+ * absent), the offset of the last entry, and a bound on the slack of the
+ * entries before it (no earlier entry has room for more).  So the hinted
+ * create puts the entry exactly where the full scan would have (the first
+ * fit), keeping images independent of the cache.  Built by a full scan of a trusted leaf;
  * every change of a leaf drops it (dir_leaf_dirty()) except the hinted
  * insert's own, which keeps it exact (dir_leaf_insert()).  Only writers
  * of the leaf use it: see struct leaf_hint.
  */
 
-#define HINT_BITS 1024u
+#define HINT_BITS 2048u
+#define HINT_K 3      /* bits per name */
+_Static_assert(sizeof(((struct leaf_hint *)0)->bloom) * 8 == HINT_BITS, "the filter has HINT_BITS bits");
 #define HINT_SCAN 2   /* the hint cannot answer: scan */
 
-static unsigned dir_name_bit(const char *name, size_t len)
+/*
+ * The two filter bits of a name: FNV-1a, then an xor-shift-multiply
+ * finalizer (MurmurHash3's idea) so that every input bit reaches the top
+ * bits.  FNV-1a's own
+ * top bits hardly move with a name's last byte, so a stream of names like
+ * f1, f2, f3 fell on a few bits and a third of the probes had to scan.
+ * Two bits of 1024: about 3% false hits at 100 names in a leaf, 11% at 200.
+ */
+static uint64_t dir_name_hash(const char *name, size_t len)
 {
 	uint64_t h = 0xcbf29ce484222325ull;   /* FNV-1a */
 
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
-	return (unsigned)(h >> 54);   /* top 10 bits: 0..1023 */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return h;
 }
 
 static bool leaf_hint_valid(const struct buf *b)
@@ -304,11 +317,29 @@ static void leaf_hint_drop(struct buf *b)
 					  memory_order_relaxed);
 }
 
-static void hint_set_bit(struct leaf_hint *hi, const char *name, size_t len)
+/* Bit i (0..HINT_K-1) of the name's hash h: 11 bits of it each. */
+static unsigned hint_bit(uint64_t h, int i)
 {
-	unsigned bit = dir_name_bit(name, len);
+	return (unsigned)(h >> (53 - 11 * i)) & (HINT_BITS - 1);
+}
 
-	hi->bloom[bit / 64] |= 1ull << (bit % 64);
+static void hint_set_bits(struct leaf_hint *hi, const char *name, size_t len)
+{
+	uint64_t h = dir_name_hash(name, len);
+
+	for (int i = 0; i < HINT_K; i++)
+		hi->bloom[hint_bit(h, i) / 64] |= 1ull << (hint_bit(h, i) % 64);
+}
+
+/* Whether the filter may hold the name (both its bits set). */
+static bool hint_may_hold(const struct leaf_hint *hi, const char *name, size_t len)
+{
+	uint64_t h = dir_name_hash(name, len);
+
+	for (int i = 0; i < HINT_K; i++)
+		if (!((hi->bloom[hint_bit(h, i) / 64] >> (hint_bit(h, i) % 64)) & 1))
+			return false;
+	return true;
 }
 
 static unsigned ent_slack(const struct dir_ent *e)
@@ -322,10 +353,9 @@ static int leaf_hint_probe(const struct uext4_fs *fs, const struct dir_leaf *lf,
 			   const char *name, size_t len, unsigned need, unsigned *off)
 {
 	const struct leaf_hint *hi = &lf->b->hint;
-	unsigned bit = dir_name_bit(name, len);
 	struct dir_ent e;
 
-	if ((hi->bloom[bit / 64] >> (bit % 64)) & 1)
+	if (hint_may_hold(hi, name, len))
 		return HINT_SCAN;
 	if (hi->slack_before >= need)
 		return HINT_SCAN;  /* an earlier entry may fit first */
@@ -363,7 +393,7 @@ static int leaf_scan_build_hint(struct uext4_fs *fs, const struct dir_leaf *lf,
 		    memcmp(e.name, name, len) == 0)
 			return -EEXIST;
 		if (e.ino)
-			hint_set_bit(hi, e.name, e.name_len);
+			hint_set_bits(hi, e.name, e.name_len);
 		slack = ent_slack(&e);
 		if (!room && slack >= need) {
 			*off = o;
@@ -406,7 +436,7 @@ void dir_leaf_insert(struct handle *h, struct inode *dir, struct buf *b, unsigne
 	 * slack left; before it, both slacks are under the bound. */
 	if (off == b->hint.tail)
 		b->hint.tail = off + used;
-	hint_set_bit(&b->hint, name, len);
+	hint_set_bits(&b->hint, name, len);
 	atomic_fetch_or_explicit(&b->state, BUF_LEAF_HINT, memory_order_relaxed);
 }
 

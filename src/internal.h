@@ -116,7 +116,7 @@ struct buf {
 	struct leaf_hint {
 		uint32_t tail;          /* offset of the leaf's last entry */
 		uint32_t slack_before;  /* >= the slack of every entry before it */
-		uint64_t bloom[16];     /* one bit per live name (dir_name_bit) */
+		uint64_t bloom[32];     /* 3 bits per live name (hint_set_bits) */
 	} hint;
 #ifdef UEXT4_LOCKDEP
 	_Atomic uint32_t access_tid; /* last transaction that took write access */
