@@ -1104,7 +1104,7 @@ int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, siz
 	if (err)
 		return err;
 	if (hp.s.ino != ino)
-		err = stale(dir, name, len, hp.s.ino, ino);
+		err = DIR_MOVED;
 	else if (!(err = commit(ctx))) {
 		slot_delete(h->fs, &hp.s);
 		dir_leaf_dirty(h, dir, hp.s.lf.b);

@@ -37,6 +37,9 @@ int dir_make(struct handle *h, struct inode *dir, uint64_t parent);
  * across leaves, a damaged block: the wide path reports it).
  */
 #define DIR_NEED_WIDE 1
+/* dir_remove_shared(): the name points to another inode now (renamed
+ * over since the caller looked it up); nothing was done. */
+#define DIR_MOVED 2
 /* Can dir take shared changes at all (dir->lock held)? */
 bool dir_can_share(struct uext4_fs *fs, const struct inode *dir);
 /* Add name unless it exists (-EEXIST): make() is called with the leaf
@@ -45,9 +48,10 @@ bool dir_can_share(struct uext4_fs *fs, const struct inode *dir);
  * an error after undoing what it did (then no entry is added). */
 int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
 		   unsigned ftype, int (*make)(void *ctx, uint64_t *ino), void *ctx);
-/* Remove name, which must point to ino (-ENOENT if absent): commit() is
- * called with the entry found and locked, changes the inode and the
- * directory's inode, or undoes itself and returns an error. */
+/* Remove name, which must point to ino (-ENOENT if absent, DIR_MOVED if
+ * it points elsewhere): commit() is called with the entry found and
+ * locked, changes the inode and the directory's inode, or undoes itself
+ * and returns an error. */
 int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
 		      uint64_t ino, int (*commit)(void *ctx), void *ctx);
 /* Set dir's mtime and ctime and write its inode, under the directory's

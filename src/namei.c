@@ -106,27 +106,34 @@ static int lookup_unlocked(uext4_fs *fs, struct inode *dir, const char *name, si
 }
 
 /*
- * Look name up and get its inode.  Between the two, an unlink of the
- * same name in another thread may free the inode (with dir->lock shared
- * by both, or not held between the lookup and iget()): iget() then finds
- * a free inode (EUCLEAN) or a deleted one (ENOENT).  That is corruption
- * only if the name still points to it; else look again.
+ * Look name up and get its inode (*out NULL and 0 if the name is absent).
+ * Between the two, an unlink of the same name in another thread may free
+ * the inode (with dir->lock shared by both, or not held between the
+ * lookup and iget()): iget() then finds a free inode (EUCLEAN) or a
+ * deleted one (ENOENT).  That is corruption only if the name still points
+ * to it; else look again.
  *
  * A success needs no second look (unlike the path walk's, api.c
  * walk_lookup()): the number may meanwhile have been freed and given to
- * another file, but every caller (unlink/rmdir, rename) looks the name up
- * again with the locks held and starts over unless it still names the
- * same number, and the reference taken here keeps that number from being
+ * another file, but every caller (unlink/rmdir, rename) checks the name
+ * again with the locks held (a lookup, or under the leaf lock in
+ * dir_remove_shared()) and starts over unless it still names the same
+ * number, and the reference taken here keeps that number from being
  * freed and reused from then on.
  */
-static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
-		       uint64_t *ino, struct inode **out)
+static int lookup_iget_or_none(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+			       uint64_t *ino, struct inode **out)
 {
+	*out = NULL;
 	for (;;) {
 		char msg[512];
 		uint64_t now;
 		int err = lookup_unlocked(fs, dir, name, len, ino);
 
+		if (err == -ENOENT) {
+			*ino = 0;
+			return 0;
+		}
 		if (err)
 			return err;
 		err = iget(fs, *ino, out);
@@ -136,6 +143,18 @@ static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t
 		if (lookup_unlocked(fs, dir, name, len, &now) == 0 && now == *ino)
 			return fs_err(-err, "%s", msg);
 	}
+}
+
+/* The same for a name that must exist (ENOENT, named, if absent). */
+static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
+		       uint64_t *ino, struct inode **out)
+{
+	int err = lookup_iget_or_none(fs, dir, name, len, ino, out);
+
+	if (!err && !*out)
+		err = fs_err(ENOENT, "no entry '%.*s' in directory inode %lu", (int)MIN(len, 255),
+			     name, (unsigned long)dir->ino);
+	return err;
 }
 
 /* Up to four inodes locked for writing in inode-number order; `shared`
@@ -777,8 +796,10 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			wide = true;
 			continue;
 		}
-		err = dir_lookup_locked(fs, dir, name, len, &again, &ft);
-		if (err || again != c->ino) {
+		/* Renamed meanwhile?  Shared, the leaf lock makes the check
+		 * (dir_remove_shared(): DIR_MOVED); wide, a lookup here. */
+		err = ls.shared ? 0 : dir_lookup_locked(fs, dir, name, len, &again, &ft);
+		if (err || (!ls.shared && again != c->ino)) {
 			lockset_unlock(&ls);
 			if (err)
 				break;
@@ -804,12 +825,13 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				err = inode_free_now(h, c);
 			int e2 = handle_end_unthrottled(h);
 			err = err ? err : e2;
-			if (err == DIR_NEED_WIDE) {
-				/* Nothing was done: again with the wide lock. */
+			if (err == DIR_NEED_WIDE || err == DIR_MOVED) {
+				/* Nothing was done: again with the wide lock,
+				 * or from the lookup (renamed meanwhile). */
 				lockset_unlock(&ls);
 				iput(fs, c);
 				c = NULL;
-				wide = true;
+				wide = wide || err == DIR_NEED_WIDE;
 				continue;
 			}
 		} else if (!err && !(err = handle_begin(fs, 16, &h))) {
@@ -1194,11 +1216,8 @@ static int rename_once_try(struct rename_op *r)
 
 	if ((err = lookup_iget(r->fs, r->od, r->oname, r->olen, &sino, &r->s)))
 		return err;
-	err = lookup_unlocked(r->fs, r->nd, r->nname, r->nlen, &tino);
-	if (err == -ENOENT)
-		tino = 0, err = 0;
-	else if (!err)
-		err = iget(r->fs, tino, &r->t);
+	/* The target may be unlinked and freed meanwhile: then it is absent. */
+	err = lookup_iget_or_none(r->fs, r->nd, r->nname, r->nlen, &tino, &r->t);
 	if (!err && S_ISDIR(r->s->mode) && r->od != r->nd) {
 		err = is_in_subtree(r->fs, r->s, r->nd);
 		if (err == 1)

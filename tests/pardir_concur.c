@@ -15,6 +15,11 @@
  *     + 1 to "r..." within "d", and checks each change by lookups; all
  *     race to unlink the colliding names: exactly one unlink of each wins,
  *     the others get ENOENT;
+ *  3. half the threads make files and rename them over SWAP shared names,
+ *     the other half unlink those names: an unlink whose lookup found
+ *     the inode that a rename then replaced starts over, so it gets 0 or
+ *     ENOENT, never ESTALE; what is left is unlinked at the end (e2fsck
+ *     then finds every inode freed);
  *  meanwhile a reader thread looks the PRE names up again and again (each
  *  must always be found, with its inode: lookups run beside inserts in
  *  the same leaves), lists the directory (no name twice, every PRE
@@ -159,6 +164,37 @@ static void change_phase(unsigned t, const uint64_t *ino)
 	}
 }
 
+#define SWAP 2
+
+static void swap_name(char *b, size_t n, unsigned k)
+{
+	snprintf(b, n, "swap-%u", k);
+}
+
+/* Phase 3: even threads rename new files over the SWAP names, odd ones
+ * unlink them. */
+static void swap_phase(unsigned t, unsigned *rs)
+{
+	char name[128], tmp[128];
+	struct uext4_stat st;
+	int err;
+
+	for (unsigned i = 0; i < nfiles; i++) {
+		swap_name(name, sizeof(name), rnd(rs) % SWAP);
+		if (t % 2 == 1 && nthreads > 1) {
+			err = uext4_unlink(fs, dino, name);
+			CHECK(err == 0 || err == -ENOENT, "unlink %s (renamed over meanwhile): %d",
+			      name, err);
+			continue;
+		}
+		snprintf(tmp, sizeof(tmp), "swap-tmp-%02u", t);
+		err = uext4_create(fs, dino, tmp, 0644, &st);
+		CHECK(err == 0, "create %s: %d", tmp, err);
+		err = uext4_rename(fs, dino, tmp, dino, name, 0);
+		CHECK(err == 0, "rename %s over %s: %d", tmp, name, err);
+	}
+}
+
 static void *writer(void *arg)
 {
 	unsigned t = (unsigned)(uintptr_t)arg, rs = seed + t * 7919u;
@@ -167,6 +203,8 @@ static void *writer(void *arg)
 	create_phase(t, ino, &rs);
 	pthread_barrier_wait(&phase);
 	change_phase(t, ino);
+	pthread_barrier_wait(&phase);
+	swap_phase(t, &rs);
 	free(ino);
 	atomic_fetch_sub(&writers_left, 1);
 	return NULL;
@@ -357,6 +395,13 @@ int main(int argc, char **argv)
 	for (unsigned t = 0; t < nthreads; t++)
 		pthread_join(tid[t], NULL);
 	pthread_join(rt, NULL);
+	for (unsigned k = 0; k < SWAP; k++) {
+		char name[32];
+
+		swap_name(name, sizeof(name), k);
+		err = uext4_unlink(fs, dino, name);
+		CHECK(err == 0 || err == -ENOENT, "unlink %s at the end: %d", name, err);
+	}
 	for (unsigned k = 0; k < COLLIDE; k++) {
 		CHECK(collide_wins[k] == 1, "collide-%03u created %u times", k, collide_wins[k]);
 		CHECK(unlink_wins[k] == 1, "collide-%03u unlinked %u times", k, unlink_wins[k]);

@@ -2,7 +2,8 @@
 # pardir_concur.sh - parallel creates, unlinks, renames and lookups in one
 # htree directory (tests/pardir_concur.c; also run under TSan): names of
 # each thread's own, names all threads race for (exactly one create and
-# one unlink of each wins), lookups and readdir beside them.  Then the
+# one unlink of each wins), unlinks of names that others rename over,
+# lookups and readdir beside them.  Then the
 # image is e2fsck -fn clean and the kernel's ext4 (loop mount, when
 # available) lists exactly the expected names.  1 KiB and 4 KiB blocks.
 # test-timeout: 600
