@@ -145,16 +145,14 @@ static int lookup_iget_or_none(uext4_fs *fs, struct inode *dir, const char *name
 	}
 }
 
-/* The same for a name that must exist (ENOENT, named, if absent). */
+/* The same for a name that must exist: ENOENT if absent, with the
+ * message the lookup that found it absent left. */
 static int lookup_iget(uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		       uint64_t *ino, struct inode **out)
 {
 	int err = lookup_iget_or_none(fs, dir, name, len, ino, out);
 
-	if (!err && !*out)
-		err = fs_err(ENOENT, "no entry '%.*s' in directory inode %lu", (int)MIN(len, 255),
-			     name, (unsigned long)dir->ino);
-	return err;
+	return !err && !*out ? -ENOENT : err;
 }
 
 /* Up to four inodes locked for writing in inode-number order; `shared`

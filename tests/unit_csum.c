@@ -486,9 +486,9 @@ static void check_gdt_csum(const char *path)
 	close_img(&im);
 }
 
-/* Make an image with the given mke2fs size arguments and check it all. */
-/* An image made by mke2fs -d tree, checked; the directory, file and
- * xattr checks only with `files` (they expect 256-byte inodes). */
+/* Make an image with the given mke2fs size arguments and check it: all
+ * of it with `files`; else superblock, groups and inodes only (the file
+ * checks expect /a's big xattr in a block, which larger inodes hold). */
 static void check_image(const char *tree, const char *img, const char *bsopt, const char *size,
 			bool files)
 {
