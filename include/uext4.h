@@ -383,7 +383,12 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 /* setattr: the fields named in valid are changed; ctime is set to now
  * unless UEXT4_SET_CTIME gives it.  A mode change rewrites the access
  * ACL's owner, mask (or owning group) and other entries to match, as
- * chmod(2) does on the kernel's ext4. */
+ * chmod(2) does on the kernel's ext4.  Times are stored as the inode can
+ * hold them, as the kernel's ext4 stores them: clamped to 1901-12-13
+ * 20:45:52 .. 2446-05-10 22:38:55 (2038-01-19 03:14:07 with 128-byte
+ * inodes), whole seconds at either limit and with 128-byte inodes; st
+ * shows the stored times.  A given time's tv_nsec outside 0..999999999 is
+ * refused (EINVAL). */
 #define UEXT4_SET_MODE (1u << 0)        /* permission bits (type bits ignored) */
 #define UEXT4_SET_UID (1u << 1)
 #define UEXT4_SET_GID (1u << 2)

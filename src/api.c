@@ -860,6 +860,23 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	return inode_write(h, n);
 }
 
+/* A given time's nanoseconds must be a valid count, as utimensat(2) requires. */
+static int setattr_times_valid(const struct uext4_setattr *a)
+{
+	const struct { uint32_t bit, now; const struct timespec *t; const char *what; } given[] = {
+		{UEXT4_SET_ATIME, UEXT4_SET_ATIME_NOW, &a->atime, "atime"},
+		{UEXT4_SET_MTIME, UEXT4_SET_MTIME_NOW, &a->mtime, "mtime"},
+		{UEXT4_SET_CTIME, 0, &a->ctime, "ctime"},
+	};
+
+	for (size_t i = 0; i < sizeof(given) / sizeof(given[0]); i++)
+		if ((a->valid & (given[i].bit | given[i].now)) == given[i].bit &&
+		    (given[i].t->tv_nsec < 0 || given[i].t->tv_nsec > 999999999))
+			return fs_err(EINVAL, "setattr: %s nanoseconds %ld out of range 0..999999999",
+				      given[i].what, (long)given[i].t->tv_nsec);
+	return 0;
+}
+
 /* An immutable inode changes no attribute (ext4_setattr()); an append-only
  * one keeps its size, mode, owner and given times, but may be touched
  * (times "now", the kernel's ATTR_TOUCH, or a cache's own, MTIME_LOCAL). */
@@ -885,6 +902,10 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 
 	if (err)
 		return err;
+	if ((err = setattr_times_valid(a))) {
+		iput(fs, n);
+		return err;
+	}
 	urw_wrlock(&n->lock);
 	if ((err = setattr_allowed(n, a))) {
 		urw_unlock(&n->lock);

@@ -1559,11 +1559,34 @@ struct timespec fs_now(void)
 	return ts;
 }
 
+struct timespec ext4_time_fit(struct timespec ts, bool extra)
+{
+	int64_t max = extra ? EXT4_TIME_MAX_EXTRA : EXT4_TIME_MAX_NO_EXTRA;
+
+	if (ts.tv_sec <= EXT4_TIME_MIN)
+		return (struct timespec){.tv_sec = (time_t)EXT4_TIME_MIN, .tv_nsec = 0};
+	if (ts.tv_sec >= max)
+		return (struct timespec){.tv_sec = (time_t)max, .tv_nsec = 0};
+	if (!extra)
+		ts.tv_nsec = 0;
+	return ts;
+}
+
+struct timespec fs_fit_time(const struct uext4_fs *fs, struct timespec ts)
+{
+	/* The kernel's test (ext4_fill_super()): an inode size that holds
+	 * i_atime_extra, the last of the three, holds all *_extra words. */
+	return ext4_time_fit(ts, fs->inode_size >= EXTRA_END(i_atime_extra));
+}
+
 struct timespec fs_time(const struct uext4_fs *fs)
 {
-	if (fs->use_fixed_time)
-		return (struct timespec){.tv_sec = (time_t)fs->fixed_time, .tv_nsec = 0};
-	return fs_now();
+	struct timespec now = fs->use_fixed_time
+				      ? (struct timespec){.tv_sec = (time_t)fs->fixed_time}
+				      : fs_now();
+
+	/* As the kernel's current_time(): whole seconds on 128-byte inodes. */
+	return fs_fit_time(fs, now);
 }
 
 unsigned ftype_of_mode(uint32_t mode)
@@ -1578,6 +1601,41 @@ unsigned ftype_of_mode(uint32_t mode)
 	case S_IFLNK: return EXT4_FT_SYMLINK;
 	}
 	return EXT4_FT_UNKNOWN;
+}
+
+/*
+ * The inode's time *t becomes what its field will hold, so that what a
+ * stat shows is what the disk gets (the kernel truncates a time before it
+ * sets it).  Stored only when it changes: a directory is written with its
+ * lock shared by parallel creates, whose times (fs_time()) already fit,
+ * except on a large inode too old to have the *_extra words; there the
+ * stores are atomic, as dir_touch_shared()'s, for dir_read_times().
+ */
+static void fit_time_field(struct inode *n, const uint32_t *extra, struct timespec *t)
+{
+	size_t end = (size_t)((const uint8_t *)extra - n->raw) + sizeof(uint32_t);
+	struct timespec fit = ext4_time_fit(*t, has_extra(n, end));
+
+	if (fit.tv_sec != t->tv_sec)
+		__atomic_store_n(&t->tv_sec, fit.tv_sec, __ATOMIC_RELEASE);
+	if (fit.tv_nsec != t->tv_nsec)
+		__atomic_store_n(&t->tv_nsec, fit.tv_nsec, __ATOMIC_RELEASE);
+}
+
+/* Every time the inode stores, as its fields can hold it.  Not an EA inode's:
+ * its atime and ctime carry the value's hash and the high half of its
+ * reference count (ea_inode.c), any 32-bit value. */
+static void fit_inode_times(struct inode *n, const struct ext4_inode *r)
+{
+	if (n->flags & EXT4_EA_INODE_FL)
+		return;
+	fit_time_field(n, &r->i_atime_extra, &n->atime);
+	fit_time_field(n, &r->i_mtime_extra, &n->mtime);
+	fit_time_field(n, &r->i_ctime_extra, &n->ctime);
+	if (has_extra(n, EXTRA_END(i_crtime_extra)))
+		fit_time_field(n, &r->i_crtime_extra, &n->crtime);
+	else if (n->crtime.tv_sec || n->crtime.tv_nsec)
+		n->crtime = (struct timespec){0, 0};     /* no field: no birth time */
 }
 
 static void encode_time(struct inode *n, uint32_t *sec, uint32_t *extra, struct timespec ts)
@@ -1641,6 +1699,7 @@ static void encode_inode(struct uext4_fs *fs, struct inode *n)
 	r->i_flags = cpu_to_le32(n->flags);
 	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
 		r->i_extra_isize = cpu_to_le16(n->extra_isize);
+	fit_inode_times(n, r);
 	encode_time(n, &r->i_atime, &r->i_atime_extra, n->atime);
 	encode_time(n, &r->i_mtime, &r->i_mtime_extra, n->mtime);
 	encode_time(n, &r->i_ctime, &r->i_ctime_extra, n->ctime);

@@ -111,8 +111,19 @@ void icache_delete_unlinked(struct uext4_fs *fs);
 /* Current time, for timestamps. */
 struct timespec fs_now(void);
 /* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
- * (reproducible images), else fs_now(). */
+ * (reproducible images), else fs_now(); as fs_fit_time() gives it. */
 struct timespec fs_time(const struct uext4_fs *fs);
+/*
+ * ts as an inode of fs holds it, as the kernel's VFS truncates every time it
+ * sets (timestamp_truncate() with ext4's s_time_min, s_time_max and
+ * s_time_gran): the seconds clamped to [EXT4_TIME_MIN, the maximum for the
+ * inode size], no nanoseconds at either limit, nor on 128-byte inodes
+ * (which have no *_extra fields).  inode_write() applies it to every time it
+ * stores; callers use it where they show a time before that.
+ */
+struct timespec fs_fit_time(const struct uext4_fs *fs, struct timespec ts);
+/* ts as one time field holds it, with its *_extra word (extra) or without. */
+struct timespec ext4_time_fit(struct timespec ts, bool extra);
 /* EXT4_FT_* directory-entry type of a mode. */
 unsigned ftype_of_mode(uint32_t mode);
 /* Block and offset of an inode in its inode table. */

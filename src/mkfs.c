@@ -27,6 +27,7 @@
  */
 #include "crc.h"
 #include "error.h"
+#include "inode.h"
 #include "jbd2.h"
 #include "nbd.h"
 #include "ondisk.h"
@@ -947,14 +948,18 @@ static uint64_t journal_goal(const struct mk *m)
 
 static void inode_init(const struct mk *m, struct ext4_inode *in, uint16_t mode, uint16_t links)
 {
-	uint32_t t = (uint32_t)m->now;
-	uint32_t extra = (uint32_t)(((uint64_t)m->now >> 32) & EXT4_EPOCH_MASK);
+	bool large = m->inode_size > EXT4_GOOD_OLD_INODE_SIZE;
+	struct timespec now = ext4_time_fit((struct timespec){.tv_sec = (time_t)m->now}, large);
+	uint32_t t = (uint32_t)now.tv_sec;
+	/* Epoch bits: how many 2^32 s past the signed 32-bit range. */
+	uint32_t extra = (uint32_t)((now.tv_sec - (int64_t)(int32_t)now.tv_sec) >> 32) &
+			 EXT4_EPOCH_MASK;
 
 	memset(in, 0, sizeof(*in));
 	in->i_mode = cpu_to_le16(mode);
 	in->i_links_count = cpu_to_le16(links);
 	in->i_atime = in->i_ctime = in->i_mtime = cpu_to_le32(t);
-	if (m->inode_size > EXT4_GOOD_OLD_INODE_SIZE) {
+	if (large) {
 		in->i_extra_isize = cpu_to_le16(LARGE_INODE_EXTRA);
 		in->i_crtime = cpu_to_le32(t);
 		in->i_atime_extra = in->i_ctime_extra = in->i_mtime_extra =

@@ -294,6 +294,13 @@ _Static_assert(sizeof(struct ext4_inode) == 0xA0, "inode size");
 #define EXT4_INODE_CSUM_HI_END (offsetof(struct ext4_inode, i_checksum_hi) + 2)
 #define EXT4_EPOCH_BITS 2
 #define EXT4_EPOCH_MASK 3
+/* The seconds an inode's time can hold (the kernel's EXT4_TIMESTAMP_MIN,
+ * EXT4_EXTRA_TIMESTAMP_MAX, EXT4_NON_EXTRA_TIMESTAMP_MAX): signed 32 bits,
+ * which the two epoch bits of a *_extra field extend upwards by 3 * 2^32,
+ * from 1901-12-13 20:45:52 to 2038-01-19 03:14:07 or 2446-05-10 22:38:55. */
+#define EXT4_TIME_MIN (-0x80000000LL)
+#define EXT4_TIME_MAX_NO_EXTRA 0x7fffffffLL
+#define EXT4_TIME_MAX_EXTRA 0x37fffffffLL
 
 /* i_flags */
 #define EXT4_SECRM_FL 0x00000001
