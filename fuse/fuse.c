@@ -85,6 +85,7 @@ struct server {
 	atomic_int no_opendir;      /* ... and FUSE_CAP_NO_OPENDIR_SUPPORT (set by init) */
 	double timeout;
 	uint32_t block_size;
+	uint32_t time_gran;         /* ns: 1, or 1e9 on 128-byte inodes (whole seconds) */
 	const char *fsname;     /* for messages */
 	int write_back_err;     /* uext4_sync() failure at destroy, or 0 */
 };
@@ -208,7 +209,9 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = MAX_IO;
 	conn->max_write = MAX_IO;
 	conn->want &= ~(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE | FUSE_CAP_SPLICE_READ);
-	conn->time_gran = 1;
+	/* The kernel then truncates the times it sets and shows as the image
+	 * stores them: 128-byte inodes have no nanoseconds. */
+	conn->time_gran = s->time_gran;
 }
 
 static void reply_counted_entry(fuse_req_t req, const struct server *s,
@@ -1999,6 +2002,17 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 	return ret < 0 ? ret : 0;
 }
 
+/* Nanoseconds between the times the image can store (the kernel's ext4
+ * s_time_gran): inodes of 128 bytes have no *_extra fields. */
+static uint32_t time_gran_of(uext4_fs *fs)
+{
+	struct uext4_info in;
+
+	if (uext4_info(fs, &in) == 0 && in.inode_size < 256)
+		return 1000000000;
+	return 1;
+}
+
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
 {
 	struct server s = { .fs = fs, .read_only = o->read_only,
@@ -2012,6 +2026,7 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 	s.timeout = o->timeout >= 0 ? o->timeout : CACHE_TIMEOUT;
 	ret = uext4_statfs(fs, &sf);
 	s.block_size = ret < 0 ? 4096 : sf.block_size;
+	s.time_gran = time_gran_of(fs);
 	if (build_mount_opts(o, mopts, sizeof(mopts))) {
 		fprintf(stderr, "uext4 mount: mount options too long\n");
 		return -EINVAL;
