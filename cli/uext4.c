@@ -122,6 +122,18 @@ static void note_recovery(const struct command *c, const char *image, uext4_fs *
 			(unsigned long long)r.bad_home_block);
 }
 
+/* A read-only look at an image the kernel (or another FUSE server) has
+ * mounted reads blocks that its cache may since have changed: say so.
+ * (A read-write open is refused by the library, naming the mount.) */
+static void warn_in_use(const struct command *c, const char *image)
+{
+	char where[PATH_MAX + 256];
+
+	if (uext4_in_use(image, where, sizeof(where)) == 1)
+		fprintf(stderr, "uext4 %s: %s: warning: %s; what is shown may be stale\n",
+			c->name, image, where);
+}
+
 static unsigned max_open_files; /* mount -o max_open_files=N */
 static unsigned inode_cache;    /* mount -o inode_cache=N */
 
@@ -134,6 +146,7 @@ int open_image(const struct command *c, const char *image, uext4_fs **fs)
 
 	if (ret < 0)
 		return fail(c, image, ret);
+	warn_in_use(c, image);
 	note_recovery(c, image, *fs);
 	return 0;
 }
@@ -483,6 +496,7 @@ static int cmd_info(const struct command *c, int argc, char **argv)
 	ret = uext4_mount(argv[optind], &o, &fs);
 	if (ret < 0)
 		return info_superblock_only(c, argv[optind], ret);
+	warn_in_use(c, argv[optind]);
 	note_recovery(c, argv[optind], fs);
 	ret = uext4_info(fs, &in);
 	if (ret < 0)
