@@ -1,6 +1,6 @@
 #!/bin/bash
-# inuse.sh - uext4 does not write an image that is in use (issue 29, 2, 4
-# and generic/604).
+# inuse.sh - uext4 does not write an image that is in use (issue 29, 2
+# and 4).
 #
 # 1. The kernel has it mounted (root and loop devices; else skipped):
 #    a. `mount -o loop k.img K`, the kernel writes a file;
@@ -13,6 +13,11 @@
 #    stat, get, info, getfattr, lsattr) work and warn that the view may be
 #    stale.  After the kernel unmounts, uext4 writes it again; e2fsck -fn
 #    clean.
+# 2. Two uext4 mounts of one image (FUSE; else skipped): a read-only mount
+#    is refused while a read-write server holds the image, naming its pid
+#    and mount point; the reverse too (a read-write mount and a write
+#    command while a read-only mount holds it), as the kernel refuses a
+#    mount that would change the read-only state (EBUSY).
 # test-timeout: 120
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -23,6 +28,8 @@ san_logs_in "$T"
 FAILS=0
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { echo "ok: $*"; }
+# ok_since N MSG: ok MSG if nothing failed since FAILS was N.
+ok_since() { [ $FAILS = "$1" ] && ok "$2"; }
 HAVE_FUSE=0
 [ -c /dev/fuse ] && command -v fusermount3 > /dev/null && HAVE_FUSE=1
 
@@ -128,6 +135,60 @@ else
 	"$UEXT4" mkdir "$IMG" /after && "$UEXT4" ls "$IMG" / | grep -qx a ||
 		bad "uext4 does not write the image once the kernel has let go"
 	fsck_clean "$IMG" || bad "e2fsck after part 1"
+fi
+
+# The lock holder of image $1 (pid, from /proc/locks by device and inode).
+lock_pid() {
+	local ino d dev
+	ino=$(stat -c %i "$1")
+	d=$(stat -c %d "$1")
+	dev=$(printf '%02x:%02x' $((d >> 8 & 0xfff)) $(((d & 0xff) | (d >> 12 & 0xfff00))))
+	awk -v k="$dev:$ino" '$2 == "FLOCK" && $6 == k { print $5; exit }' /proc/locks
+}
+
+note "2. a read-only and a read-write mount of one image"
+if [ $HAVE_FUSE = 0 ]; then
+	echo "SKIP part 2: /dev/fuse or fusermount3 missing"
+else
+	f=$FAILS
+	A=$T/a.img
+	"$UEXT4" mkfs -q "$A" 32M || fail "mkfs a.img"
+	mkdir "$T/rw" "$T/ro"
+	"$UEXT4" mount "$A" "$T/rw" || fail "read-write mount"
+	MOUNTS+=("$T/rw")
+	echo hi > "$T/rw/f1" || bad "write through the mount"
+	pid=$(lock_pid "$A")
+	if "$UEXT4" mount -o ro "$A" "$T/ro" 2> "$T/err"; then
+		MOUNTS+=("$T/ro")
+		bad "a read-only mount worked while a read-write server holds the image"
+		fusermount3 -u "$T/ro"
+	else
+		grep -qF "mounted on $T/rw" "$T/err" && grep -q "pid $pid" "$T/err" ||
+			bad "read-only mount refused without naming the server (pid $pid, $T/rw): $(cat "$T/err")"
+	fi
+	"$UEXT4" umount "$T/rw" || bad "umount of the read-write mount"
+	"$UEXT4" ls "$A" / | grep -qx f1 || bad "f1 written back"
+	ok_since $f "a read-only mount is refused while a read-write server holds the image"
+	f=$FAILS
+
+	"$UEXT4" mount -o ro "$A" "$T/ro" || fail "read-only mount"
+	MOUNTS+=("$T/ro")
+	pid=$(lock_pid "$A")
+	if "$UEXT4" mount "$A" "$T/rw" 2> "$T/err"; then
+		bad "a read-write mount worked while a read-only server holds the image"
+		"$UEXT4" umount "$T/rw"
+	else
+		grep -qF "mounted on $T/ro" "$T/err" && grep -q "pid $pid" "$T/err" ||
+			bad "read-write mount refused without naming the read-only one: $(cat "$T/err")"
+	fi
+	"$UEXT4" mkdir "$A" /x 2> "$T/err" && bad "mkdir worked while a read-only mount holds the image"
+	grep -qF "mounted on $T/ro" "$T/err" || bad "mkdir refused without naming the read-only mount: $(cat "$T/err")"
+	fusermount3 -u "$T/ro" || bad "fusermount3 -u of the read-only mount"
+	flock "$A" true
+	ok_since $f "a read-write mount and write commands are refused while a read-only mount holds the image"
+	f=$FAILS
+
+	fsck_clean "$A" || bad "e2fsck of a.img"
 fi
 
 [ $FAILS = 0 ] || fail "$FAILS failures"
