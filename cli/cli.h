@@ -46,6 +46,9 @@ struct lock_holder {
 /* The first holder of an flock on the file open at fd (from /proc/locks):
  * 1, or 0 if none is found. */
 int lock_holder(int fd, struct lock_holder *h);
+/* flock(fd, op), waiting at most secs seconds: 0, or -1 with errno
+ * (ETIMEDOUT when the time ran out).  Uses SIGALRM and ITIMER_REAL. */
+int flock_bounded(int fd, int op, unsigned secs);
 
 /* Paths in the image are absolute; "a/b" means "/a/b". */
 const char *image_path(const char *p, char *buf, size_t len);

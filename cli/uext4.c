@@ -164,8 +164,23 @@ int open_image(const struct command *c, const char *image, uext4_fs **fs)
  */
 static int image_lock_fd = -1;
 
+/* How long a mount or write command waits for a server that is unmounting
+ * (`umount DIR` by root returns before the server has written back). */
+#define LOCK_WAIT_SECS 30
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The holder is a uext4 whose mount is gone: a server writing back, or a
+ * write command; either lets go soon. */
+static int holder_finishing(const char *image, const struct lock_holder *h)
+{
+	char where[PATH_MAX + 256];
+
+	return !strcmp(h->comm, "uext4") && uext4_in_use(image, where, sizeof(where)) != 1;
+}
+
 static void say_held(const struct command *c, const char *image, int shared,
-		     const struct lock_holder *h)
+		     const struct lock_holder *h, int waited)
 {
 	char where[PATH_MAX + 256] = "", who[96] = "";
 
@@ -179,7 +194,8 @@ static void say_held(const struct command *c, const char *image, int shared,
 		return;
 	}
 	fprintf(stderr, "uext4 %s: %s: in use by another process writing it (a read-write "
-		"mount?)%s%s%s\n", c->name, image, who, where,
+		"mount?)%s%s%s%s\n", c->name, image, who, where,
+		waited ? "; still held after " STR(LOCK_WAIT_SECS) " s" : "",
 		shared ? "; a read-only mount would show a stale view" : "");
 }
 
@@ -189,16 +205,26 @@ static int lock_image(const struct command *c, const char *image, int shared)
 {
 	int fd = open(image, O_RDONLY | O_CLOEXEC), op = shared ? LOCK_SH : LOCK_EX;
 	struct lock_holder h;
+	int waited = 0;
 
 	if (fd < 0)
 		return 0;       /* uext4_mount reports why */
 	if (flock(fd, op | LOCK_NB) && errno == EWOULDBLOCK) {
-		if (!lock_holder(fd, &h))
+		int known = lock_holder(fd, &h);
+
+		if (known && holder_finishing(image, &h)) {
+			waited = 1;
+			if (!flock_bounded(fd, op, LOCK_WAIT_SECS))
+				goto locked;
+			known = lock_holder(fd, &h);
+		}
+		if (!known)
 			memset(&h, 0, sizeof(h));
-		say_held(c, image, shared, &h);
+		say_held(c, image, shared, &h, waited);
 		close(fd);
 		return 1;
 	}
+locked:
 	image_lock_fd = fd;
 	return 0;
 }
@@ -1411,7 +1437,9 @@ static const struct command commands[] = {
 	  "    finish after an unmount.  A read-only mount holds a shared one: as\n"
 	  "    with the kernel (EBUSY), a read-only mount is refused while a writer\n"
 	  "    holds IMAGE, and a writer while a read-only mount does, naming the\n"
-	  "    holder.  An image the kernel has mounted (through\n"
+	  "    holder.  A mount or write command that finds IMAGE held by a server\n"
+	  "    whose mount is gone (plain umount returns before the write-back)\n"
+	  "    waits for it, up to 30 s.  An image the kernel has mounted (through\n"
 	  "    a loop device, or the block device itself) is never written: a\n"
 	  "    read-write mount and every write command are refused naming the\n"
 	  "    mount point; a read-only mount and read commands warn that what\n"

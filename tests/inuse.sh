@@ -1,6 +1,6 @@
 #!/bin/bash
-# inuse.sh - uext4 does not write an image that is in use (issue 29, 2
-# and 4).
+# inuse.sh - uext4 does not write an image that is in use (issue 29, 2, 4
+# and generic/604).
 #
 # 1. The kernel has it mounted (root and loop devices; else skipped):
 #    a. `mount -o loop k.img K`, the kernel writes a file;
@@ -18,6 +18,10 @@
 #    and mount point; the reverse too (a read-write mount and a write
 #    command while a read-only mount holds it), as the kernel refuses a
 #    mount that would change the read-only state (EBUSY).
+# 3. generic/604: a mount right after umount waits for the old server.
+#    The old server is stopped (SIGSTOP) so that its mount is gone but its
+#    lock is not; the new mount must wait on the lock (seen as a waiter in
+#    /proc/locks), and mount once the old server, continued, lets go.
 # test-timeout: 120
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -145,10 +149,16 @@ lock_pid() {
 	dev=$(printf '%02x:%02x' $((d >> 8 & 0xfff)) $(((d & 0xff) | (d >> 12 & 0xfff00))))
 	awk -v k="$dev:$ino" '$2 == "FLOCK" && $6 == k { print $5; exit }' /proc/locks
 }
+# Is someone waiting for the lock on image $1?
+lock_waiter() {
+	local ino
+	ino=$(stat -c %i "$1")
+	awk -v i=":$ino" '$2 == "->" && $3 == "FLOCK" && substr($7, length($7) - length(i) + 1) == i { f = 1 } END { exit !f }' /proc/locks
+}
 
 note "2. a read-only and a read-write mount of one image"
 if [ $HAVE_FUSE = 0 ]; then
-	echo "SKIP part 2: /dev/fuse or fusermount3 missing"
+	echo "SKIP part 2 and 3: /dev/fuse or fusermount3 missing"
 else
 	f=$FAILS
 	A=$T/a.img
@@ -188,6 +198,30 @@ else
 	ok_since $f "a read-write mount and write commands are refused while a read-only mount holds the image"
 	f=$FAILS
 
+	note "3. a mount right after umount waits for the old server (generic/604)"
+	"$UEXT4" mount "$A" "$T/rw" || fail "mount"
+	echo data > "$T/rw/g" && sync || bad "write g"
+	pid=$(lock_pid "$A")
+	# The old server stopped: its mount goes, its write-back cannot finish.
+	kill -STOP "$pid"
+	fusermount3 -u "$T/rw" || bad "fusermount3 -u with the server stopped"
+	"$UEXT4" mount "$A" "$T/rw" 2> "$T/err" &
+	new=$!
+	for ((i = 0; i < 300; i++)); do # bounded poll for the new mount's wait on the lock
+		lock_waiter "$A" && break
+		kill -0 "$new" 2> /dev/null || break
+		sleep 0.1
+	done
+	lock_waiter "$A" || bad "the new mount does not wait for the old server's lock"
+	kill -CONT "$pid"
+	if wait "$new"; then
+		MOUNTS+=("$T/rw")
+		[ "$(cat "$T/rw/g")" = data ] || bad "g after the remount"
+		"$UEXT4" umount "$T/rw" || bad "umount after the remount"
+	else
+		bad "a mount right after umount failed: $(cat "$T/err")"
+	fi
+	ok_since $f "a mount right after umount waits for the old server"
 	fsck_clean "$A" || bad "e2fsck of a.img"
 fi
 
