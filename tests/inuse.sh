@@ -225,5 +225,8 @@ else
 	fsck_clean "$A" || bad "e2fsck of a.img"
 fi
 
+for f in "$T"/san.*; do
+	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
+done
 [ $FAILS = 0 ] || fail "$FAILS failures"
 echo "PASS"
