@@ -37,6 +37,19 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs);
 /* Unmount (writing back); a failure turns status 0 into 1. */
 int close_image(const struct command *c, const char *image, uext4_fs *fs, int status);
 
+/* imagelock.c */
+struct lock_holder {
+	int pid;
+	int exclusive;          /* LOCK_EX (a writer), else LOCK_SH (a read-only mount) */
+	char comm[32];          /* its /proc/PID/comm, "" if unknown */
+};
+/* The first holder of an flock on the file open at fd (from /proc/locks):
+ * 1, or 0 if none is found. */
+int lock_holder(int fd, struct lock_holder *h);
+/* flock(fd, op), waiting at most secs seconds: 0, or -1 with errno
+ * (ETIMEDOUT when the time ran out).  Uses SIGALRM and ITIMER_REAL. */
+int flock_bounded(int fd, int op, unsigned secs);
+
 /* Paths in the image are absolute; "a/b" means "/a/b". */
 const char *image_path(const char *p, char *buf, size_t len);
 /* Resolve PATH (printing the error): 0 or 1. st may be NULL. */

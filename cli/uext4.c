@@ -122,6 +122,18 @@ static void note_recovery(const struct command *c, const char *image, uext4_fs *
 			(unsigned long long)r.bad_home_block);
 }
 
+/* A read-only look at an image the kernel (or another FUSE server) has
+ * mounted reads blocks that its cache may since have changed: say so.
+ * (A read-write open is refused by the library, naming the mount.) */
+static void warn_in_use(const struct command *c, const char *image)
+{
+	char where[PATH_MAX + 256];
+
+	if (uext4_in_use(image, where, sizeof(where)) == 1)
+		fprintf(stderr, "uext4 %s: %s: warning: %s; what is shown may be stale\n",
+			c->name, image, where);
+}
+
 static unsigned max_open_files; /* mount -o max_open_files=N */
 static unsigned inode_cache;    /* mount -o inode_cache=N */
 
@@ -134,6 +146,7 @@ int open_image(const struct command *c, const char *image, uext4_fs **fs)
 
 	if (ret < 0)
 		return fail(c, image, ret);
+	warn_in_use(c, image);
 	note_recovery(c, image, *fs);
 	return 0;
 }
@@ -143,22 +156,75 @@ int open_image(const struct command *c, const char *image, uext4_fs **fs)
  * has unmounted it (written everything back), so a second writer - another
  * write command, a second read-write mount - fails instead of corrupting the
  * image, and `flock IMAGE true` waits for a mount server's write-back after
- * fusermount3 -u.  Released by close_image (or at exit).
+ * fusermount3 -u.  A read-only mount holds a shared one: as the kernel
+ * refuses a mount that would change a mounted device's read-only state
+ * (EBUSY), a read-only mount is refused while a writer holds the image (its
+ * view would go stale) and a writer while a read-only mount holds it.
+ * Released by close_image (or at exit).
  */
 static int image_lock_fd = -1;
 
-static int lock_image(const struct command *c, const char *image)
+/* How long a mount or write command waits for a server that is unmounting
+ * (`umount DIR` by root returns before the server has written back). */
+#define LOCK_WAIT_SECS 30
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* The holder is a uext4 whose mount is gone: a server writing back, or a
+ * write command; either lets go soon. */
+static int holder_finishing(const char *image, const struct lock_holder *h)
 {
-	int fd = open(image, O_RDONLY | O_CLOEXEC);
+	char where[PATH_MAX + 256];
+
+	return !strcmp(h->comm, "uext4") && uext4_in_use(image, where, sizeof(where)) != 1;
+}
+
+static void say_held(const struct command *c, const char *image, int shared,
+		     const struct lock_holder *h, int waited)
+{
+	char where[PATH_MAX + 256] = "", who[96] = "";
+
+	if (uext4_in_use(image, where + 2, sizeof(where) - 2) == 1)
+		memcpy(where, ", ", 2);
+	if (h->pid)
+		snprintf(who, sizeof(who), ": %s pid %d", h->comm[0] ? h->comm : "process", h->pid);
+	if (h->pid && !h->exclusive) {
+		fprintf(stderr, "uext4 %s: %s: in use by a read-only mount%s%s; writing it would "
+			"make that view stale (unmount it first)\n", c->name, image, who, where);
+		return;
+	}
+	fprintf(stderr, "uext4 %s: %s: in use by another process writing it (a read-write "
+		"mount?)%s%s%s%s\n", c->name, image, who, where,
+		waited ? "; still held after " STR(LOCK_WAIT_SECS) " s" : "",
+		shared ? "; a read-only mount would show a stale view" : "");
+}
+
+/* LOCK_EX to write, LOCK_SH for a read-only mount: 0, or 1 after saying
+ * who holds it. */
+static int lock_image(const struct command *c, const char *image, int shared)
+{
+	int fd = open(image, O_RDONLY | O_CLOEXEC), op = shared ? LOCK_SH : LOCK_EX;
+	struct lock_holder h;
+	int waited = 0;
 
 	if (fd < 0)
 		return 0;       /* uext4_mount reports why */
-	if (flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK) {
-		fprintf(stderr, "uext4 %s: %s: in use by another process writing it "
-			"(a read-write mount?)\n", c->name, image);
+	if (flock(fd, op | LOCK_NB) && errno == EWOULDBLOCK) {
+		int known = lock_holder(fd, &h);
+
+		if (known && holder_finishing(image, &h)) {
+			waited = 1;
+			if (!flock_bounded(fd, op, LOCK_WAIT_SECS))
+				goto locked;
+			known = lock_holder(fd, &h);
+		}
+		if (!known)
+			memset(&h, 0, sizeof(h));
+		say_held(c, image, shared, &h, waited);
 		close(fd);
 		return 1;
 	}
+locked:
 	image_lock_fd = fd;
 	return 0;
 }
@@ -194,7 +260,7 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 				.errors = mount_errors, .discard = mount_discard };
 	int ret;
 
-	if (lock_image(c, image))
+	if (lock_image(c, image, 0))
 		return 1;
 	ret = uext4_mount(image, &o, fs);
 	if (ret < 0) {
@@ -483,6 +549,7 @@ static int cmd_info(const struct command *c, int argc, char **argv)
 	ret = uext4_mount(argv[optind], &o, &fs);
 	if (ret < 0)
 		return info_superblock_only(c, argv[optind], ret);
+	warn_in_use(c, argv[optind]);
 	note_recovery(c, argv[optind], fs);
 	ret = uext4_info(fs, &in);
 	if (ret < 0)
@@ -1045,6 +1112,8 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	inode_cache = o.inode_cache;
 	mount_errors = o.errors;
 	mount_discard = o.discard;
+	if (o.read_only && lock_image(c, image, 1))
+		return 1;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
 	mount_status_begin(image);      /* for uext4 umount (umount.c) */
@@ -1082,7 +1151,7 @@ static int cmd_recover(const struct command *c, int argc, char **argv)
 	if (argc - optind != 1)
 		return usage_error(c, argc - optind ? "too many arguments" : "missing IMAGE");
 	image = argv[optind];
-	if (lock_image(c, image))
+	if (lock_image(c, image, 0))
 		return 1;
 	memset(&r, 0, sizeof(r));
 	ret = uext4_recover(image, &r);
@@ -1365,7 +1434,16 @@ static const struct command commands[] = {
 	  "    A read-write server holds an flock(2) on IMAGE until it has written\n"
 	  "    everything back, so a second read-write mount or a write command on\n"
 	  "    a mounted image fails, and `flock IMAGE true` waits for the server to\n"
-	  "    finish after an unmount.  Do not change the image any other way\n"
+	  "    finish after an unmount.  A read-only mount holds a shared one: as\n"
+	  "    with the kernel (EBUSY), a read-only mount is refused while a writer\n"
+	  "    holds IMAGE, and a writer while a read-only mount does, naming the\n"
+	  "    holder.  A mount or write command that finds IMAGE held by a server\n"
+	  "    whose mount is gone (plain umount returns before the write-back)\n"
+	  "    waits for it, up to 30 s.  An image the kernel has mounted (through\n"
+	  "    a loop device, or the block device itself) is never written: a\n"
+	  "    read-write mount and every write command are refused naming the\n"
+	  "    mount point; a read-only mount and read commands warn that what\n"
+	  "    they show may be stale.  Do not change the image any other way\n"
 	  "    while it is mounted: the server assumes it is the only writer.\n"
 	  "    lsattr/chattr work (the flags ext4 lets users change; immutable and\n"
 	  "    append-only are enforced), and so does renameat2's RENAME_WHITEOUT\n"

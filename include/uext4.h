@@ -232,6 +232,18 @@ struct uext4_info {
 int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out);
 /* Unmount: write back (when read-write) and free everything. */
 int uext4_umount(uext4_fs *fs);
+/* Is path (an image file or block device) in use by a mount, as e2fsprogs'
+ * ext2fs_check_mount_point() asks: a block device mounted by the kernel
+ * (or a partition of it) or held exclusively (O_EXCL); an image file
+ * backing a loop device that is mounted or held (matched by device and
+ * inode); or the source of a FUSE mount (fuse2fs, a uext4 server).  1 and
+ * where it is, naming the mount point ("mounted on /mnt/K by the kernel
+ * (via /dev/loop3)"); 0 if not, or for an NBD URI (its server guards it).
+ * A loop device only attached counts as unused, as for e2fsck.  A
+ * read-write uext4_mount(), uext4_recover() or uext4_mkfs() of such an
+ * image fails with -EBUSY and this in the message; read-only mounts are
+ * allowed (their view may be stale: a caller may warn with this). */
+int uext4_in_use(const char *path, char *where, size_t len);
 
 /* What recovery did when the image was mounted (or by uext4_recover()). */
 struct uext4_recovery {

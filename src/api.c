@@ -20,7 +20,9 @@
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"
+#include "mountcheck.h"
 #include "namecache.h"
+#include "nbd.h"
 #include "ondisk.h"
 #include "orphan.h"
 #include "super.h"
@@ -129,6 +131,13 @@ int uext4_mount(const char *path, const struct uext4_opts *opts, uext4_fs **out)
 	if (!path || !out)
 		return fs_err(EINVAL, "uext4_mount: no image path given");
 	return super_mount(path, opts, out);
+}
+
+int uext4_in_use(const char *path, char *where, size_t len)
+{
+	if (!path || bdev_is_nbd_uri(path))
+		return 0;
+	return mount_check(path, where, len);
 }
 
 int uext4_umount(uext4_fs *fs)

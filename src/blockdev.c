@@ -19,6 +19,7 @@
 #include "blockdev.h"
 #include "error.h"
 #include "internal.h"
+#include "mountcheck.h"
 #include "nbd.h"
 
 #include <fcntl.h>
@@ -202,6 +203,10 @@ struct bdev *bdev_open_path(const char *path, int read_only, uint64_t offset, in
 
 	if (bdev_is_nbd_uri(path))
 		return bdev_open_nbd(path, read_only, offset, discard, err);
+	/* Writing what the kernel has mounted corrupts it (the NBD server
+	 * guards its exports). */
+	if (!read_only && (*err = mount_check_refuse(path)))
+		return NULL;
 	d = bdev_open_file_at(path, read_only, offset, err);
 	if (d) {
 		struct stat st;
@@ -292,6 +297,15 @@ static int fd_size(int fd, const char *path, uint64_t *size)
 	return fs_err(EINVAL, "%s: not a regular file or block device", path);
 }
 
+/* A block device written is opened exclusively, as the kernel opens the
+ * devices it mounts: neither can mount it while the other writes it. */
+static int excl_if_blockdev(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISBLK(st.st_mode) ? O_EXCL : 0;
+}
+
 struct bdev *bdev_open_file(const char *path, int read_only, int *err)
 {
 	return bdev_open_file_at(path, read_only, 0, err);
@@ -303,9 +317,13 @@ struct bdev *bdev_open_file_at(const char *path, int read_only, uint64_t offset,
 	int fd, e;
 	uint64_t size;
 
-	fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (fd < 0) {
+	fd = open(path, (read_only ? O_RDONLY : O_RDWR | excl_if_blockdev(path)) | O_CLOEXEC);
+	if (fd < 0 && errno == EBUSY)
+		*err = fs_err(EBUSY, "%s: held exclusively by the kernel or another program "
+			      "(mounted?); refusing to write it", path);
+	else if (fd < 0)
 		*err = fs_err(errno, "%s: cannot open: %s", path, strerror(errno));
+	if (fd < 0) {
 		return NULL;
 	}
 	e = fd_size(fd, path, &size);

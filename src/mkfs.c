@@ -29,10 +29,12 @@
 #include "error.h"
 #include "inode.h"
 #include "jbd2.h"
+#include "mountcheck.h"
 #include "nbd.h"
 #include "ondisk.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -1885,6 +1887,7 @@ static int make_uuid(struct mk *m)
 static int open_target(struct mk *m, uint64_t *bytes, int *created)
 {
 	const struct uext4_mkfs_opts *o = m->o;
+	char where[PATH_MAX + 256];
 	struct stat st;
 	uint64_t have;
 
@@ -1893,6 +1896,9 @@ static int open_target(struct mk *m, uint64_t *bytes, int *created)
 		return fs_err(EOPNOTSUPP, "%s: mkfs writes a file or block device, not an NBD "
 			      "export: make the image locally, or map the export (nbd-client, "
 			      "/dev/nbdX) and give the device", m->path);
+	/* A mounted image (through a loop device, or a FUSE mount's source) */
+	if (!o->dry_run && mount_check(m->path, where, sizeof(where)))
+		return fs_err(EBUSY, "%s is in use: %s; not overwritten", m->path, where);
 	/* O_EXCL on a block device: EBUSY while it is mounted or in use */
 	m->fd = open(m->path, (o->dry_run ? O_RDONLY : O_RDWR) | O_CLOEXEC |
 		     (stat(m->path, &st) == 0 && S_ISBLK(st.st_mode) && !o->dry_run ? O_EXCL : 0));
