@@ -1047,7 +1047,7 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	mount_discard = o.discard;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
-	mount_status_begin(image);      /* for uext4 umount (umount.c) */
+	mount_status_begin(image, mnt); /* for uext4 umount (umount.c) */
 	ret = uext4_fuse_run(fs, mnt, &o);
 	if (ret < 0)
 		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() : strerror(-ret));
@@ -1459,8 +1459,8 @@ static const struct command commands[] = {
 	  "    or the server was gone before writing back (killed: the image\n"
 	  "    needs recovery, which the next mount or `uext4 recover` does).\n"
 	  "    The server leaves its status in a file of its user's, keyed by\n"
-	  "    the image's device and inode: /run/uext4 for root, else\n"
-	  "    /run/user/UID/uext4, else /tmp/uext4-UID.\n"
+	  "    the image's device and inode and the mount point: /run/uext4 for\n"
+	  "    root, else /run/user/UID/uext4, else /tmp/uext4-UID.\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 umount /mnt && cp disk.img backup.img\n" },
 	{ "stats", cmd_stats, "[--json] [--reset] [--on|--off] MOUNTPOINT",
