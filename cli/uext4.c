@@ -1048,8 +1048,10 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
 	mount_status_begin(image, mnt); /* for uext4 umount (umount.c) */
+	o.failure = msg;                /* lost write-backs, named */
+	o.failure_len = sizeof(msg);
 	ret = uext4_fuse_run(fs, mnt, &o);
-	if (ret < 0)
+	if (ret < 0 && !msg[0])
 		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() : strerror(-ret));
 	/* close_image, with the final status written before the lock goes, so
 	 * that whoever waits on the lock (uext4 umount) reads it. */
@@ -1421,7 +1423,17 @@ static const struct command commands[] = {
 	  "                    read-write mounts): small writes are gathered and\n"
 	  "                    written back on close, fsync, or by the kernel;\n"
 	  "                    errors show at fsync or close.  -o nowriteback (or\n"
-	  "                    writeback=0): every write(2) goes to the server\n"
+	  "                    writeback=0): every write(2) goes to the server.\n"
+	  "                    Near full (free space below twice what the kernel\n"
+	  "                    may hold dirty for the mount, plus 32 MiB) files\n"
+	  "                    opened for writing bypass the cache, so a write(2)\n"
+	  "                    that does not fit fails with ENOSPC, as on the\n"
+	  "                    kernel's ext4; see DURABILITY\n"
+	  "    -o dirty_limit=MIB\n"
+	  "                    (root) the most the kernel may hold dirty for the\n"
+	  "                    mount (its bdi's max_bytes; by default 1% of the\n"
+	  "                    kernel's dirty threshold): smaller makes the cache\n"
+	  "                    usable closer to full\n"
 	  "    -o debug        trace FUSE requests on stderr (use with -f)\n"
 	  "    -o stats        count lock, block, journal and request statistics\n"
 	  "                    from the start (see uext4 help stats; off by\n"
