@@ -97,8 +97,11 @@
  * writing and per write-back WRITE.  FULL_MARGIN covers one write(2) call
  * (a single call larger than that, begun on a cached file before the
  * switch, may still be cut short at write-back) and the metadata around it.
+ * Near full, direct files differ from cached ones as FOPEN_DIRECT_IO does:
+ * no shared writable mmap (ENODEV), and the kernel does not advance the
+ * mtime it shows (the image's is right).
  */
-#define FULL_MARGIN (16ull << 20)
+#define FULL_MARGIN (8ull << 20)
 
 struct full_guard {
 	uint64_t dirty_bound;       /* bytes; set before the session serves */
@@ -2325,12 +2328,30 @@ static int mount_device(const char *mnt, char *dev, size_t len)
 	return found;
 }
 
+/* A number from a sysfs file; 0 if none. */
+static unsigned long long read_sysfs_u64(const char *path)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
 /*
  * What the kernel may hold dirty for this mount (full_guard): its bdi's
- * max_bytes, which -o dirty_limit=MIB sets first (root only), doubled;
- * without sysfs, 1% of the memory (max_ratio is 1% of a threshold that is
- * at most all of it).
+ * max_bytes, doubled.  Root sets it first: -o dirty_limit=MIB, or by
+ * default DEFAULT_DIRTY_MIB when the kernel's is larger (1% of its dirty
+ * threshold: 47 MiB on a 24 GiB machine), so that the cache serves all but
+ * the last ~70 MiB of an image.  Without sysfs, 1% of the memory (max_ratio
+ * is 1% of a threshold that is at most all of it).
  */
+#define DEFAULT_DIRTY_MIB 16
+
 static uint64_t kernel_dirty_bound(const char *mnt, unsigned limit_mib)
 {
 	char dev[32], path[96];
@@ -2339,16 +2360,15 @@ static uint64_t kernel_dirty_bound(const char *mnt, unsigned limit_mib)
 
 	if (mount_device(mnt, dev, sizeof dev) == 0) {
 		snprintf(path, sizeof path, "/sys/class/bdi/%s/max_bytes", dev);
+		max = read_sysfs_u64(path);
+		if (!limit_mib && max > (DEFAULT_DIRTY_MIB << 20))
+			limit_mib = DEFAULT_DIRTY_MIB;
 		if (limit_mib && geteuid() == 0 && (f = fopen(path, "w"))) {
 			fprintf(f, "%llu\n", (unsigned long long)limit_mib << 20);
 			if (fclose(f))
 				fprintf(stderr, "uext4 mount: cannot set %s: %s\n", path,
 					strerror(errno));
-		}
-		if ((f = fopen(path, "r"))) {
-			if (fscanf(f, "%llu", &max) != 1)
-				max = 0;
-			fclose(f);
+			max = read_sysfs_u64(path);
 		}
 	}
 	if (!max)
