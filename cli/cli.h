@@ -119,7 +119,7 @@ int cli_fill_image(const struct command *c, const struct fill_args *a);
 /* umount.c: the command, and the status file the mount server keeps for it
  * (begin: before the mount is live; end: after the image is closed). */
 int cmd_umount(const struct command *c, int argc, char **argv);
-void mount_status_begin(const char *image);
+void mount_status_begin(const char *image, const char *mountpoint);
 void mount_status_end(int status, const char *msg);
 
 #endif

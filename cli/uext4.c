@@ -1116,9 +1116,11 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 		return 1;
 	if (o.read_only ? open_image(c, image, &fs) : open_image_rw(c, image, &fs))
 		return 1;
-	mount_status_begin(image);      /* for uext4 umount (umount.c) */
+	mount_status_begin(image, mnt); /* for uext4 umount (umount.c) */
+	o.failure = msg;                /* lost write-backs, named */
+	o.failure_len = sizeof(msg);
 	ret = uext4_fuse_run(fs, mnt, &o);
-	if (ret < 0)
+	if (ret < 0 && !msg[0])
 		snprintf(msg, sizeof(msg), "%s", *uext4_last_error() ? uext4_last_error() : strerror(-ret));
 	/* close_image, with the final status written before the lock goes, so
 	 * that whoever waits on the lock (uext4 umount) reads it. */
@@ -1475,8 +1477,9 @@ static const struct command commands[] = {
 	  "                    default\n"
 	  "    -o discard      discard freed blocks after each commit (hole punch,\n"
 	  "                    BLKDISCARD, or NBD trim)\n"
-	  "    -o commit=N     commit the journal every N seconds (default 5); fsync,\n"
-	  "                    sync and unmount commit at once\n"
+	  "    -o commit=N     commit the journal every N seconds (default 5); fsync\n"
+	  "                    and unmount commit at once (sync does not: see\n"
+	  "                    DURABILITY)\n"
 	  "    -o max_open_files=N\n"
 	  "                    at most N files open at once (default 65536); an\n"
 	  "                    open past it fails with EMFILE\n"
@@ -1499,12 +1502,36 @@ static const struct command commands[] = {
 	  "                    read-write mounts): small writes are gathered and\n"
 	  "                    written back on close, fsync, or by the kernel;\n"
 	  "                    errors show at fsync or close.  -o nowriteback (or\n"
-	  "                    writeback=0): every write(2) goes to the server\n"
+	  "                    writeback=0): every write(2) goes to the server.\n"
+	  "                    Near full (free space below twice what the kernel\n"
+	  "                    may hold dirty for the mount, plus 16 MiB) files\n"
+	  "                    opened for writing bypass the cache, so a write(2)\n"
+	  "                    that does not fit fails with ENOSPC, as on the\n"
+	  "                    kernel's ext4; see DURABILITY\n"
+	  "    -o dirty_limit=MIB\n"
+	  "                    (root) the most the kernel may hold dirty for the\n"
+	  "                    mount (its bdi's max_bytes; by default 16, or the\n"
+	  "                    kernel's 1% of its dirty threshold if smaller or\n"
+	  "                    not root): smaller makes the cache usable closer\n"
+	  "                    to full\n"
 	  "    -o debug        trace FUSE requests on stderr (use with -f)\n"
 	  "    -o stats        count lock, block, journal and request statistics\n"
 	  "                    from the start (see uext4 help stats; off by\n"
 	  "                    default, `uext4 stats --on` starts them later)\n"
 	  "    Other options are passed to the kernel (e.g. -o max_read=131072).\n"
+	  "\nDURABILITY\n"
+	  "    fsync(2) and fdatasync(2) commit the file's data and metadata to\n"
+	  "    the journal before they return 0 (and fail, once, if a write-back\n"
+	  "    of the file failed).  Other changes are committed within -o commit\n"
+	  "    seconds of reaching the server; with the writeback cache the\n"
+	  "    kernel may hold written data up to 30 s before it sends it.\n"
+	  "    `uext4 umount` returns 0 once everything is on the image, 1 naming\n"
+	  "    the files whose write-back failed.  sync(1) and sync -f do not\n"
+	  "    reach the server (the kernel sends FUSE servers no SYNCFS): they\n"
+	  "    commit nothing.  On a full disk a write(2) that does not fit fails\n"
+	  "    with ENOSPC; write-backs that fail anyway (mmap, a single write(2)\n"
+	  "    over 8 MiB begun before the switch) are logged, counted by `uext4\n"
+	  "    stats` and named by `uext4 umount`.\n"
 	  "\nMOUNT(8) AND FSTAB\n"
 	  "    As root, `mount -t fuse.uext4 [-o OPTIONS] IMAGE DIR` and /etc/fstab\n"
 	  "    lines of type fuse.uext4 work through /sbin/mount.fuse.uext4\n"
@@ -1537,8 +1564,8 @@ static const struct command commands[] = {
 	  "    or the server was gone before writing back (killed: the image\n"
 	  "    needs recovery, which the next mount or `uext4 recover` does).\n"
 	  "    The server leaves its status in a file of its user's, keyed by\n"
-	  "    the image's device and inode: /run/uext4 for root, else\n"
-	  "    /run/user/UID/uext4, else /tmp/uext4-UID.\n"
+	  "    the image's device and inode and the mount point: /run/uext4 for\n"
+	  "    root, else /run/user/UID/uext4, else /tmp/uext4-UID.\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 umount /mnt && cp disk.img backup.img\n" },
 	{ "stats", cmd_stats, "[--json] [--reset] [--on|--off] MOUNTPOINT",

@@ -12,8 +12,10 @@
  *     pid is not mistaken for it) from before the mount is live, then, once
  *     the image is written back and unmounted and before its flock is
  *     released, "ok PID START" or "failed PID START" and a line with the
- *     message.  It is keyed by the image file's device and inode number,
- *     in a directory of the server's user, derived from the uid alone so
+ *     message.  It is keyed by the image file's device and inode number
+ *     and the mount point (a hash of its absolute path, as mountinfo shows
+ *     it: a read-only and a read-write mount of one image each have their
+ *     own), in a directory of the server's user, derived from the uid alone so
  *     that both sides agree whatever their environment:
  *         root                       /run/uext4
  *         others, if /run/user/UID   /run/user/UID/uext4
@@ -75,13 +77,26 @@ static int status_dir(uid_t uid, int create, char *buf, size_t len)
 	return 0;
 }
 
-static int status_path(uid_t uid, dev_t dev, ino_t ino, int create, char *buf, size_t len)
+/* FNV-1a, for the keys of URIs and mount points. */
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* mp: the mount point's absolute path. */
+static int status_path(uid_t uid, dev_t dev, ino_t ino, const char *mp, int create, char *buf,
+		       size_t len)
 {
 	char dir[128];            /* the paths of status_dir are short */
 
 	if (status_dir(uid, create, dir, sizeof(dir)))
 		return -1;
-	snprintf(buf, len, "%s/%llx-%llx", dir, (unsigned long long)dev, (unsigned long long)ino);
+	snprintf(buf, len, "%s/%llx-%llx-%llx", dir, (unsigned long long)dev,
+		 (unsigned long long)ino, (unsigned long long)fnv1a(mp));
 	return 0;
 }
 
@@ -95,13 +110,10 @@ static int is_uri(const char *image)
 static int image_key(const char *image, dev_t *dev, ino_t *ino)
 {
 	struct stat st;
-	uint64_t h = 0xcbf29ce484222325ull;
 
 	if (is_uri(image)) {
-		for (const char *p = image; *p; p++)
-			h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
 		*dev = 0;
-		*ino = (ino_t)h;
+		*ino = (ino_t)fnv1a(image);
 		return 0;
 	}
 	if (stat(image, &st))
@@ -189,14 +201,16 @@ static void status_prune(const char *dir)
 	closedir(dp);
 }
 
-void mount_status_begin(const char *image)
+void mount_status_begin(const char *image, const char *mountpoint)
 {
+	char mp[PATH_MAX];
 	dev_t dev;
 	ino_t ino;
 	char *slash;
 
-	if (image_key(image, &dev, &ino) ||
-	    status_path(getuid(), dev, ino, 1, server_status, sizeof(server_status)))
+	/* The path mountinfo will show, which umount matches. */
+	if (!realpath(mountpoint, mp) || image_key(image, &dev, &ino) ||
+	    status_path(getuid(), dev, ino, mp, 1, server_status, sizeof(server_status)))
 		server_status[0] = '\0';
 	status_write("running", NULL);
 	slash = strrchr(server_status, '/');
@@ -405,7 +419,7 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 			e->source[0] == '/' ? strerror(errno) : "");
 		return 1;
 	}
-	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, dev, ino, 0,
+	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, dev, ino, mp, 0,
 			s->status, sizeof(s->status)) ||
 	    status_read(s->status, state, &s->pid, &start, msg, sizeof(msg))) {
 		s->status[0] = '\0';

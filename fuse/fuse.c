@@ -71,6 +71,60 @@
 #define CACHE_TIMEOUT 1e6       /* seconds: nobody else changes the image */
 #define MAX_IO (1u << 20)       /* readahead / write size we ask for */
 
+/*
+ * A full disk with the writeback cache.  A write(2) into the kernel's page
+ * cache returns before the server sees the data; were the image full when
+ * the kernel writes it back, the data would be lost with the write long
+ * reported done.  The kernel bounds what it holds dirty for one FUSE mount
+ * (the bdi's strict limit, max_ratio 1% of the dirty threshold, shown as
+ * /sys/class/bdi/BDI/max_bytes): dirty_bound is twice that (pages under
+ * write-back count too, and writers overshoot by their rate limit) plus
+ * FULL_MARGIN.  While the available space is above dirty_bound +
+ * 2 * FULL_MARGIN ("near full" below it), every page the kernel may hold
+ * fits.  Near full:
+ *   - files opened for writing from then on are opened FOPEN_DIRECT_IO:
+ *     each write(2) is a WRITE that fails with ENOSPC when the data does
+ *     not fit, as on the kernel's ext4;
+ *   - files still open through the cache: each write-back WRITE of theirs
+ *     invalidates the inode's attributes, and each GETATTR on their handle
+ *     (which is what the kernel sends before a cached write(2)) does again
+ *     before it replies, so every write(2) on them asks first; once the
+ *     available space is below dirty_bound + FULL_MARGIN, that GETATTR
+ *     fails with ENOSPC, and so does the write(2);
+ *   - while such files are open, direct writes leave dirty_bound free for
+ *     their pages.
+ * Away from full this costs one statfs sum (per-CPU counters) per open for
+ * writing and per write-back WRITE.  FULL_MARGIN covers one write(2) call
+ * (a single call larger than that, begun on a cached file before the
+ * switch, may still be cut short at write-back) and the metadata around it.
+ * Near full, direct files differ from cached ones as FOPEN_DIRECT_IO does:
+ * no shared writable mmap (ENODEV), and the kernel does not advance the
+ * mtime it shows (the image's is right).
+ */
+#define FULL_MARGIN (8ull << 20)
+
+struct full_guard {
+	uint64_t dirty_bound;       /* bytes; set before the session serves */
+	atomic_int cached_writers;  /* open files written through the cache */
+};
+
+/*
+ * Write-backs that failed: the kernel's WRITEs of cached pages (whose
+ * write(2) had returned) that the image did not take.  fsync and close of
+ * the file report it once (the kernel keeps the error); the server keeps
+ * the inodes for the final status, which `uext4 umount` prints.  Rare, so a
+ * mutex (lock) protects all of it.
+ */
+#define WB_FAILED_NAMED 8
+
+struct wb_failures {
+	pthread_mutex_t lock;
+	uint64_t count;             /* failed WRITEs */
+	unsigned n;                 /* inodes in ino[] and err[] */
+	uint64_t ino[WB_FAILED_NAMED];
+	int err[WB_FAILED_NAMED];
+};
+
 /* Per-mount state; immutable once the session runs, except writeback and
  * no_opendir (set by init, before any other request; atomic for TSan's
  * sake, which cannot see the kernel order them) and write_back_err (written
@@ -88,6 +142,8 @@ struct server {
 	uint32_t time_gran;         /* ns: 1, or 1e9 on 128-byte inodes (whole seconds) */
 	const char *fsname;     /* for messages */
 	int write_back_err;     /* uext4_sync() failure at destroy, or 0 */
+	struct full_guard full; /* a full disk with the writeback cache (below) */
+	struct wb_failures wbf; /* write-backs the image could not take */
 };
 
 static struct server *srv(fuse_req_t req)
@@ -251,13 +307,18 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	fuse_reply_none(req);
 }
 
+static int full_guard_getattr(const struct server *s, fuse_ino_t ino,
+			      const struct fuse_file_info *fi);
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct server *s = srv(req);
 	struct uext4_stat u;
 	struct stat st;
-	int ret = uext4_getattr(s->fs, to_ext4(ino), &u);
+	int ret = full_guard_getattr(s, ino, fi);
 
+	if (ret >= 0)
+		ret = uext4_getattr(s->fs, to_ext4(ino), &u);
 	if (ret < 0) {
 		reply_err(req, ret);
 		return;
@@ -450,6 +511,7 @@ static int kill_privs_for_write(fuse_req_t req, struct server *s, fuse_ino_t ino
 struct open_file {
 	uext4_file *f;
 	uint32_t uid, gid;
+	bool cached_writer;     /* open for writing through the page cache */
 };
 
 static uext4_file *fh_file(const struct fuse_file_info *fi)
@@ -465,6 +527,235 @@ static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 static bool writeback_on(const struct server *s)
 {
 	return atomic_load_explicit(&s->writeback, memory_order_relaxed);
+}
+
+/* ----------------------------------------------- a full disk (full_guard) */
+
+/* The bytes a writer without root's reserve may still allocate. */
+static uint64_t avail_bytes(const struct server *s)
+{
+	struct uext4_statfs u;
+
+	if (uext4_statfs(s->fs, &u) < 0)
+		return 0;
+	return u.blocks_avail * u.block_size;
+}
+
+static bool near_full(const struct server *s, uint64_t avail)
+{
+	return avail < s->full.dirty_bound + 2 * FULL_MARGIN;
+}
+
+/* Below this, cached write(2)s fail (at their GETATTR). */
+static bool cache_closed(const struct server *s, uint64_t avail)
+{
+	return avail < s->full.dirty_bound + FULL_MARGIN;
+}
+
+/* A file opened for writing: through the cache while there is room for
+ * what the kernel may hold, else direct (FOPEN_DIRECT_IO). */
+static void choose_write_mode(struct server *s, struct open_file *of, struct fuse_file_info *fi)
+{
+	if ((fi->flags & O_ACCMODE) == O_RDONLY || !writeback_on(s))
+		return;
+	if (near_full(s, avail_bytes(s))) {
+		fi->direct_io = 1;
+		return;
+	}
+	of->cached_writer = true;
+	atomic_fetch_add_explicit(&s->full.cached_writers, 1, memory_order_relaxed);
+}
+
+static void drop_write_mode(struct server *s, const struct open_file *of)
+{
+	if (of->cached_writer)
+		atomic_fetch_sub_explicit(&s->full.cached_writers, 1, memory_order_relaxed);
+}
+
+/* A direct write near full leaves room for the pages cached writers may
+ * still hold dirty; 0 or -ENOSPC. */
+static int leave_room_for_cache(const struct server *s, size_t size)
+{
+	if (!atomic_load_explicit(&s->full.cached_writers, memory_order_relaxed))
+		return 0;
+	return avail_bytes(s) < s->full.dirty_bound + size ? -ENOSPC : 0;
+}
+
+static void notify_attr_changed(const struct server *s, fuse_ino_t ino);
+
+/* After a write-back WRITE: near full, the file's next write(2) asks first
+ * (a GETATTR, full_guard_getattr). */
+static void full_guard_written_back(const struct server *s, fuse_ino_t ino)
+{
+	if (near_full(s, avail_bytes(s)))
+		notify_attr_changed(s, ino);
+}
+
+/*
+ * A GETATTR on the handle of a file open for writing through the cache:
+ * the kernel asks before a cached write(2) whose attributes are stale.
+ * Near full they always are: invalidated again before the reply (whose
+ * attributes the kernel then drops as older than the invalidation, keeping
+ * them stale), so each write(2) asks.  Too full: ENOSPC, which the
+ * write(2) returns.  0 or -ENOSPC.
+ */
+static int full_guard_getattr(const struct server *s, fuse_ino_t ino,
+			      const struct fuse_file_info *fi)
+{
+	const struct open_file *of;
+	uint64_t avail;
+
+	if (!fi || !writeback_on(s))
+		return 0;
+	of = (const struct open_file *)(uintptr_t)fi->fh;
+	if (!of || !of->cached_writer)
+		return 0;
+	avail = avail_bytes(s);
+	if (cache_closed(s, avail))
+		return -ENOSPC;
+	if (near_full(s, avail))
+		notify_attr_changed(s, ino);
+	return 0;
+}
+
+/* --------------------------------------------- failed write-backs (wbf) */
+
+static void record_write_back_failure(struct server *s, fuse_ino_t ino, long err)
+{
+	struct wb_failures *w = &s->wbf;
+	uint64_t eino = to_ext4(ino);
+	bool added = false;
+	unsigned i;
+
+	pthread_mutex_lock(&w->lock);
+	w->count++;
+	for (i = 0; i < w->n && w->ino[i] != eino; i++)
+		;
+	if (i == w->n && w->n < WB_FAILED_NAMED) {
+		w->ino[w->n] = eino;
+		w->err[w->n++] = err < 0 ? (int)-err : EIO;
+		added = true;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (!added)
+		return;         /* said once per inode, for the first few */
+	fprintf(stderr, "uext4 mount: %s: writing back inode %llu failed: %s\n", s->fsname,
+		(unsigned long long)eino, strerror(err < 0 ? (int)-err : EIO));
+	syslog(LOG_ERR, "uext4: %s: writing back inode %llu failed: %s", s->fsname,
+	       (unsigned long long)eino, strerror(err < 0 ? (int)-err : EIO));
+}
+
+static uint64_t write_back_failures(struct server *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->wbf.lock);
+	n = s->wbf.count;
+	pthread_mutex_unlock(&s->wbf.lock);
+	return n;
+}
+
+/*
+ * A path of inode ino, for the message: a walk of the tree from the root,
+ * at most PATH_WALK_MAX entries (the kernel never told the server names
+ * with the WRITEs).  "" when not found: unlinked, or too deep in a large
+ * tree.
+ */
+#define PATH_WALK_MAX 200000
+
+struct path_walk {
+	uext4_fs *fs;
+	uint64_t target;
+	long budget;
+	char *path;             /* PATH_MAX: the directory's path, grown in place */
+	bool found;
+};
+
+static bool walk_dir(struct path_walk *w, uint64_t dir);
+
+struct walk_entry {
+	struct path_walk *w;
+	uint64_t sub[64];       /* subdirectories, walked after the listing */
+	unsigned nsub;
+	char names[64][256];
+};
+
+static int walk_fill(void *ctx, const char *name, size_t len, uint64_t ino, unsigned dtype,
+		     uint64_t next)
+{
+	struct walk_entry *e = ctx;
+	struct path_walk *w = e->w;
+	size_t pl = strlen(w->path);
+
+	(void)next;
+	if (--w->budget < 0)
+		return 1;
+	if ((len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+		return 0;
+	if (ino == w->target && pl + len + 2 < PATH_MAX) {
+		snprintf(w->path + pl, PATH_MAX - pl, "/%.*s", (int)len, name);
+		w->found = true;
+		return 1;
+	}
+	if (dtype == DT_DIR && e->nsub < 64 && len < 256) {
+		e->sub[e->nsub] = ino;
+		snprintf(e->names[e->nsub++], 256, "%.*s", (int)len, name);
+	}
+	return 0;
+}
+
+static bool walk_dir(struct path_walk *w, uint64_t dir)
+{
+	struct walk_entry *e = calloc(1, sizeof(*e));
+	size_t pl = strlen(w->path);
+
+	if (!e)
+		return false;
+	e->w = w;
+	uext4_readdir(w->fs, dir, 0, walk_fill, e);
+	for (unsigned i = 0; !w->found && w->budget > 0 && i < e->nsub; i++) {
+		if (pl + strlen(e->names[i]) + 2 >= PATH_MAX)
+			continue;
+		snprintf(w->path + pl, PATH_MAX - pl, "/%s", e->names[i]);
+		walk_dir(w, e->sub[i]);
+		if (!w->found)
+			w->path[pl] = '\0';
+	}
+	free(e);
+	return w->found;
+}
+
+static void path_of(uext4_fs *fs, uint64_t ino, char path[PATH_MAX])
+{
+	struct path_walk w = { .fs = fs, .target = ino, .budget = PATH_WALK_MAX, .path = path };
+
+	path[0] = '\0';
+	if (!walk_dir(&w, UEXT4_ROOT_INO))
+		path[0] = '\0';
+}
+
+/* The final word on lost write-backs, for the status `uext4 umount` prints:
+ * "N write-backs failed, data lost: inode 12 (/a/b): No space left on
+ * device, ...".  0 if none. */
+static int describe_write_back_failures(struct server *s, char *buf, size_t len)
+{
+	struct wb_failures *w = &s->wbf;
+	char path[PATH_MAX];
+	size_t n;
+
+	if (!w->count || !len)
+		return 0;
+	n = (size_t)snprintf(buf, len, "%llu write-back%s failed, their data is lost:",
+			     (unsigned long long)w->count, w->count == 1 ? "" : "s");
+	for (unsigned i = 0; i < w->n && n < len; i++) {
+		path_of(s->fs, w->ino[i], path);
+		n += (size_t)snprintf(buf + n, len - n, "%s inode %llu%s%s%s: %s", i ? "," : "",
+				      (unsigned long long)w->ino[i], path[0] ? " (" : "", path,
+				      path[0] ? ")" : "", strerror(w->err[i]));
+	}
+	if (w->count > w->n && n < len)
+		snprintf(buf + n, len - n, "%s", w->n == WB_FAILED_NAMED ? ", ..." : "");
+	return -EIO;
 }
 
 /*
@@ -599,6 +890,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
 
+	drop_write_mode(srv(req), of);
 	uext4_release(of->f);
 	free(of);
 	fuse_reply_err(req, 0);
@@ -841,6 +1133,16 @@ static int render_stats(struct server *s, char *buf, size_t len, int json)
 		buf[n++] = ',';
 	}
 	m = reqstats_format(buf + n, len - (size_t)n, json);
+	if (m < 0 || (size_t)(n + m) >= len)
+		return -ERANGE;
+	n += m;
+	/* Counted whether statistics are on or not. */
+	if (json && n > 0 && buf[n - 1] == '}')
+		m = snprintf(buf + n, len - (size_t)n, ",\"write_back_failures\":%llu",
+			     (unsigned long long)write_back_failures(s));
+	else
+		m = snprintf(buf + n, len - (size_t)n, "\nwrite-back failures %12llu\n",
+			     (unsigned long long)write_back_failures(s));
 	if (m < 0 || (size_t)(n + m) >= len)
 		return -ERANGE;
 	n += m;
@@ -1214,8 +1516,10 @@ static void finish_open(fuse_req_t req, struct server *s, uext4_file *f,
 	fi->fh = (uint64_t)(uintptr_t)of;
 	fi->keep_cache = 1;     /* the kernel saw every write: its pages are right */
 	fi->noflush = 1;
+	choose_write_mode(s, of, fi);
 	ret = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
 	if (ret == -ENOENT) {
+		drop_write_mode(s, of);
 		uext4_release(f);
 		free(of);
 	}
@@ -1253,6 +1557,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		     off_t off, struct fuse_file_info *fi)
 {
 	const struct open_file *of = (const struct open_file *)(uintptr_t)fi->fh;
+	struct server *s = srv(req);
 	ssize_t n;
 
 	if (fi->writepage)
@@ -1263,11 +1568,20 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	if (req_kill_privs && (n = kill_privs_for_write(req, srv(req), ino)) < 0) {
+	if (req_kill_privs && (n = kill_privs_for_write(req, s, ino)) < 0) {
+		reply_err(req, n);
+		return;
+	}
+	if (!fi->writepage && !of->cached_writer && writeback_on(s) &&
+	    (n = leave_room_for_cache(s, size)) < 0) {
 		reply_err(req, n);
 		return;
 	}
 	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
+	if (fi->writepage && (n < 0 || (size_t)n < size))       /* lost */
+		record_write_back_failure(s, ino, n < 0 ? n : -ENOSPC);
+	else if (fi->writepage)
+		full_guard_written_back(s, ino);
 	if (n < 0)
 		reply_err(req, n);
 	else
@@ -1277,11 +1591,17 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
+	struct server *s = begin_write(req);
 	int ret;
 
-	begin_write(req);
 	if (off < 0 || len <= 0) {
 		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* Space it takes is space cached pages may need (full_guard). */
+	if (!(mode & FALLOC_FL_PUNCH_HOLE) && writeback_on(s) &&
+	    leave_room_for_cache(s, (size_t)len) < 0) {
+		fuse_reply_err(req, ENOSPC);
 		return;
 	}
 	ret = uext4_fallocate(fh_file(fi), mode, (uint64_t)off,
@@ -1473,6 +1793,8 @@ static void op_destroy(void *userdata)
 
 	if (s->read_only)
 		return;
+	if (write_back_failures(s))
+		s->write_back_err = -EIO;       /* described by uext4_fuse_run */
 	ret = uext4_sync(s->fs);
 	if (ret < 0) {
 		const char *msg = *uext4_last_error() ? uext4_last_error() : strerror(-ret);
@@ -1642,6 +1964,12 @@ int uext4_fuse_parse_opt(struct uext4_fuse_opts *o, const char *opt, char *err, 
 				 opt + 7);
 			return -EINVAL;
 		}
+	} else if (!strncmp(opt, "dirty_limit=", 12)) {
+		if (parse_uint(opt + 12, 1u << 20, &v) || v == 0) {
+			snprintf(err, errlen, "bad dirty_limit '%s' (1..2^20 MiB)", opt + 12);
+			return -EINVAL;
+		}
+		o->dirty_limit_mib = (unsigned)v;
 	} else if (!strncmp(opt, "threads=", 8)) {
 		if (parse_uint(opt + 8, 1024, &v) || v == 0) {
 			snprintf(err, errlen, "bad threads '%s' (1..1024)", opt + 8);
@@ -1963,7 +2291,95 @@ static void stopper_stop(void)
 	close(stopper.pipe[1]);
 }
 
-static int serve(struct fuse_session *se, const char *mountpoint,
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_mountinfo(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/* The device ("MAJOR:MINOR", the bdi's name) of the topmost mount on mnt,
+ * an absolute path; 0 or -1. */
+static int mount_device(const char *mnt, char *dev, size_t len)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[3 * PATH_MAX], mp[PATH_MAX], d[32];
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%*s %*s %31s %*s %4095s", d, mp) != 2)
+			continue;
+		unescape_mountinfo(mp);
+		if (!strcmp(mp, mnt)) {
+			snprintf(dev, len, "%s", d);
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* A number from a sysfs file; 0 if none. */
+static unsigned long long read_sysfs_u64(const char *path)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * What the kernel may hold dirty for this mount (full_guard): its bdi's
+ * max_bytes, doubled.  Root sets it first: -o dirty_limit=MIB, or by
+ * default DEFAULT_DIRTY_MIB when the kernel's is larger (1% of its dirty
+ * threshold: 47 MiB on a 24 GiB machine), so that the cache serves all but
+ * the last ~70 MiB of an image.  Without sysfs, 1% of the memory (max_ratio
+ * is 1% of a threshold that is at most all of it).
+ */
+#define DEFAULT_DIRTY_MIB 16
+
+static uint64_t kernel_dirty_bound(const char *mnt, unsigned limit_mib)
+{
+	char dev[32], path[96];
+	unsigned long long max = 0;
+	FILE *f;
+
+	if (mount_device(mnt, dev, sizeof dev) == 0) {
+		snprintf(path, sizeof path, "/sys/class/bdi/%s/max_bytes", dev);
+		max = read_sysfs_u64(path);
+		if (!limit_mib && max > (DEFAULT_DIRTY_MIB << 20))
+			limit_mib = DEFAULT_DIRTY_MIB;
+		if (limit_mib && geteuid() == 0 && (f = fopen(path, "w"))) {
+			fprintf(f, "%llu\n", (unsigned long long)limit_mib << 20);
+			if (fclose(f))
+				fprintf(stderr, "uext4 mount: cannot set %s: %s\n", path,
+					strerror(errno));
+			max = read_sysfs_u64(path);
+		}
+	}
+	if (!max)
+		max = (unsigned long long)sysconf(_SC_PHYS_PAGES) * (unsigned long long)sysconf(_SC_PAGESIZE) / 100;
+	return 2 * (uint64_t)max + FULL_MARGIN;
+}
+
+static int serve(struct server *s, struct fuse_session *se, const char *mountpoint,
 		 const struct uext4_fuse_opts *o)
 {
 	struct uext4_loop_opts lo = {
@@ -1979,8 +2395,11 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		.peek = peek_request,   /* and the request statistics */
 		.replied = reqstats_replied,
 	};
+	char mnt[PATH_MAX];
 	int ret;
 
+	if (!realpath(mountpoint, mnt))
+		snprintf(mnt, sizeof mnt, "%s", mountpoint);
 	if (fuse_set_signal_handlers(se)) {
 		fprintf(stderr, "uext4 mount: cannot set signal handlers\n");
 		return -EIO;
@@ -1990,6 +2409,8 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 		fuse_remove_signal_handlers(se);
 		return -EIO;
 	}
+	if (!o->read_only && o->writeback)
+		s->full.dirty_bound = kernel_dirty_bound(mnt, o->dirty_limit_mib);
 	/* Read-only mounts have no dirty pages: libfuse's handlers suffice. */
 	bool drain = !o->read_only && o->writeback && stopper_start(se, mountpoint) == 0;
 
@@ -2017,7 +2438,8 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 {
 	struct server s = { .fs = fs, .read_only = o->read_only,
 			    .want_writeback = o->writeback, .kernel_checks = kernel_checks(o),
-			    .fsname = o->fsname ? o->fsname : "the image" };
+			    .fsname = o->fsname ? o->fsname : "the image",
+			    .wbf = { .lock = PTHREAD_MUTEX_INITIALIZER } };
 	struct uext4_statfs sf;
 	char mopts[2300];
 	char *argv[5];
@@ -2048,10 +2470,22 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 	s.se = se;      /* before the first request: serve() starts them */
 	if (o->stats)
 		stats_switch(&s, 1);
-	ret = serve(se, mountpoint, o);
+	ret = serve(&s, se, mountpoint, o);
 	fuse_session_destroy(se);       /* calls op_destroy: writes back */
 	fuse_opt_free_args(&args);
 	if (ret == 0 && s.write_back_err)
 		ret = s.write_back_err;
+	if (s.wbf.count) {
+		char msg[2048];
+
+		describe_write_back_failures(&s, msg, sizeof msg);
+		fprintf(stderr, "uext4 mount: %s: %s\n", s.fsname, msg);
+		syslog(LOG_ERR, "uext4: %s: %s", s.fsname, msg);
+		if (o->failure && o->failure_len)
+			snprintf(o->failure, o->failure_len, "%s", msg);
+		if (ret == 0)
+			ret = -EIO;
+	}
+	pthread_mutex_destroy(&s.wbf.lock);
 	return ret;
 }

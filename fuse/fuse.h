@@ -44,6 +44,10 @@ struct uext4_fuse_opts {
 	char extra[1024];       /* other mount options passed to the kernel/libfuse */
 	int ready_fd;           /* -1, or written once the mount is live (daemon mode) */
 	int stats;              /* -o stats: statistics on from the start (uext4 stats) */
+	unsigned dirty_limit_mib; /* -o dirty_limit=MIB: the kernel's dirty limit for the
+				   * mount (bdi max_bytes; root only); 0 = the kernel's */
+	char *failure;          /* NULL, or filled with what failed when uext4_fuse_run */
+	size_t failure_len;     /* fails (e.g. the write-backs lost), for the status */
 };
 
 /* Defaults: read-write, loop auto (io_uring where the kernel has it on, else

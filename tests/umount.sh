@@ -21,6 +21,8 @@
 #   5. (root, with a test user) A user without root mounts, writes, and
 #      `uext4 umount`s through fusermount3 (status in /tmp/uext4-UID or
 #      /run/user/UID/uext4): exit 0, e2fsck -fn clean, no needs_recovery.
+#   6. Two read-only mounts of one image, unmounted in either order: each
+#      umount exits 0 within 20 s (the status is kept per mount).
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -141,6 +143,27 @@ if [ "$(id -u)" = 0 ]; then
 else
 	echo "NOTE: not root: the failing write-back case (a full tmpfs) is skipped"
 fi
+
+note "6. two mounts of one image: each umount waits on its own server"
+# The status is kept per mount: before, the second mount's status replaced
+# the first's, and umount of the first waited on the second server (hung).
+rm -f "$IMG"
+mke2fs -q -F -t ext4 "$IMG" 64M || fail "mke2fs"
+M2=$T/mnt2
+mkdir -p "$M2"
+for order in "$MNT $M2" "$M2 $MNT"; do
+	"$UEXT4" mount -o ro "$IMG" "$MNT" || fail "ro mount 1 exit $?"
+	MOUNTS+=("$MNT")
+	"$UEXT4" mount -o ro "$IMG" "$M2" || fail "ro mount 2 exit $?"
+	MOUNTS+=("$M2")
+	for m in $order; do
+		out=$(timeout 20 "$UEXT4" umount "$m" 2>&1)
+		rc=$?
+		[ $rc = 0 ] || bad "umount $m (order $order): exit $rc: $out"
+		mountpoint -q "$m" && bad "$m still mounted after its umount"
+	done
+	echo "two read-only mounts, unmounted in the order $order"
+done
 
 if [ "$(id -u)" = 0 ] && { id uext4test > /dev/null 2>&1 || useradd -M -d /nonexistent -s /bin/sh uext4test; }; then
 	note "5. a user without root: uext4 umount goes through fusermount3"
