@@ -331,6 +331,13 @@ int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
  * (one inode-cache lookup): the frontend's LOOKUP. */
 int uext4_lookup_counted(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st);
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup);
+/* uext4_lookup_ref() of the inode number a file handle holds (FUSE's
+ * export support: LOOKUP of "." in a node the kernel no longer caches,
+ * for open_by_handle_at(2) or NFS): -ESTALE, nothing counted, if that
+ * number names no file now (reserved, out of range, free or deleted) --
+ * not corruption.  The caller compares st->generation with the handle's
+ * (a number reused by a new file has another i_generation). */
+int uext4_lookup_handle(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
 
 /* Path helpers: resolve an absolute path ("/a/b"), following symlinks in
  * the middle; the last component is followed only if follow is nonzero. */
