@@ -1258,10 +1258,17 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	int ret;
 
 	/* The kernel looked the name up first: O_EXCL on an existing name
-	 * never gets here, and a create racing another one fails EEXIST. */
-	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
-	if (ret >= 0)
-		ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
+	 * never gets here, and a create racing another one fails EEXIST.
+	 * The name "/" is O_TMPFILE's (FUSE_TMPFILE, served as a CREATE:
+	 * loop.c); the kernel lets LINK name it unless O_EXCL. */
+	if (!strcmp(name, "/")) {
+		ret = uext4_tmpfile(s->fs, to_ext4(parent), mode,
+				    library_open_flags(s, fi->flags) | (fi->flags & O_EXCL), &f, &u);
+	} else {
+		ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
+		if (ret >= 0)
+			ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
+	}
 	if (ret >= 0 && (ret = uext4_lookup_ref(s->fs, u.ino, NULL)) < 0)
 		uext4_release(f);       /* the entry counts a lookup (reply_entry_or_err) */
 	if (ret < 0) {
