@@ -247,6 +247,10 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		want |= FUSE_CAP_POSIX_ACL;
 	if (!s->read_only)
 		want |= FUSE_CAP_DONT_MASK;
+	/* File handles (open_by_handle_at, NFS): node ids are inode numbers
+	 * and generations i_generation, the same in every mount; a node the
+	 * kernel no longer caches is looked up as "." in it (op_lookup). */
+	want |= FUSE_CAP_EXPORT_SUPPORT;
 	conn->want |= want & conn->capable;
 	atomic_store_explicit(&s->writeback, (conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0,
 			      memory_order_relaxed);
@@ -273,12 +277,36 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void reply_counted_entry(fuse_req_t req, const struct server *s,
 				const struct uext4_stat *u);
 
+/* Export support: "." in node ino, of any type, is the kernel decoding a
+ * file handle of a node it no longer caches (fuse_get_dentry); ".." in a
+ * directory is a real entry and takes the ordinary path.  A stale
+ * handle is ESTALE; the kernel checks the generation. */
+static void lookup_handle(fuse_req_t req, fuse_ino_t ino)
+{
+	struct server *s = srv(req);
+	struct uext4_stat u;
+	int ret;
+
+	/* Node 2 is never given out (the root is 1): a forged handle. */
+	ret = ino == UEXT4_ROOT_INO ? -ESTALE : uext4_lookup_handle(s->fs, to_ext4(ino), &u);
+	if (ret < 0)
+		reply_err(req, ret);
+	else
+		reply_counted_entry(req, s, &u);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct server *s = srv(req);
 	struct uext4_stat u;
 	struct fuse_entry_param e;
-	int ret = uext4_lookup_counted(s->fs, to_ext4(parent), name, &u);
+	int ret;
+
+	if (!strcmp(name, ".")) {
+		lookup_handle(req, parent);
+		return;
+	}
+	ret = uext4_lookup_counted(s->fs, to_ext4(parent), name, &u);
 
 	if (ret == -ENOENT) {
 		/* Negative entry: cache the absence as long as a presence (a
@@ -1537,10 +1565,17 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	int ret;
 
 	/* The kernel looked the name up first: O_EXCL on an existing name
-	 * never gets here, and a create racing another one fails EEXIST. */
-	ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
-	if (ret >= 0)
-		ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
+	 * never gets here, and a create racing another one fails EEXIST.
+	 * The name "/" is O_TMPFILE's (FUSE_TMPFILE, served as a CREATE:
+	 * loop.c); the kernel lets LINK name it unless O_EXCL. */
+	if (!strcmp(name, "/")) {
+		ret = uext4_tmpfile(s->fs, to_ext4(parent), mode,
+				    library_open_flags(s, fi->flags) | (fi->flags & O_EXCL), &f, &u);
+	} else {
+		ret = uext4_create(s->fs, to_ext4(parent), name, S_IFREG | (mode & 07777), &u);
+		if (ret >= 0)
+			ret = uext4_open(s->fs, u.ino, library_open_flags(s, fi->flags), &f);
+	}
 	if (ret >= 0 && (ret = uext4_lookup_ref(s->fs, u.ino, NULL)) < 0)
 		uext4_release(f);       /* the entry counts a lookup (reply_entry_or_err) */
 	if (ret < 0) {

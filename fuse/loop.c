@@ -66,12 +66,17 @@ void uext4_loop_hooks_set(const struct uext4_loop_opts *o)
 	atomic_store_explicit(&hooks.offered, 0, memory_order_relaxed);
 }
 
-void uext4_loop_request(const void *req, size_t len)
+void uext4_loop_request(void *req, size_t len)
 {
-	const struct fuse_in_header *in = req;
+	struct fuse_in_header *in = req;
 
 	if (len < sizeof(*in))
 		return;
+	/* FUSE_TMPFILE (kernel 6.2; O_TMPFILE), which libfuse 3.14 answers
+	 * ENOSYS, has CREATE's arguments and reply, and the name "/", which
+	 * no CREATE carries: the server's CREATE serves it (fuse.c). */
+	if (in->opcode == FUSE_TMPFILE)
+		in->opcode = FUSE_CREATE;
 	if (in->opcode == FUSE_INIT &&
 	    len >= sizeof(*in) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
 		const struct fuse_init_in *arg = (const void *)(in + 1);

@@ -73,10 +73,11 @@ enum uext4_loop_kind uext4_loop_classic(void);
 
 /* For fuse/uring.c, which serves through hooks of its own: what a loop
  * with o's init_flags and peek does with a request it read (before libfuse
- * sees it) and with libfuse's reply to INIT (before the kernel sees it).
+ * sees it; a FUSE_TMPFILE becomes a CREATE there) and with libfuse's reply
+ * to INIT (before the kernel sees it).
  * The state they share is written only while INIT is served (one thread,
  * before any other request) and read-only afterwards. */
-void uext4_loop_request(const void *req, size_t len);
+void uext4_loop_request(void *req, size_t len);
 void uext4_loop_init_reply(struct iovec *iov, int count);
 /* The replied hook (any reply, INIT's included): uring.c's writev hooks. */
 void uext4_loop_replied(const void *out_header);

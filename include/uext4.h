@@ -343,6 +343,13 @@ int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
  * (one inode-cache lookup): the frontend's LOOKUP. */
 int uext4_lookup_counted(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st);
 void uext4_forget(uext4_fs *fs, uint64_t ino, uint64_t nlookup);
+/* uext4_lookup_ref() of the inode number a file handle holds (FUSE's
+ * export support: LOOKUP of "." in a node the kernel no longer caches,
+ * for open_by_handle_at(2) or NFS): -ESTALE, nothing counted, if that
+ * number names no file now (reserved, out of range, free or deleted) --
+ * not corruption.  The caller compares st->generation with the handle's
+ * (a number reused by a new file has another i_generation). */
+int uext4_lookup_handle(uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
 
 /* Path helpers: resolve an absolute path ("/a/b"), following symlinks in
  * the middle; the last component is followed only if follow is nonzero. */
@@ -378,6 +385,15 @@ int uext4_mkdir(uext4_fs *fs, uint64_t dir, const char *name, uint32_t mode,
 int uext4_symlink(uext4_fs *fs, uint64_t dir, const char *name, const char *target,
 		  struct uext4_stat *st);
 /* New name newdir/newname for inode ino (not a directory). */
+/* O_TMPFILE: a regular file with no name, made as a create in directory
+ * dir would make it (owner, group, umask or default ACL), and opened with
+ * flags (open(2)'s; O_TMPFILE, O_CREAT and O_TRUNC are ignored).  It has
+ * no links and is on an orphan list from the start, so a crash frees it
+ * at the next mount; it is freed when the last holder lets go (*out
+ * released, lookup counts forgotten), unless uext4_link() gave it a name
+ * first, which O_EXCL forbids (ENOENT), as linkat(2) on the kernel. */
+int uext4_tmpfile(uext4_fs *fs, uint64_t dir, uint32_t mode, int flags, uext4_file **out,
+		  struct uext4_stat *st);
 int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 	       struct uext4_stat *st);
 int uext4_unlink(uext4_fs *fs, uint64_t dir, const char *name);

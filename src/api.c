@@ -332,6 +332,12 @@ int uext4_lookup_ref(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 	return inode_lookup_ref(fs, ino, st);
 }
 
+int uext4_lookup_handle(uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
+{
+	fs_clear_err();
+	return inode_lookup_handle(fs, ino, st);
+}
+
 int uext4_lookup_counted(uext4_fs *fs, uint64_t dir, const char *name, struct uext4_stat *st)
 {
 	return lookup_stat(fs, dir, name, true, st);

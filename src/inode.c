@@ -1413,6 +1413,48 @@ void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_st
 	}
 }
 
+/*
+ * Does the slot of ino say "no file" (i_mode or i_links_count 0), or is
+ * its bit clear in the inode bitmap?  Read from the inode table, for a
+ * number iget() refused: a deleted or never-used inode, not corruption.
+ */
+static bool slot_unused(struct uext4_fs *fs, uint64_t ino)
+{
+	const struct ext4_inode *raw;
+	uint64_t blk;
+	uint32_t off;
+	struct buf *b;
+	bool unused;
+
+	if (inode_location(fs, ino, &blk, &off) ||
+	    bread(fs->bc, blk, UEXT4_META_INODE_TABLE, &b))
+		return false;
+	raw = (const struct ext4_inode *)(b->data + off);
+	unused = raw->i_mode == 0 || raw->i_links_count == 0;
+	brelse(fs->bc, b);
+	return unused || (ino >= fs->first_ino && ialloc_check_allocated(fs, ino) == -EUCLEAN);
+}
+
+/*
+ * A file handle outlives its file: a number that names no file now
+ * (reserved, past the last inode, free or deleted) is -ESTALE, as the
+ * kernel's ext4_iget(EXT4_IGET_HANDLE) answers, not corruption.  The
+ * frontend compares the generation.
+ */
+int inode_lookup_handle(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
+{
+	int err;
+
+	if (ino != EXT4_ROOT_INO && (ino < fs->first_ino || ino > fs->inodes_count))
+		return fs_err(ESTALE, "inode %llu: no file has this number (stale handle)",
+			      (unsigned long long)ino);
+	err = inode_lookup_ref(fs, ino, st);
+	if ((err == -EUCLEAN || err == -ENOENT) && slot_unused(fs, ino))
+		return fs_err(ESTALE, "inode %llu was deleted (stale handle)",
+			      (unsigned long long)ino);
+	return err;
+}
+
 int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 {
 	struct inode *n;

@@ -49,6 +49,9 @@ void igrab(struct inode *inode);
 /* One more lookup of ino handed to the frontend (uext4_lookup_ref());
  * st (may be NULL) is filled from the same inode.  0 or -errno, no count. */
 int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
+/* inode_lookup_ref() of the number a file handle holds (uext4_lookup_handle()):
+ * -ESTALE if it names no file now. */
+int inode_lookup_handle(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
 /* inode_lookup_ref() of an inode the caller already holds: cannot fail. */
 void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
 /* The frontend dropped nlookup of them (uext4_forget()); at 0 the held

@@ -372,6 +372,10 @@ enum inode_state_bits {
 	 * that meets it waits for the outcome, FREEING set or this cleared,
 	 * rather than refuse an inode the claim may leave alive. */
 	INODE_CLAIMING = 1u << 9,
+	/* An O_TMPFILE inode (uext4_tmpfile(), not O_EXCL): no links, but a
+	 * link may give it a name, which takes it off its orphan list (the
+	 * kernel's I_LINKABLE).  Cleared by that link. */
+	INODE_LINKABLE = 1u << 10,
 };
 static inline struct ext4_inode *inode_raw_mut(struct inode *i)
 { return (struct ext4_inode *)i->raw; }

@@ -27,6 +27,7 @@
 #include "trans.h"
 #include "xattr.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -611,6 +612,81 @@ int uext4_symlink(uext4_fs *fs, uint64_t dir, const char *name, const char *targ
 	return make_node(fs, dir, name, &nn, st);
 }
 
+/* ------------------------------------------------------------- tmpfile */
+
+/* Inside the handle, dir locked for writing: a regular file with no name
+ * and no links, on an orphan list from this same transaction on, so that
+ * a crash frees it at the next mount (the kernel's ext4_tmpfile()). */
+static int make_tmpfile(struct handle *h, struct inode *dir, uint32_t mode, bool linkable,
+			const struct acl_inherit *ai, struct inode **out)
+{
+	struct inode *n;
+	char msg[512];
+	struct inode_undo u;
+	int err = inode_new_undoable(h, dir, mode, &n, &u);
+
+	*out = NULL;
+	if (err)
+		return err;
+	if (ai->access || ai->deflt)
+		err = acl_inherit_apply(h, n, ai);
+	if (!err) {
+		n->links = 0;
+		atomic_fetch_or(&n->istate, INODE_UNLINKED | (linkable ? INODE_LINKABLE : 0));
+		err = orphan_add(h, n);
+	}
+	if (!err)
+		err = inode_write(h, n);
+	if (!err) {
+		inode_created(n);
+		*out = n;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
+	atomic_fetch_and(&n->istate, ~(uint32_t)(INODE_UNLINKED | INODE_LINKABLE));
+	orphan_del(h, n);
+	give_back_new_inode(h, n, &u);
+	fs_err(-err, "%s", msg);
+	*out = n;
+	return err;
+}
+
+int uext4_tmpfile(uext4_fs *fs, uint64_t dirino, uint32_t mode, int flags, uext4_file **out,
+		  struct uext4_stat *st)
+{
+	struct acl_inherit ai = {0};
+	struct inode *dir, *n = NULL;
+	struct handle *h;
+	uint32_t fmode = S_IFREG | (mode & 07777);
+	int err;
+
+	*out = NULL;
+	if ((flags & O_ACCMODE) == O_RDONLY)
+		return fs_err(EINVAL, "O_TMPFILE needs O_WRONLY or O_RDWR");
+	if ((err = check_writable(fs)) || (err = get_dir(fs, dirino, &dir)))
+		return err;
+	urw_wrlock(&dir->lock);
+	if (!(err = check_dir_alive(dir)) &&
+	    !(err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "O_TMPFILE in directory")))
+		err = acl_inherit_prepare(fs, dir, &fmode, &ai);
+	if (!err && !(err = handle_begin(fs, 16, &h))) {
+		err = make_tmpfile(h, dir, fmode, !(flags & O_EXCL), &ai, &n);
+		int e2 = handle_end(h);
+		err = err ? err : e2;
+	}
+	acl_inherit_free(&ai);
+	urw_unlock(&dir->lock);
+	iput(fs, dir);
+	/* The open file holds it; without one its iput() frees it. */
+	if (!err)
+		err = uext4_open(fs, n->ino, flags & ~(O_TMPFILE | O_CREAT | O_EXCL | O_TRUNC), out);
+	if (!err)
+		stat_of(fs, n, st);
+	if (n)
+		iput(fs, n);
+	return err;
+}
+
 /* ------------------------------------------------------------- link */
 
 int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
@@ -647,7 +723,7 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 	}
 	if (!err && !(err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "link into directory")) &&
 	    !(err = inode_refuse_if(n, FL_NOCHANGE, "link"))) {
-		if (n->links == 0)
+		if (n->links == 0 && !(atomic_load(&n->istate) & INODE_LINKABLE))
 			err = fs_err(ENOENT, "link: inode %llu has been removed",
 				     (unsigned long long)ino);
 		else if (n->links >= EXT4_LINK_MAX)
@@ -666,6 +742,13 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 			err = inode_write(h, n);
 			if (!err)
 				err = inode_write(h, dir);
+			/* An O_TMPFILE inode's first name: off its orphan list,
+			 * last, so an undo finds it still there. */
+			if (!err && links == 0)
+				err = orphan_del(h, n);
+			if (!err && links == 0)
+				atomic_fetch_and(&n->istate,
+						 ~(uint32_t)(INODE_UNLINKED | INODE_LINKABLE));
 		}
 		if (err && err != -EEXIST) {
 			char msg[512];

@@ -13,11 +13,15 @@
 #     libuext4 statically (no libuext4.so in ldd) and lists the same;
 #   - man -l renders both pages (a NAME section), and the uext4(1) page
 #     holds every line of `uext4 --help` and of each `uext4 help COMMAND`;
+#   - mount.fuse.uext4 adds suid,dev unless nosuid or nodev was given, as
+#     mount.fuse3 does (mount(8) passes a helper neither);
 #   - as root, in a private mount namespace whose /usr/sbin and /usr/bin
 #     are the host's with $D/usr/sbin and $D/usr/bin laid over them (an overlay, gone with the namespace:
 #     nothing is written outside the temporary directory), mount(8) finds
 #     mount.fuse.uext4: `mount -t fuse.uext4 -o allow_other,default_permissions
-#     IMG DIR` mounts read-write with those options, a file written there
+#     IMG DIR` mounts read-write with those options and neither nosuid nor
+#     nodev, a set-user-ID program and a device node there work as on the
+#     kernel's loop mount, and with -o nosuid,nodev neither works; a file written there
 #     is in the image after `umount DIR` (and the server's flock on the
 #     image, which it holds until everything is written back); with
 #     -o uhelper=uext4, umount(8) runs umount.uext4, which waits: the flock
@@ -34,6 +38,21 @@ set -uo pipefail
 # install.sh --ns D IMG MNT: the mount(8) part, run by unshare -m below.
 if [ "${1:-}" = --ns ]; then
 	D=$2 IMG=$3 MNT=$4
+	# suid_dev_works DIR: which of "suid dev" work in DIR: a set-user-ID
+	# root copy of id(1) run by nobody says euid 0; a copy of /dev/null
+	# made there with mknod takes a write.
+	suid_dev_works() {
+		local works=
+		cp /usr/bin/id "$1/suid-id" && chmod 4755 "$1/suid-id" || fail "set-user-ID copy of id in $1"
+		mknod -m 666 "$1/null" c 1 3 || fail "mknod in $1"
+		[ "$(setpriv --reuid=65534 --regid=65534 --clear-groups "$1/suid-id" -u 2> /dev/null)" = 0 ] && works=suid
+		{ echo x > "$1/null"; } 2> /dev/null && works="$works dev"
+		rm -f "$1/suid-id" "$1/null"
+		echo "${works# }"
+	}
+	# nobody must reach DIR's files.
+	chmod 755 "$(dirname "$MNT")"
+	command -v setpriv > /dev/null || { echo "SKIP: setpriv missing"; exit 77; }
 	# mount(8) looks for /sbin/mount.TYPE (and /sbin/fs.d, /sbin/fs) and
 	# runs it with PATH reset to the standard one: the helper finds uext4
 	# where make install put it, /usr/bin.
@@ -47,6 +66,23 @@ if [ "${1:-}" = --ns ]; then
 	# mount(8)'s utab (the options it keeps for itself), private too.
 	mkdir -p /run/mount && mount -t tmpfs -o size=1M utab /run/mount || fail "tmpfs on /run/mount"
 
+	KWORKS=
+	if can_loop; then
+		note "the kernel's loop mount: set-user-ID programs and device nodes work"
+		kmount "$IMG" "$MNT" rw || fail "kernel mount"
+		KWORKS=$(suid_dev_works "$MNT")
+		kumount "$MNT"
+		[ "$KWORKS" = "suid dev" ] || fail "the probe fails on the kernel's mount: '$KWORKS'"
+	fi
+	note "mount -t fuse.uext4 -o nosuid,nodev IMG DIR: neither works"
+	mount -t fuse.uext4 -o nosuid,nodev,allow_other "$IMG" "$MNT" || fail "mount -o nosuid,nodev: exit $?"
+	opts=$(findmnt -n -o OPTIONS "$MNT")
+	case ",$opts," in *,nosuid,*nodev,* | *,nodev,*nosuid,*) ;; *) fail "-o nosuid,nodev not passed: $opts" ;; esac
+	got=$(suid_dev_works "$MNT")
+	[ -z "$got" ] || fail "works on a nosuid,nodev mount: $got"
+	umount "$MNT" || fail "umount: exit $?"
+	timeout 60 flock "$IMG" true || fail "the server did not release the image in 60 s"
+
 	note "mount -t fuse.uext4 -o allow_other,default_permissions IMG DIR"
 	mount -t fuse.uext4 -o allow_other,default_permissions "$IMG" "$MNT" || fail "mount -t fuse.uext4: exit $?"
 	[ "$(findmnt -n -o FSTYPE "$MNT")" = fuse.uext4 ] || fail "not a fuse.uext4 mount: $(findmnt -n "$MNT")"
@@ -55,6 +91,10 @@ if [ "${1:-}" = --ns ]; then
 	case ",$opts," in *,rw,*) ;; *) fail "not read-write: $opts" ;; esac
 	case ",$opts," in *,allow_other,*) ;; *) fail "allow_other not passed: $opts" ;; esac
 	case ",$opts," in *,default_permissions,*) ;; *) fail "default_permissions not passed: $opts" ;; esac
+	case ",$opts," in *,nosuid,* | *,nodev,*) fail "nosuid or nodev without being asked: $opts" ;; esac
+	got=$(suid_dev_works "$MNT")
+	echo "  works: $got (the kernel's loop mount: ${KWORKS:-not run})"
+	[ "$got" = "suid dev" ] || fail "a set-user-ID program or a device node does not work: '$got'"
 	echo "written through mount(8)" > "$MNT/hello" || fail "write in the mount"
 	mkdir "$MNT/newdir" || fail "mkdir in the mount"
 	note "umount DIR, then flock IMG (the server holds it until written back)"
@@ -232,16 +272,20 @@ grep -q 'uext4_version_ok' "$T/libuext4.3.txt" || bad "libuext4(3) does not docu
 note "mount.fuse.uext4's options (UEXT4=echo: the command it would run)"
 H=$D/usr/sbin/mount.fuse.uext4
 got=$(UEXT4="echo" "$H" /i.img /m -o noauto,x-systemd.automount,ro,nofail,_netdev,comment=x,defaults,user,allow_other,uhelper=uext4 -o commit=2 -n -v -t fuse.uext4)
-[ "$got" = "mount -o ro,allow_other,commit=2 /i.img /m" ] || bad "mount.fuse.uext4 runs '$got'"
+[ "$got" = "mount -o ro,allow_other,commit=2,dev,suid /i.img /m" ] || bad "mount.fuse.uext4 runs '$got'"
 got=$(UEXT4="echo" "$H" /i.img /m -r)
-[ "$got" = "mount -o ro /i.img /m" ] || bad "mount.fuse.uext4 -r runs '$got'"
+[ "$got" = "mount -o ro,dev,suid /i.img /m" ] || bad "mount.fuse.uext4 -r runs '$got'"
 got=$(UEXT4="echo" "$H" /i.img /m -o defaults,noauto)
-[ "$got" = "mount /i.img /m" ] || bad "mount.fuse.uext4 with only ignored options runs '$got'"
+[ "$got" = "mount -o dev,suid /i.img /m" ] || bad "mount.fuse.uext4 with only ignored options runs '$got'"
+got=$(UEXT4="echo" "$H" /i.img /m -o nosuid,rw -o nodev)
+[ "$got" = "mount -o nosuid,rw,nodev /i.img /m" ] || bad "mount.fuse.uext4 -o nosuid,rw -o nodev runs '$got'"
+got=$(UEXT4="echo" "$H" /i.img /m -o nodev)
+[ "$got" = "mount -o nodev,suid /i.img /m" ] || bad "mount.fuse.uext4 -o nodev runs '$got'"
 got=$(UEXT4="echo" "$D/usr/sbin/umount.uext4" /m -v -n)
 [ "$got" = "umount /m" ] || bad "umount.uext4 runs '$got'"
 UEXT4="false" "$H" /i.img /m -f -o ro || bad "mount.fuse.uext4 -f (fake) did not exit 0 without running uext4"
 "$H" /i.img 2> /dev/null && bad "mount.fuse.uext4 without DIR succeeded"
-echo "  ignored: noauto, x-*, nofail, _netdev, comment=, defaults, user, uhelper=; passed: ro, allow_other, commit="
+echo "  ignored: noauto, x-*, nofail, _netdev, comment=, defaults, user, uhelper=; passed: ro, allow_other, commit=; added: dev, suid"
 
 note "mount(8) and fstab"
 if [ "$(id -u)" != 0 ]; then
