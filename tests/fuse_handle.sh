@@ -3,8 +3,8 @@
 # NFS export and fstests generic/426, 477, 756 use) through the uext4
 # mount, against the kernel's ext4 on a loop mount doing the same.
 #
-# On a fresh image: files and directories at two depths, and the root; a
-# handle of each is taken (tests/fuse_handle.c), then a file is deleted.
+# On a fresh image: files and directories at two depths (one below an
+# htree directory), and the root; a handle of each is taken (tests/fuse_handle.c), then a file is deleted.
 #   1. After the kernel drops its caches (it then no longer knows the
 #      nodes), every handle opens the file or directory it was taken of
 #      (same inode number, same contents); the deleted file's is ESTALE.
@@ -28,7 +28,7 @@ T=$(mktemp_dir)
 san_logs_in "$T"
 FAILS=0
 bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
-NAMES=". f d d/sub d/sub/h gone"
+NAMES=". f d d/sub d/sub/h big/x big/x/y gone"
 
 mount_kernel() { kmount "$1" "$2" rw || fail "kernel mount of $1"; }
 umount_kernel() { umount "$1" || fail "umount $1"; }
@@ -76,6 +76,11 @@ run() {
 	"mount_$kind" "$img" "$dir"
 	mkdir -p "$dir/d/sub" && echo "file f" > "$dir/f" && echo "file h" > "$dir/d/sub/h" &&
 		echo "to delete" > "$dir/gone" || fail "$kind: making the files"
+	# big is an htree directory (its ".." is in the index root): the
+	# kernel reconnects big/x by LOOKUP of ".." in x, then in big.
+	mkdir -p "$dir/big/x" && echo "file y" > "$dir/big/x/y" || fail "$kind: making big/x/y"
+	for i in $(seq 100); do : > "$dir/big/$(printf "%0200d" "$i")"; done
+	lsattr -d "$dir/big" | grep -q '^[^ ]*I' || bad "$kind: big is not an htree directory: $(lsattr -d "$dir/big")"
 	# shellcheck disable=SC2086 # NAMES is a list
 	(cd "$dir" && "$HELPER" save . "$T/$kind.handles" $NAMES) || fail "$kind: name_to_handle_at"
 	[ "$kind" = uext4 ] && forge_handles "$T/$kind.handles"
