@@ -11,7 +11,9 @@
  *
  * open_by_handle_at needs CAP_DAC_READ_SEARCH (root).
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>

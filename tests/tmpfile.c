@@ -21,7 +21,9 @@
  *       keeps its data; the ones not linked are freed at their release
  *       (the free-inode count); exit 1 on a failed check.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -195,7 +197,8 @@ static int do_lib(const char *img)
 	}
 	for (size_t i = 0; i < DATA_SIZE; i++)
 		buf[i] = data_at(i);
-	lib_check((ret = uext4_resolve(fs, "/d", 1, &dir)) == 0, "resolve /d", ret);
+	ret = uext4_resolve(fs, "/d", 1, &dir);
+	lib_check(ret == 0, "resolve /d", ret);
 	before = lib_free_inodes(fs);
 	ret = uext4_tmpfile(fs, dir, 0600, O_RDONLY, &f, NULL);
 	lib_check(ret == -EINVAL && !f, "O_RDONLY is EINVAL", ret);
@@ -212,7 +215,8 @@ static int do_lib(const char *img)
 			  !memcmp(buf, back, DATA_SIZE), "/d/lib holds the data", 0);
 		uext4_release(f);
 	}
-	lib_check((ret = uext4_umount(fs)) == 0, "umount", ret);
+	ret = uext4_umount(fs);
+	lib_check(ret == 0, "umount", ret);
 	printf("lib: %s\n", lib_fails ? "FAIL" : "ok");
 	return lib_fails ? 1 : 0;
 }
