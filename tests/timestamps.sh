@@ -266,5 +266,9 @@ for isize in 128 256; do
 	done
 done
 
+# The servers' sanitizer reports (sanitizer builds), daemons included.
+for f in "$W"/san.*; do
+	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
+done
 [ "$FAILED" = 0 ] || fail "$FAILED checks failed"
 echo "PASS"
