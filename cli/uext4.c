@@ -1426,7 +1426,7 @@ static const struct command commands[] = {
 	  "                    errors show at fsync or close.  -o nowriteback (or\n"
 	  "                    writeback=0): every write(2) goes to the server.\n"
 	  "                    Near full (free space below twice what the kernel\n"
-	  "                    may hold dirty for the mount, plus 16 MiB) files\n"
+	  "                    may hold dirty for the mount, plus 24 MiB) files\n"
 	  "                    opened for writing bypass the cache, so a write(2)\n"
 	  "                    that does not fit fails with ENOSPC, as on the\n"
 	  "                    kernel's ext4 (such files: no shared writable\n"
