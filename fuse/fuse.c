@@ -1607,10 +1607,17 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		reply_err(req, n);
 		return;
 	}
-	if (!fi->writepage && !of->cached_writer && writeback_on(s) &&
-	    (n = leave_room_for_cache(s, size)) < 0) {
-		reply_err(req, n);
-		return;
+	if (!fi->writepage && !of->cached_writer && writeback_on(s)) {
+		/* A file opened direct near full (full_guard): the kernel
+		 * drops no file capability for such writes, as it does for
+		 * cached ones (file_remove_privs), even root's. */
+		n = leave_room_for_cache(s, size);
+		if (n >= 0 && !req_kill_privs)
+			n = kill_capability(s, ino);
+		if (n < 0) {
+			reply_err(req, n);
+			return;
+		}
 	}
 	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
 	if (fi->writepage && (n < 0 || (size_t)n < size))       /* lost */
