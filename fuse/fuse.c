@@ -87,6 +87,9 @@ struct server {
 	uint32_t block_size;
 	const char *fsname;     /* for messages */
 	int write_back_err;     /* uext4_sync() failure at destroy, or 0 */
+	/* A request may wait for a notification that makes the kernel send
+	 * WRITEs of dirty pages (pages_notify_safe()). */
+	bool page_notify_ok;
 };
 
 static struct server *srv(fuse_req_t req)
@@ -1302,12 +1305,27 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
-/* SEEK_DATA / SEEK_HOLE (the kernel does the other whences itself, and
- * writes dirty pages back before it asks). */
+/*
+ * SEEK_DATA / SEEK_HOLE (the kernel does the other whences itself).  With
+ * the writeback cache the kernel asks without writing its dirty pages
+ * back first (fs/fuse/file.c fuse_lseek()), so data still in them would
+ * look like a hole, or lie past the end of file, as the library sees it
+ * (fstests generic/436: 8 KiB written, then SEEK_DATA from 0 gave ENXIO).
+ * The kernel's ext4 counts dirty pages as data.  So the inode's pages are
+ * written back first: invalidating them makes the kernel write each dirty
+ * page back (launder) and wait for it, from within the notification; their
+ * WRITEs are served by the other threads, so only where there are some
+ * (page_notify_ok).  The clean pages go too: read again if needed.
+ */
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
-	int64_t ret = uext4_lseek(fh_file(fi), off, whence);
+	struct server *s = srv(req);
+	int64_t ret;
+
+	if (writeback_on(s) && s->page_notify_ok)
+		fuse_lowlevel_notify_inval_inode(s->se, ino, 0, 0);
+	ret = uext4_lseek(fh_file(fi), off, whence);
 
 	if (ret < 0)
 		reply_err(req, ret);
@@ -1999,11 +2017,28 @@ static int serve(struct fuse_session *se, const char *mountpoint,
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * Can a request handler wait for the kernel to write dirty pages back
+ * (fuse_lowlevel_notify_inval_inode() of a page range)?  Only if another
+ * thread serves those WRITEs meanwhile: the pool and mt loops with more
+ * than one thread.  Not st (one thread), nor uring, whose queue for this
+ * CPU is served by the very thread that waits.
+ */
+static bool pages_notify_safe(const struct uext4_fuse_opts *o)
+{
+	enum uext4_loop_kind k = (enum uext4_loop_kind)o->loop;
+
+	if (k == UEXT4_LOOP_AUTO)
+		k = uext4_uring_refused() ? uext4_loop_classic() : UEXT4_LOOP_URING;
+	return (k == UEXT4_LOOP_POOL || k == UEXT4_LOOP_MT) && o->threads != 1;
+}
+
 int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse_opts *o)
 {
 	struct server s = { .fs = fs, .read_only = o->read_only,
 			    .want_writeback = o->writeback, .kernel_checks = kernel_checks(o),
-			    .fsname = o->fsname ? o->fsname : "the image" };
+			    .fsname = o->fsname ? o->fsname : "the image",
+			    .page_notify_ok = pages_notify_safe(o) };
 	struct uext4_statfs sf;
 	char mopts[2300];
 	char *argv[5];
