@@ -1065,6 +1065,24 @@ static void mark_cached_mtime(const struct server *s, int to_set, struct uext4_s
 		a->valid |= UEXT4_SET_MTIME_LOCAL;
 }
 
+/*
+ * The writeback cache's own times (MTIME|CTIME with a file handle: the
+ * kernel writing back a dirty inode, fuse_flush_times(); utimensat(2)
+ * sends no handle) of a file that became immutable since: they
+ * belong to writes made before the flag, which the kernel's ext4 keeps
+ * (its times are not checked when the inode is written), so they are not
+ * an error; the times on disk stay as the library's last write left them.
+ * Asked only after a refusal: no cost on the normal path.
+ */
+static bool kernel_times_of_immutable(struct server *s, fuse_ino_t ino, int to_set,
+				      const struct fuse_file_info *fi)
+{
+	uint32_t fl;
+
+	return writeback_on(s) && fi && to_set == (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_CTIME) &&
+	       uext4_get_flags(s->fs, to_ext4(ino), &fl) >= 0 && (fl & FS_IMMUTABLE_FL);
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -1083,6 +1101,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	/* ftruncate(fi) changes the same inode: the library works on inodes. */
 	if (ret >= 0)
 		ret = uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+	if (ret == -EPERM && kernel_times_of_immutable(s, ino, to_set, fi))
+		ret = uext4_getattr(s->fs, to_ext4(ino), &u);
 	if (ret >= 0 && kill)
 		ret = kill_capability(s, ino);
 	reply_attr_or_err(req, s, ret, &u);
@@ -1274,6 +1294,58 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_write(req, (size_t)n);
 }
 
+/*
+ * copy_file_range(2).  Without it the kernel falls back to copying through
+ * the page cache, which with the writeback cache takes data for a file
+ * that became immutable while open, and fails only at write-back (fstests
+ * generic/553; ext4 refuses at once).  Here the copy is a read and a write
+ * of the library, which checks the destination as for any WRITE.  The
+ * kernel wrote both ranges' dirty pages back before asking, and drops the
+ * destination's cached pages after.  At most COPY_MAX a request: a short
+ * copy is allowed, the caller goes on.
+ */
+#define COPY_MAX (64u << 20)
+
+static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	size_t done = 0, chunk;
+	ssize_t n = 0, w;
+	char *buf;
+
+	begin_write(req);
+	if (flags || off_in < 0 || off_out < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (len > COPY_MAX)
+		len = COPY_MAX;
+	chunk = len < MAX_IO ? len : MAX_IO;
+	if (!(buf = thread_read_buf(chunk ? chunk : 1))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	while (done < len) {
+		n = uext4_pread(fh_file(fi_in), buf, len - done < chunk ? len - done : chunk,
+				(uint64_t)off_in + done);
+		if (n <= 0)
+			break;
+		w = uext4_pwrite(fh_file(fi_out), buf, (size_t)n, (uint64_t)off_out + done);
+		if (w < 0) {
+			n = w;
+			break;
+		}
+		done += (size_t)w;
+		if (w < n)
+			break;
+	}
+	if (n < 0 && done == 0)
+		reply_err(req, n);
+	else
+		fuse_reply_write(req, done);
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
@@ -1403,10 +1475,31 @@ static uint32_t xflags_to_flags(uint32_t x, uint32_t old)
 	return old;
 }
 
+/*
+ * With the writeback cache, pages written before a file became immutable
+ * or append-only may still be dirty in the kernel: written back after the
+ * flag, they would be refused and lost (the kernel's ext4 keeps them).  So
+ * they are written back first (op_lseek says how; pool and mt loops only).
+ */
+static void write_back_before_flags(struct server *s, fuse_ino_t ino, uint32_t flags)
+{
+	const uint32_t locking = FS_IMMUTABLE_FL | FS_APPEND_FL;
+	uint32_t old;
+
+	if (!(flags & locking) || !writeback_on(s) || !s->page_notify_ok)
+		return;
+	if (uext4_get_flags(s->fs, to_ext4(ino), &old) < 0 || !(flags & locking & ~old))
+		return;
+	fuse_lowlevel_notify_inval_inode(s->se, ino, 0, 0);
+}
+
 static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags)
 {
 	struct server *s = begin_write(req);
-	int ret = uext4_set_flags(s->fs, to_ext4(ino), flags);
+	int ret;
+
+	write_back_before_flags(s, ino, flags);
+	ret = uext4_set_flags(s->fs, to_ext4(ino), flags);
 
 	if (ret >= 0)
 		notify_attr_changed(s, ino);    /* ctime */
@@ -1530,6 +1623,7 @@ static const struct fuse_lowlevel_ops uext4_ops = {
 	.setxattr = op_setxattr,
 	.removexattr = op_removexattr,
 	.fallocate = op_fallocate,
+	.copy_file_range = op_copy_file_range,
 	.ioctl = op_ioctl,
 	/* No .flush: nothing is buffered per open file, and the ENOSYS of the
 	 * first FLUSH spares a round trip per close(2) from then on (with the
