@@ -1269,6 +1269,90 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 /* ------------------------------------------------------------ file data */
 
+/*
+ * O_DIRECT writes and cached pages.  The kernel drops the range's cached
+ * pages before a direct write and, for a synchronous one, again after it;
+ * for an asynchronous one (AIO, io_uring) it does not drop them after
+ * (generic_file_direct_write() skips it on -EIOCBQUEUED, and FUSE's AIO
+ * completion drops nothing), so a buffered read racing the write can
+ * leave the old data cached for good (fstests generic/451).  So the
+ * server drops the written range itself once the data is in the library,
+ * before the WRITE is answered.  Dropping a page waits for a reader that
+ * holds it locked, whose READ needs a free thread: so the WRITE's thread
+ * does not wait, it hands the request to the dio_inval thread, which
+ * drops the range and then replies (libfuse lets any thread reply, on the
+ * classic loops: page_notify_ok).
+ */
+struct dio_inval {
+	fuse_req_t req;
+	fuse_ino_t ino;
+	off_t off;
+	size_t len;
+	struct dio_inval *next;
+};
+
+/* The queue of WRITEs to answer; head, tail and started under lock. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more;
+	struct dio_inval *head, *tail;
+	bool started;
+} dio_q = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
+
+static void *dio_inval_thread(void *arg)
+{
+	struct server *s = arg;
+	struct dio_inval *d;
+
+	for (;;) {
+		pthread_mutex_lock(&dio_q.lock);
+		while (!dio_q.head)
+			pthread_cond_wait(&dio_q.more, &dio_q.lock);
+		d = dio_q.head;
+		dio_q.head = d->next;
+		if (!dio_q.head)
+			dio_q.tail = NULL;
+		pthread_mutex_unlock(&dio_q.lock);
+		fuse_lowlevel_notify_inval_inode(s->se, d->ino, d->off, (off_t)d->len);
+		fuse_reply_write(d->req, d->len);
+		free(d);
+	}
+	return NULL;
+}
+
+/* Queue the answer of a direct WRITE of len bytes at off; false if it
+ * cannot be (then the caller answers, without dropping the pages). */
+static bool dio_inval_queue(struct server *s, fuse_req_t req, fuse_ino_t ino, off_t off,
+			    size_t len)
+{
+	struct dio_inval *d = malloc(sizeof(*d));
+	pthread_t tid;
+	bool ok = true;
+
+	if (!d)
+		return false;
+	*d = (struct dio_inval){ .req = req, .ino = ino, .off = off, .len = len };
+	pthread_mutex_lock(&dio_q.lock);
+	if (!dio_q.started) {
+		/* One for the process: a mount per process (see stopper). */
+		dio_q.started = ok = pthread_create(&tid, NULL, dio_inval_thread, s) == 0;
+		if (ok)
+			pthread_detach(tid);
+	}
+	if (ok) {
+		if (dio_q.tail)
+			dio_q.tail->next = d;
+		else
+			dio_q.head = d;
+		dio_q.tail = d;
+		pthread_cond_signal(&dio_q.more);
+	}
+	pthread_mutex_unlock(&dio_q.lock);
+	if (!ok)
+		free(d);
+	return ok;
+}
+
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 		     off_t off, struct fuse_file_info *fi)
 {
@@ -1290,7 +1374,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
 	if (n < 0)
 		reply_err(req, n);
-	else
+	else if (!(fi->flags & O_DIRECT) || fi->writepage || n == 0 || !srv(req)->page_notify_ok ||
+		 !dio_inval_queue(srv(req), req, ino, off, (size_t)n))
 		fuse_reply_write(req, (size_t)n);
 }
 

@@ -8,6 +8,9 @@
 #   immutable  chattr +i on an open file with dirty pages, then
 #              copy_file_range into it: EPERM at once, fsync fine, and the
 #              data written before the flag on disk (generic/553)
+#   dio        AIO O_DIRECT writes racing buffered reads: a buffered read
+#              after each write sees it (generic/451), on the default mount
+#              and with -o nowriteback
 # e2fsck -fn must be clean after the uext4 mount.
 # test-timeout: 120
 set -uo pipefail
@@ -26,9 +29,9 @@ mkdir -p "$K" "$U"
 mke2fs -q -F -t ext4 "$KI" 64M || fail "mke2fs"
 cp "$KI" "$UI"
 
-uext4_mount() { # the default read-write mount, in the foreground
+uext4_mount() { # the default read-write mount (or with OPTS), in the foreground
 	local i
-	"$UEXT4" mount -f "$UI" "$U" > "$T/u.log" 2>&1 &
+	"$UEXT4" mount -f "$@" "$UI" "$U" > "$T/u.log" 2>&1 &
 	FUSE_PID=$!
 	MOUNTS+=("$U")
 	for ((i = 0; i < 300; i++)); do
@@ -58,10 +61,23 @@ kmount "$KI" "$K" rw || fail "kernel mount"
 uext4_mount
 
 # FUSE_WBCACHE_CASES="seek ..." runs only those (to show one failing alone).
-CASES=" ${FUSE_WBCACHE_CASES:-seek immutable} "
+CASES=" ${FUSE_WBCACHE_CASES:-seek immutable dio} "
 for c in seek immutable; do
 	case "$CASES" in *" $c "*) run $c ;; esac
 done
+SEED=${SEED:-$RANDOM}
+echo "dio: seed $SEED"
+dio() { # dio OPTS: generic/451's race on a uext4 mount with -o OPTS
+	"$H" dio "$U/dio.$1" "$SEED" > "$T/dio.$1" || { cat "$T/dio.$1"; fail "dio ($1): stale data"; }
+	echo "dio ($1): $(tail -1 "$T/dio.$1")"
+}
+case "$CASES" in *" dio "*)
+	"$H" dio "$K/dio" "$SEED" > "$T/dio.k" || { cat "$T/dio.k"; fail "dio on the kernel's ext4"; }
+	dio writeback
+	fuse_umount "$U"
+	uext4_mount -o nowriteback
+	dio nowriteback ;;
+esac
 
 fuse_umount "$U"
 umount "$K"
