@@ -1301,8 +1301,10 @@ static struct {
 
 static void *dio_inval_thread(void *arg)
 {
-	struct server *s = arg;
 	struct dio_inval *d;
+	struct server *s;
+
+	(void)arg;
 
 	for (;;) {
 		pthread_mutex_lock(&dio_q.lock);
@@ -1313,6 +1315,7 @@ static void *dio_inval_thread(void *arg)
 		if (!dio_q.head)
 			dio_q.tail = NULL;
 		pthread_mutex_unlock(&dio_q.lock);
+		s = srv(d->req);        /* the request's mount: it waits for this reply */
 		fuse_lowlevel_notify_inval_inode(s->se, d->ino, d->off, (off_t)d->len);
 		fuse_reply_write(d->req, d->len);
 		free(d);
@@ -1322,8 +1325,7 @@ static void *dio_inval_thread(void *arg)
 
 /* Queue the answer of a direct WRITE of len bytes at off; false if it
  * cannot be (then the caller answers, without dropping the pages). */
-static bool dio_inval_queue(struct server *s, fuse_req_t req, fuse_ino_t ino, off_t off,
-			    size_t len)
+static bool dio_inval_queue(fuse_req_t req, fuse_ino_t ino, off_t off, size_t len)
 {
 	struct dio_inval *d = malloc(sizeof(*d));
 	pthread_t tid;
@@ -1334,8 +1336,8 @@ static bool dio_inval_queue(struct server *s, fuse_req_t req, fuse_ino_t ino, of
 	*d = (struct dio_inval){ .req = req, .ino = ino, .off = off, .len = len };
 	pthread_mutex_lock(&dio_q.lock);
 	if (!dio_q.started) {
-		/* One for the process: a mount per process (see stopper). */
-		dio_q.started = ok = pthread_create(&tid, NULL, dio_inval_thread, s) == 0;
+		/* One for the process, whatever the mounts; it never ends. */
+		dio_q.started = ok = pthread_create(&tid, NULL, dio_inval_thread, NULL) == 0;
 		if (ok)
 			pthread_detach(tid);
 	}
@@ -1375,7 +1377,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	if (n < 0)
 		reply_err(req, n);
 	else if (!(fi->flags & O_DIRECT) || fi->writepage || n == 0 || !srv(req)->page_notify_ok ||
-		 !dio_inval_queue(srv(req), req, ino, off, (size_t)n))
+		 !dio_inval_queue(req, ino, off, (size_t)n))
 		fuse_reply_write(req, (size_t)n);
 }
 
