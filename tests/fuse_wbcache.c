@@ -251,6 +251,9 @@ static int mode_dio(const char *path, unsigned seed)
 		pthread_join(th[i], NULL);
 	syscall(SYS_io_destroy, ctx);
 	close(fd);
+	free(pat[0]);
+	free(pat[1]);
+	free(got);
 	printf("dio: %s\n", stale ? "STALE" : "coherent");
 	return stale ? 1 : 0;
 }
