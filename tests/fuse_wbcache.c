@@ -1,0 +1,271 @@
+/*
+ * fuse_wbcache.c - helper of tests/fuse_wbcache.sh (run only by it): the
+ * cases where the FUSE writeback cache made the mount differ from the
+ * kernel's ext4 (fstests generic/436, 553, 451).  Each mode prints
+ * lines the script compares between a kernel ext4 mount and a uext4 one.
+ *
+ *   fuse_wbcache seek DIR        SEEK_DATA/SEEK_HOLE of files whose data is
+ *                                still in dirty pages.
+ *   fuse_wbcache immutable DIR   chattr +i on an open file with dirty pages,
+ *                                then copy_file_range into it.
+ *   fuse_wbcache dio FILE SEED   AIO O_DIRECT writes racing buffered reads;
+ *                                a buffered read after each write must see
+ *                                it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(2);
+}
+
+static void path_in(char *buf, size_t len, const char *dir, const char *name, int i)
+{
+	snprintf(buf, len, "%s/%s%d", dir, name, i);
+}
+
+static void print_seek(int fd, const char *name, off_t off)
+{
+	off_t d = lseek(fd, off, SEEK_DATA), h;
+	int de = errno;
+
+	h = lseek(fd, off, SEEK_HOLE);
+	printf("%s %jd data %jd%s hole %jd%s\n", name, (intmax_t)off, (intmax_t)d,
+	       d < 0 ? (de == ENXIO ? " ENXIO" : " ERR") : "", (intmax_t)h,
+	       h < 0 ? (errno == ENXIO ? " ENXIO" : " ERR") : "");
+}
+
+static void fill(int fd, off_t off, size_t len, int byte)
+{
+	char buf[8192];
+
+	memset(buf, byte, sizeof(buf));
+	while (len) {
+		size_t n = len < sizeof(buf) ? len : sizeof(buf);
+
+		if (pwrite(fd, buf, n, off) != (ssize_t)n)
+			die("pwrite");
+		off += (off_t)n;
+		len -= n;
+	}
+}
+
+/* Files whose data is (partly) in dirty pages: the probes are made before
+ * any close or fsync.  generic/436's first case is "new". */
+static int mode_seek(const char *dir)
+{
+	static const off_t probes[] = { 0, 1, 4095, 4096, 8191, 8192, 65536,
+					1 << 20, (1 << 20) + 4096, (2 << 20) - 1, 2 << 20 };
+	char p[4096];
+	int fd[3];
+
+	path_in(p, sizeof(p), dir, "new", 0);             /* 8 KiB, never written back */
+	if ((fd[0] = open(p, O_CREAT | O_RDWR, 0644)) < 0)
+		die(p);
+	fill(fd[0], 0, 8192, 'a');
+	path_in(p, sizeof(p), dir, "sparse", 0);          /* data, hole, dirty page, hole */
+	if ((fd[1] = open(p, O_CREAT | O_RDWR, 0644)) < 0 || ftruncate(fd[1], 2 << 20))
+		die(p);
+	fill(fd[1], 0, 4096, 'b');
+	if (fsync(fd[1]))
+		die("fsync");
+	fill(fd[1], 1 << 20, 4096, 'c');
+	path_in(p, sizeof(p), dir, "grown", 0);           /* extended past its size on disk */
+	if ((fd[2] = open(p, O_CREAT | O_RDWR, 0644)) < 0)
+		die(p);
+	fill(fd[2], 0, 4096, 'd');
+	if (fsync(fd[2]))
+		die("fsync");
+	fill(fd[2], 65536, 4096, 'e');
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+		print_seek(fd[0], "new", probes[i]);
+		print_seek(fd[1], "sparse", probes[i]);
+		print_seek(fd[2], "grown", probes[i]);
+	}
+	for (int i = 0; i < 3; i++)
+		close(fd[i]);
+	return 0;
+}
+
+static const char *err_name(int e)
+{
+	return e == EPERM ? "EPERM" : e == EOPNOTSUPP ? "EOPNOTSUPP" : strerror(e);
+}
+
+static int set_immutable(int fd, int on)
+{
+	int fl;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl))
+		return -1;
+	fl = on ? fl | FS_IMMUTABLE_FL : fl & ~FS_IMMUTABLE_FL;
+	return ioctl(fd, FS_IOC_SETFLAGS, &fl);
+}
+
+static uint32_t file_sum(int fd, off_t *size)
+{
+	char buf[65536];
+	uint32_t sum = 0;
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			sum = sum * 31 + (unsigned char)buf[i];
+		off += n;
+	}
+	*size = off;
+	return sum;
+}
+
+/* generic/553: a file made immutable while open takes no more data; what
+ * was written before the flag stays. */
+static int mode_immutable(const char *dir)
+{
+	char src[4096], dst[4096];
+	int in, out;
+	ssize_t n;
+	off_t size;
+	loff_t pin = 0, pout = 0;
+
+	path_in(src, sizeof(src), dir, "src", 0);
+	path_in(dst, sizeof(dst), dir, "dst", 0);
+	if ((in = open(src, O_CREAT | O_RDWR, 0644)) < 0)
+		die(src);
+	fill(in, 0, 128 << 10, 'a');
+	if ((out = open(dst, O_CREAT | O_RDWR, 0644)) < 0)
+		die(dst);
+	fill(out, 0, 64 << 10, 'b');    /* dirty pages when the flag comes */
+	if (set_immutable(out, 1))
+		die("chattr +i");
+	n = copy_file_range(in, &pin, out, &pout, 32 << 10, 0);
+	printf("copy_file_range into the immutable file: %s\n", n < 0 ? err_name(errno) : "done");
+	printf("fsync of the immutable file: %s\n", fsync(out) ? err_name(errno) : "ok");
+	if (set_immutable(out, 0))
+		die("chattr -i");
+	close(out);
+	close(in);
+	if ((out = open(dst, O_RDONLY)) < 0)
+		die(dst);
+	uint32_t sum = file_sum(out, &size);
+	printf("after: size %jd sum %08x\n", (intmax_t)size, sum);
+	close(out);
+	return 0;
+}
+
+/* ------------------------------------------------------------- dio */
+
+#define DIO_SIZE (640 << 10)    /* generic/451's 655360 bytes */
+
+struct dio_reader {
+	const char *path;
+	atomic_int *stop;
+};
+
+/* Buffered reads of the whole file, to keep its pages cached. */
+static void *dio_reader(void *arg)
+{
+	struct dio_reader *r = arg;
+	char *buf = malloc(DIO_SIZE);
+	int fd = open(r->path, O_RDONLY);
+
+	if (!buf || fd < 0)
+		die("reader");
+	while (!atomic_load(r->stop))
+		if (pread(fd, buf, DIO_SIZE, 0) < 0)
+			die("reader pread");
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+static int aio_write_wait(aio_context_t ctx, int fd, void *buf)
+{
+	struct iocb cb = { .aio_fildes = (uint32_t)fd, .aio_lio_opcode = IOCB_CMD_PWRITE,
+			   .aio_buf = (uint64_t)(uintptr_t)buf, .aio_nbytes = DIO_SIZE };
+	struct iocb *list[1] = { &cb };
+	struct io_event ev;
+
+	if (syscall(SYS_io_submit, ctx, 1, list) != 1)
+		die("io_submit");
+	if (syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+		die("io_getevents");
+	return ev.res == DIO_SIZE ? 0 : -1;
+}
+
+/* generic/451: alternate two patterns with AIO O_DIRECT while two threads
+ * read the file through the page cache; after each write a buffered read
+ * must see the new pattern. */
+static int mode_dio(const char *path, unsigned seed)
+{
+	atomic_int stop = 0;
+	struct dio_reader r = { .path = path, .stop = &stop };
+	pthread_t th[2];
+	aio_context_t ctx = 0;
+	char *pat[2], *got = malloc(DIO_SIZE);
+	int fd, stale = 0, rounds = 200, rfd;
+
+	srand(seed);
+	if (posix_memalign((void **)&pat[0], 4096, DIO_SIZE) ||
+	    posix_memalign((void **)&pat[1], 4096, DIO_SIZE) || !got)
+		die("memory");
+	memset(pat[0], 0x55 ^ (rand() & 0x0f), DIO_SIZE);
+	memset(pat[1], 0xaa ^ (rand() & 0x0f), DIO_SIZE);
+	if ((fd = open(path, O_CREAT | O_RDWR | O_DIRECT, 0600)) < 0)
+		die(path);
+	if (pwrite(fd, pat[0], DIO_SIZE, 0) != DIO_SIZE || fsync(fd))
+		die("first write");
+	if (syscall(SYS_io_setup, 4, &ctx))
+		die("io_setup");
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, dio_reader, &r);
+	for (int i = 0; i < rounds && stale == 0; i++) {
+		char *p = pat[(i + 1) & 1];
+
+		if (aio_write_wait(ctx, fd, p))
+			die("aio write");
+		if ((rfd = open(path, O_RDONLY)) < 0 || pread(rfd, got, DIO_SIZE, 0) != DIO_SIZE)
+			die("check read");
+		close(rfd);
+		if (memcmp(got, p, DIO_SIZE)) {
+			stale++;
+			printf("round %d: a buffered read after the AIO O_DIRECT write saw stale data\n", i);
+		}
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	free(pat[0]);
+	free(pat[1]);
+	free(got);
+	printf("dio: %s\n", stale ? "STALE" : "coherent");
+	return stale ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "seek"))
+		return mode_seek(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "immutable"))
+		return mode_immutable(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "dio"))
+		return mode_dio(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
+	fprintf(stderr, "usage: fuse_wbcache seek DIR | immutable DIR | dio FILE SEED\n");
+	return 2;
+}
