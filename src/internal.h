@@ -261,6 +261,10 @@ struct uext4_fs {
 	struct fs_hot *hot;         /* write-hot counters, on their own lines */
 	struct trans *trans;        /* trans.c: handles and commits */
 	struct balloc_state *balloc; /* balloc.c: preallocation windows */
+	/* The blocks the bad-blocks inode lists, sorted: found by
+	 * super_check_groups(), taken over by balloc_init() (then NULL). */
+	uint64_t *bad_blocks;
+	size_t nr_bad_blocks;
 	_Atomic(struct xindex *) xindex; /* xattr.c: shared-block index, made on first use */
 	struct journal *journal;    /* journal.c; NULL without a journal */
 	struct orphan_state *orphan; /* orphan.c; read-write mounts */
