@@ -3,7 +3,8 @@
 # worse, each built by a tests/images/mk_*.sh builder (so tests/sweep.sh
 # runs every write command on it too).  Each section checks what the fix
 # promises, then the sweep runs on this test's images alone with the
-# commands that exposed them (md, put of a 200 KiB file, rm, setfattr,
+# commands that exposed them (mkdir, put of a 200 KiB file and of a small
+# one into the damaged directory, rm, setfattr,
 # chmod, chown): none may leave e2fsck -fn a kind of finding it did not
 # have before.
 #
@@ -13,6 +14,10 @@
 #                    rm /data must leave it in use, and e2fsck clean),
 #                    mk_badblocks_bogus (garbage in inode 1's map: every
 #                    write refused naming inode 1, the image unchanged).
+#  "." and ".."      mk_dir_dot_empty, mk_dir_dotdot_empty (/d's "." or
+#                    ".." has inode 0): no new name may take its place
+#                    (refused, naming the entry, and undone: no name left,
+#                    no new e2fsck finding).
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -107,11 +112,37 @@ done
 run cat "$T/bogus.img" /hello.txt
 [ $RC = 0 ] && [ "$(cat "$T/out")" = hello ] && ok || bad "reading /hello.txt failed: $ERR"
 
+# ---------------------------------------------------------------- "." and ".."
+for which in dot dotdot; do
+	note "directory /d with an empty '${which//dot/.}' entry"
+	CASE="dir_${which}_empty"
+	build "dir_${which}_empty" "$T/dots.img"
+	cp "$T/dots.img" "$T/dots.orig"
+	fsck_kinds "$T/dots.img" > "$T/dots.kinds"
+	for cmd in "put IMG $T/big /d/f" "mkdir IMG /d/n" "ln -s IMG /x /d/l" "mv IMG /hello.txt /d/h"; do
+		cp "$T/dots.orig" "$T/dots.img"
+		# shellcheck disable=SC2086
+		run ${cmd/IMG/$T/dots.img}
+		if [ $RC = 0 ]; then
+			no_new_kinds "$T/dots.kinds" "$T/dots.img"
+		elif echo "$ERR" | grep -q "directory inode [0-9]* block 0: the .* entry"; then
+			# Refused after taking an inode: undone in the transaction.
+			no_new_kinds "$T/dots.kinds" "$T/dots.img"
+			debugfs -R "ls /d" "$T/dots.img" 2> /dev/null | grep -qE ' (f|n|l|h) ' &&
+				bad "uext4 $cmd refused but left the name in /d" || ok
+		else
+			bad "uext4 $cmd: refused without naming the entry: $ERR"
+		fi
+	done
+	run put "$T/dots.img" "$T/big" /elsewhere
+	[ $RC = 0 ] && ok || bad "put into / refused: $ERR"
+done
+
 # ---------------------------------------------------------------- the sweep
-SWEEP_IMAGES="mk_badblocks_*"
+SWEEP_IMAGES="mk_badblocks_* mk_dir_dot_empty mk_dir_dotdot_empty"
 note "tests/sweep.sh on this test's images"
 # The columns that exposed these (the full sweep in make check runs all).
-SWEEP_NO_CORRUPT=1 SWEEP_IMAGES="$SWEEP_IMAGES" SWEEP_SAMPLE=100 SWEEP_CMDS="md put rm sx chm cho" \
+SWEEP_NO_CORRUPT=1 SWEEP_IMAGES="$SWEEP_IMAGES" SWEEP_SAMPLE=100 SWEEP_CMDS="md mds put pts rm sx chm cho" \
 	bash "$TOP/tests/sweep.sh" > "$T/sweep.log" 2>&1
 rc=$?
 sed -n '/^image /,/^cells:/p' "$T/sweep.log"
