@@ -744,7 +744,7 @@ static int alloc_blocks(struct handle *h, struct inode *inode, uint64_t goal, ui
 		return fs_err(EROFS, "allocating a block on a read-only mount");
 	if ((err = fault_point(FAULT_ALLOC_BLOCK, goal)))
 		return err;
-	if ((err = check_reserved(fs, &r.want)))
+	if (!h->use_reserved && (err = check_reserved(fs, &r.want)))
 		return err;
 	r.want = MIN(r.want, fs->blocks_per_group);
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)

@@ -135,6 +135,11 @@ struct handle {
 	unsigned slot;      /* which drain counter this handle holds */
 	int err;            /* first error recorded */
 	uint32_t tid;       /* the transaction this handle belongs to */
+	/* Allocations may take the root-reserved blocks: the extent-tree
+	 * blocks of a punch or truncate, which free space and must not fail
+	 * for want of it (the kernel's EXT4_GET_BLOCKS_METADATA_NOFAIL).
+	 * Set and restored by the owning thread around those calls. */
+	bool use_reserved;
 };
 
 /* ---------------------------------------------------------------- counters
