@@ -1878,6 +1878,13 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		fuse_reply_err(req, ENOSPC);
 		return;
 	}
+	/* ext4_fallocate's file_modified(): a caller without CAP_FSETID
+	 * (root stands for it) loses setuid/setgid as on a write.  FALLOCATE
+	 * carries no kill flag (FUSE_HANDLE_KILLPRIV_V2): decided here. */
+	if (fuse_req_ctx(req)->uid != 0 && (ret = kill_privs_for_write(req, srv(req), ino)) < 0) {
+		reply_err(req, ret);
+		return;
+	}
 	ret = uext4_fallocate(fh_file(fi), mode, (uint64_t)off,
 			      (uint64_t)len);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);

@@ -72,6 +72,10 @@ struct balloc_group {
 	 * committed; made on the first such free, dropped by the commit.
 	 * fs->groups[g].lock. */
 	uint8_t *busy[2];
+	/* The group's blocks the bad-blocks inode lists (e2fsck counts them
+	 * in use), or NULL: never handed out, never freed.  Set by
+	 * balloc_init(), only read after. */
+	uint8_t *bad;
 	_Atomic uint32_t reserved;  /* blocks in windows: written under the
 				     * group lock, read without it */
 } __attribute__((aligned(CACHELINE / 4)));
@@ -94,6 +98,24 @@ static struct balloc_state *state_get(struct uext4_fs *fs, bool create)
 	return fs->balloc;
 }
 
+/* The blocks super_check_groups() found in the bad-blocks inode, into
+ * the groups' bad maps. */
+static int keep_bad_blocks(struct uext4_fs *fs, struct balloc_state *st)
+{
+	for (size_t i = 0; i < fs->nr_bad_blocks; i++) {
+		uint64_t blk = fs->bad_blocks[i];
+		uint32_t g = group_of_block(fs, blk);
+
+		if (!st->g[g].bad && !(st->g[g].bad = calloc(1, fs->block_size)))
+			return fs_err(ENOMEM, "out of memory for the bad blocks of group %u", g);
+		bit_set(st->g[g].bad, (uint32_t)(blk - group_first_block(fs, g)));
+	}
+	free(fs->bad_blocks);
+	fs->bad_blocks = NULL;
+	fs->nr_bad_blocks = 0;
+	return 0;
+}
+
 int balloc_init(struct uext4_fs *fs)
 {
 	struct balloc_state *st = calloc(1, sizeof(*st) + (size_t)fs->groups_count *
@@ -109,7 +131,7 @@ int balloc_init(struct uext4_fs *fs)
 		return fs_err(ENOMEM, "out of memory for the block allocator");
 	}
 	fs->balloc = st;
-	return 0;
+	return keep_bad_blocks(fs, st);
 }
 
 void balloc_destroy(struct uext4_fs *fs)
@@ -131,6 +153,7 @@ void balloc_destroy(struct uext4_fs *fs)
 		}
 		free(st->g[g].busy[0]);
 		free(st->g[g].busy[1]);
+		free(st->g[g].bad);
 	}
 	free((void *)st->busy_groups);
 	free(st);
@@ -214,29 +237,40 @@ static uint32_t next_window(struct uext4_fs *fs, struct balloc_group *bg, uint32
 	return end;
 }
 
-/* If block `off` is busy: the first block after it that is not, else off.
- * Group lock held. */
+/* The maps of blocks not to hand out although free in the bitmap: the
+ * two busy maps, the bad blocks.  Group lock held. */
+#define NO_ALLOC_MAPS 3
+static const uint8_t *no_alloc_map(const struct balloc_group *bg, int i)
+{
+	return i < 2 ? bg->busy[i] : bg->bad;
+}
+
+/* If block `off` is busy or bad: the first block after it that is
+ * neither, else off.  Group lock held. */
 static uint32_t busy_skip(struct balloc_group *bg, uint32_t off, uint32_t end)
 {
 	uint32_t s = off;
 
 	for (bool moved = true; moved && s < end;) {
 		moved = false;
-		for (int i = 0; i < 2 && s < end; i++)
-			if (bg->busy[i] && bit_test(bg->busy[i], s)) {
-				s = bit_find_zero(bg->busy[i], s, end);
+		for (int i = 0; i < NO_ALLOC_MAPS && s < end; i++) {
+			const uint8_t *map = no_alloc_map(bg, i);
+
+			if (map && bit_test(map, s)) {
+				s = bit_find_zero(map, s, end);
 				moved = true;
 			}
+		}
 	}
 	return s;
 }
 
-/* The first busy block in [off, lim), or lim.  Group lock held. */
+/* The first busy or bad block in [off, lim), or lim.  Group lock held. */
 static uint32_t busy_limit(struct balloc_group *bg, uint32_t off, uint32_t lim)
 {
-	for (int i = 0; i < 2; i++)
-		if (bg->busy[i])
-			lim = bit_find_set(bg->busy[i], off, lim);
+	for (int i = 0; i < NO_ALLOC_MAPS; i++)
+		if (no_alloc_map(bg, i))
+			lim = bit_find_set(no_alloc_map(bg, i), off, lim);
 	return lim;
 }
 
@@ -249,7 +283,8 @@ static uint32_t find_run(struct uext4_fs *fs, struct balloc_group *bg, bool resp
 			 const uint8_t *map, uint32_t pos, uint32_t end, uint32_t max,
 			 uint32_t *len)
 {
-	bool windows = bg && respect && bg->windows, busy = bg && (bg->busy[0] || bg->busy[1]);
+	bool windows = bg && respect && bg->windows;
+	bool busy = bg && (bg->busy[0] || bg->busy[1] || bg->bad);
 
 	for (;;) {
 		uint32_t p = bit_find_zero(map, pos, end), q, lim, s = 0;
@@ -709,7 +744,7 @@ static int alloc_blocks(struct handle *h, struct inode *inode, uint64_t goal, ui
 		return fs_err(EROFS, "allocating a block on a read-only mount");
 	if ((err = fault_point(FAULT_ALLOC_BLOCK, goal)))
 		return err;
-	if ((err = check_reserved(fs, &r.want)))
+	if (!h->use_reserved && (err = check_reserved(fs, &r.want)))
 		return err;
 	r.want = MIN(r.want, fs->blocks_per_group);
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)
@@ -897,6 +932,8 @@ static int64_t free_in_group(struct handle *h, uint32_t g, uint32_t off, uint32_
 {
 	struct uext4_fs *fs = h->fs;
 	struct group_info *gi = &fs->groups[g];
+	/* A block the bad-blocks inode lists stays in use: it still owns it. */
+	const uint8_t *bad = fs->balloc ? fs->balloc->g[g].bad : NULL;
 	struct buf *b = NULL;
 	uint32_t cleared = 0, already = 0;
 	int err;
@@ -905,6 +942,8 @@ static int64_t free_in_group(struct handle *h, uint32_t g, uint32_t off, uint32_
 	if ((err = balloc_bitmap_locked(h, g, &b)) || (err = handle_write_access(h, b)))
 		goto out;
 	for (uint32_t i = off; i < off + n; i++) {
+		if (bad && bit_test(bad, i))
+			continue;
 		if (bit_test(b->data, i)) {
 			bit_clear(b->data, i);
 			cleared++;

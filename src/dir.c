@@ -560,6 +560,34 @@ static int linear_append(struct handle *h, struct inode *dir, const char *name, 
 	return 0;
 }
 
+/*
+ * Block 0 of a linear directory starts with "." and "..": e2fsck wants
+ * them first and second.  An insert at offset 0 (an empty "." slot, or the
+ * slack of a "." longer than 12 bytes) or into an empty ".." slot would
+ * put the new name there: refuse it, naming the damage.
+ */
+static int check_not_dots(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+			  unsigned off)
+{
+	struct dir_ent dot, dotdot;
+	int err;
+
+	if ((err = dir_leaf_entry(fs, dir, lf, 0, &dot)))
+		return err;
+	if (off == 0 && !dot.ino)
+		return fs_corrupt("directory inode %lu block 0: the first entry, '.', is empty "
+				  "(inode 0)", (unsigned long)dir->ino);
+	if (off == 0)
+		return fs_corrupt("directory inode %lu block 0: the '.' entry's rec_len %u leaves "
+				  "room for a name before '..'", (unsigned long)dir->ino, dot.rec_len);
+	if (off != dot.rec_len || (err = dir_leaf_entry(fs, dir, lf, off, &dotdot)))
+		return err;
+	if (!dotdot.ino)
+		return fs_corrupt("directory inode %lu block 0: the second entry, '..', is empty "
+				  "(inode 0)", (unsigned long)dir->ino);
+	return 0;
+}
+
 /* Put the entry in leaf lblk if it has room: 1 done, 0 full, or error. */
 static int linear_try_block(struct handle *h, struct inode *dir, uint64_t lblk,
 			    const char *name, size_t len, uint64_t ino, unsigned ftype)
@@ -574,6 +602,8 @@ static int linear_try_block(struct handle *h, struct inode *dir, uint64_t lblk,
 	if (r)
 		return r;
 	r = dir_leaf_find_room(fs, dir, &lf, EXT4_DIR_REC_LEN(len), &off);
+	if (r > 0 && lblk == 0 && (r = check_not_dots(fs, dir, &lf, off)) == 0)
+		r = 1;
 	if (r > 0) {
 		int err = handle_write_access(h, lf.b);
 

@@ -280,6 +280,22 @@ static bool has_block_map(const struct uext4_fs *fs, const struct inode *inode)
 	return S_ISREG(inode->mode) || S_ISDIR(inode->mode);
 }
 
+/* Removing blocks may split an extent, which needs a tree block: it may
+ * come from the root-reserved blocks, whoever the caller (a punch by a
+ * user on a full file system frees space; the kernel's ext4 lets the
+ * split use them too, EXT4_GET_BLOCKS_METADATA_NOFAIL). */
+static int extent_remove_nofail(struct handle *h, struct inode *inode, uint64_t start,
+				uint64_t end)
+{
+	bool was = h->use_reserved;
+	int err;
+
+	h->use_reserved = true;
+	err = extent_remove_range(h, inode, start, end);
+	h->use_reserved = was;
+	return err;
+}
+
 int inode_truncate_blocks(struct handle *h, struct inode *inode, uint64_t first)
 {
 	int err;
@@ -288,7 +304,7 @@ int inode_truncate_blocks(struct handle *h, struct inode *inode, uint64_t first)
 		return 0;
 	balloc_release_prealloc(h->fs, inode);
 	if (inode->flags & EXT4_EXTENTS_FL)
-		err = extent_remove_range(h, inode, first, EXT_LBLK_LIMIT);
+		err = extent_remove_nofail(h, inode, first, EXT_LBLK_LIMIT);
 	else
 		err = indirect_remove_range(h, inode, first, UINT64_MAX);
 	return err;
@@ -301,7 +317,7 @@ int inode_punch_blocks(struct handle *h, struct inode *inode, uint64_t lblk, uin
 	if (!has_block_map(h->fs, inode))
 		return 0;
 	if (inode->flags & EXT4_EXTENTS_FL)
-		return extent_remove_range(h, inode, lblk, MIN(end, EXT_LBLK_LIMIT));
+		return extent_remove_nofail(h, inode, lblk, MIN(end, EXT_LBLK_LIMIT));
 	return indirect_remove_range(h, inode, lblk, end);
 }
 

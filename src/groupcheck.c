@@ -27,6 +27,7 @@
  * is a single sweep over the sorted runs, the journal a binary search per
  * journal extent.  Nothing here runs after mount.
  */
+#include "bcache.h"
 #include "error.h"
 #include "file.h"
 #include "inode.h"
@@ -34,7 +35,9 @@
 #include "ondisk.h"
 #include "super.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum meta_kind {
 	META_SUPER,
@@ -342,6 +345,122 @@ static int check_journal(struct uext4_fs *fs, const struct meta_runs *r)
 	return err;
 }
 
+/*
+ * The bad-blocks inode (inode 1): a block map (e2fsprogs' format) of
+ * blocks the disk cannot hold.  The kernel never reads it and trusts the
+ * bitmap; e2fsck counts every block it lists (and its indirect blocks) as
+ * in use.  So that no write leaves e2fsck a block claimed twice, the
+ * blocks are collected here for balloc_init(), which keeps them from every
+ * allocation and every free.  A map the blocks of which cannot be trusted
+ * (a pointer outside the file system or on group metadata, the kernel's
+ * ext4_inode_block_valid() test of a block map; more blocks than i_blocks
+ * counts; not a block map) refuses the read-write mount.
+ */
+struct bb_walk {
+	struct uext4_fs *fs;
+	const struct meta_runs *meta;
+	uint64_t *v;                /* the blocks found (bb_walk only) */
+	size_t n, cap, limit;       /* limit: what i_blocks counts */
+};
+
+static int bb_refuse(uint64_t blk, const char *why)
+{
+	return fs_corrupt("the bad-blocks inode (inode %u) lists block %llu %s; refusing to write "
+			  "(mount read-only, or repair with e2fsck)",
+			  EXT4_BAD_INO, (unsigned long long)blk, why);
+}
+
+static int bb_add(struct bb_walk *w, uint64_t blk)
+{
+	const struct meta_run *hit;
+
+	if (blk < w->fs->first_data_block || blk >= w->fs->blocks_count)
+		return bb_refuse(blk, "outside the file system");
+	if ((hit = find_overlap(w->meta, blk, blk + 1))) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "on the %s of group %u", meta_name[hit->kind],
+			 run_group_at(hit, blk));
+		return bb_refuse(blk, why);
+	}
+	if (w->n >= w->limit)
+		return bb_refuse(blk, "beyond the blocks its i_blocks counts");
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 16;
+		uint64_t *v = realloc(w->v, cap * sizeof(*v));
+
+		if (!v)
+			return fs_err(ENOMEM, "out of memory for the bad-blocks list");
+		w->v = v;
+		w->cap = cap;
+	}
+	w->v[w->n++] = blk;
+	return 0;
+}
+
+/* ptr and, for level > 0, the blocks of the indirect tree under it. */
+static int bb_walk_ptr(struct bb_walk *w, uint64_t ptr, int level)
+{
+	struct buf *b;
+	int err;
+
+	if (!ptr)
+		return 0;
+	if ((err = bb_add(w, ptr)) || level == 0)
+		return err;
+	if ((err = bread(w->fs->bc, ptr, UEXT4_META_OTHER, &b)))
+		return err;
+	for (uint32_t i = 0; i < w->fs->block_size / 4 && !err; i++)
+		err = bb_walk_ptr(w, le32(((const uint32_t *)b->data)[i]), level - 1);
+	brelse(w->fs->bc, b);
+	return err;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int check_bad_blocks_inode(struct uext4_fs *fs, const struct meta_runs *r)
+{
+	struct bb_walk w = { .fs = fs, .meta = r };
+	const struct ext4_inode *raw;
+	uint32_t off, i_block[EXT4_N_BLOCKS], flags;
+	uint64_t blk, blocks;
+	struct buf *b;
+	int err;
+
+	if ((err = inode_location(fs, EXT4_BAD_INO, &blk, &off)) ||
+	    (err = bread(fs->bc, blk, UEXT4_META_OTHER, &b)))
+		return err;
+	raw = (const struct ext4_inode *)(b->data + off);
+	memcpy(i_block, raw->i_block, sizeof(i_block));
+	flags = le32(raw->i_flags);
+	blocks = le32(raw->i_blocks_lo);
+	if (FS_HAS_RO_COMPAT(fs, HUGE_FILE))
+		blocks |= (uint64_t)le16(raw->i_blocks_high) << 32;
+	brelse(fs->bc, b);
+	w.limit = (size_t)(blocks >> (fs->log_block_size - 9));
+	for (int i = 0; i < EXT4_N_BLOCKS && !err; i++)
+		if (i_block[i] && (flags & (EXT4_EXTENTS_FL | EXT4_INLINE_DATA_FL)))
+			err = fs_corrupt("the bad-blocks inode (inode %u) is not a block map (flags "
+					 "0x%x); refusing to write (mount read-only, or repair "
+					 "with e2fsck)", EXT4_BAD_INO, flags);
+		else
+			err = bb_walk_ptr(&w, le32(i_block[i]), i < EXT4_NDIR_BLOCKS ? 0 :
+					  i - EXT4_NDIR_BLOCKS + 1);
+	if (err || !w.n) {
+		free(w.v);
+		return err;
+	}
+	qsort(w.v, w.n, sizeof(*w.v), cmp_u64);
+	fs->bad_blocks = w.v;
+	fs->nr_bad_blocks = w.n;
+	return 0;
+}
+
 int super_check_groups(struct uext4_fs *fs)
 {
 	struct meta_runs r = {0};
@@ -355,6 +474,8 @@ int super_check_groups(struct uext4_fs *fs)
 		err = check_overlaps(&r);
 	if (!err)
 		err = check_journal(fs, &r);
+	if (!err)
+		err = check_bad_blocks_inode(fs, &r);
 	free(r.v);
 	return err;
 }

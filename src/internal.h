@@ -135,6 +135,11 @@ struct handle {
 	unsigned slot;      /* which drain counter this handle holds */
 	int err;            /* first error recorded */
 	uint32_t tid;       /* the transaction this handle belongs to */
+	/* Allocations may take the root-reserved blocks: the extent-tree
+	 * blocks of a punch or truncate, which free space and must not fail
+	 * for want of it (the kernel's EXT4_GET_BLOCKS_METADATA_NOFAIL).
+	 * Set and restored by the owning thread around those calls. */
+	bool use_reserved;
 };
 
 /* ---------------------------------------------------------------- counters
@@ -261,6 +266,10 @@ struct uext4_fs {
 	struct fs_hot *hot;         /* write-hot counters, on their own lines */
 	struct trans *trans;        /* trans.c: handles and commits */
 	struct balloc_state *balloc; /* balloc.c: preallocation windows */
+	/* The blocks the bad-blocks inode lists, sorted: found by
+	 * super_check_groups(), taken over by balloc_init() (then NULL). */
+	uint64_t *bad_blocks;
+	size_t nr_bad_blocks;
 	_Atomic(struct xindex *) xindex; /* xattr.c: shared-block index, made on first use */
 	struct journal *journal;    /* journal.c; NULL without a journal */
 	struct orphan_state *orphan; /* orphan.c; read-write mounts */

@@ -1016,6 +1016,7 @@ int super_umount(struct uext4_fs *fs)
 	fs->icache = NULL;
 	if (fs->balloc)
 		balloc_destroy(fs);
+	free(fs->bad_blocks);
 	orphan_destroy(fs);
 	xattr_index_destroy(fs);
 	trans_destroy(fs);

@@ -32,7 +32,9 @@ bool super_group_has_super(struct uext4_fs *fs, uint32_t g);
  * aware, as the kernel's descriptor_loc()). */
 uint64_t super_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset);
 /* groupcheck.c: before a read-write mount, every group's bitmaps and
- * inode table lie in range and overlap nothing (-EUCLEAN naming them). */
+ * inode table lie in range and overlap nothing (-EUCLEAN naming them),
+ * and the bad-blocks inode's map is sound: its blocks are left in
+ * fs->bad_blocks for balloc_init(). */
 int super_check_groups(struct uext4_fs *fs);
 /* Names of the feature bits set in the three masks, space separated. */
 void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,

@@ -4,7 +4,10 @@
  *
  *   enospc fill IMAGE       blocks run out (data) or inodes run out
  *   enospc reserved IMAGE   a non-root caller stops at the reserved blocks,
- *                           root can still write
+ *                           root can still write; a punch by the non-root
+ *                           caller that splits an extent still succeeds
+ *                           (its tree block may use the reserved blocks,
+ *                           as on the kernel's ext4: generic/256)
  *
  * fill: NTHREADS threads each create files in their own directory and
  * write them in random-sized chunks, with some mkdir, long symlinks and
@@ -420,6 +423,8 @@ static int run_fill(uint64_t seed)
 	return 0;
 }
 
+static uint64_t g_last_ino;     /* the file write_as() made last */
+
 /* Write as (uid, gid) into a new file until ENOSPC; returns bytes. */
 static uint64_t write_as(uint32_t uid, const char *name, uint64_t limit)
 {
@@ -433,10 +438,61 @@ static uint64_t write_as(uint32_t uid, const char *name, uint64_t limit)
 	}
 	struct filler fl = { .rng = 12345, .buf = t_xmalloc(CHUNK_MAX) };
 	struct file_rec f = { .ino = st.ino, .id = uid + 77 };
+	g_last_ino = st.ino;
 	write_file(&fl, &f, limit);
 	free(fl.buf);
 	uext4_set_caller(0, 0);
 	return f.size;
+}
+
+/*
+ * generic/256: as uid on a file system full for it, punch every other
+ * block of the first `blocks` of its file ino: each punch splits an
+ * extent, and the tree soon needs a new block, which only the reserved
+ * blocks can give.  Every punch must succeed, as on the kernel's ext4.
+ */
+static void punch_every_other(uint32_t uid, uint64_t ino, uint32_t bs, unsigned blocks)
+{
+	uext4_file *f = NULL;
+	unsigned done = 0;
+
+	uext4_set_caller(uid, uid);
+	int r = uext4_open(g_fs, ino, O_RDWR, &f);
+	T_CHECK(r == 0, "open of inode %llu as uid %u: %d", (unsigned long long)ino, uid, r);
+	for (unsigned i = 1; r == 0 && i < blocks; i += 2, done++) {
+		r = uext4_fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (uint64_t)i * bs, bs);
+		T_CHECK(r == 0, "punch of block %u as uid %u on a full file system: %s (%s)", i, uid,
+			strerror(-r), uext4_last_error());
+	}
+	if (f)
+		uext4_release(f);
+	uext4_set_caller(0, 0);
+	printf("uid %u punched %u blocks of a full file system\n", uid, done);
+}
+
+/* As uid, a file of 9 blocks punched at 1, 3 and 5: four extents, all
+ * that the inode holds, the last one three blocks long.  Returns its inode. */
+static uint64_t make_full_root(uint32_t uid, uint32_t bs)
+{
+	struct uext4_stat st;
+	uext4_file *f = NULL;
+	char *buf = t_xmalloc(9 * bs);
+	int r;
+
+	memset(buf, 'r', 9 * bs);
+	uext4_set_caller(uid, uid);
+	r = uext4_create(g_fs, UEXT4_ROOT_INO, "user-frag", S_IFREG | 0644, &st);
+	T_CHECK(r == 0, "create user-frag: %d", r);
+	if (r == 0 && (r = uext4_open(g_fs, st.ino, O_RDWR, &f)) == 0) {
+		T_CHECK(uext4_pwrite(f, buf, 9 * bs, 0) == (ssize_t)(9 * bs), "write user-frag");
+		for (unsigned i = 1; i <= 5; i += 2)
+			T_CHECK(uext4_fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+						(uint64_t)i * bs, bs) == 0, "punch user-frag");
+		uext4_release(f);
+	}
+	free(buf);
+	uext4_set_caller(0, 0);
+	return r == 0 ? st.ino : 0;
 }
 
 static int run_reserved(void)
@@ -449,7 +505,8 @@ static int run_reserved(void)
 	statfs_print("fresh:", &sf);
 	printf("reserved blocks: %llu\n", (unsigned long long)info.reserved_blocks);
 	T_CHECK(info.reserved_blocks > 0, "the image has no reserved blocks (mke2fs -m 5?)");
-	uint64_t user = write_as(1000, "user-file", UINT64_MAX / 2);
+	uint64_t frag = make_full_root(1000, info.block_size);
+	uint64_t user = write_as(1000, "user-file", UINT64_MAX / 2), user_ino = g_last_ino;
 	statfs_print("after user fill:", &sf);
 	printf("user 1000 wrote %llu bytes before ENOSPC\n", (unsigned long long)user);
 	T_CHECK(sf.blocks_free >= info.reserved_blocks * 9 / 10,
@@ -459,6 +516,9 @@ static int run_reserved(void)
 		(unsigned long long)sf.blocks_avail);
 	uint64_t more = write_as(1000, "user-file2", 64 * 1024);
 	T_CHECK(more == 0, "non-root wrote %llu more bytes after ENOSPC", (unsigned long long)more);
+	/* Block 7 splits the inode's fourth extent: a tree block first. */
+	punch_every_other(1000, frag, info.block_size, 8);
+	punch_every_other(1000, user_ino, info.block_size, 1024);
 	uint64_t root = write_as(0, "root-file", 256 * 1024);
 	printf("root wrote %llu bytes into the reserved blocks\n", (unsigned long long)root);
 	T_CHECK(root == 256 * 1024, "root could write only %llu of 256 KiB into the reserved blocks",

@@ -1,7 +1,7 @@
 #!/bin/bash
 # killpriv.sh - setuid, setgid and security.capability are dropped on write,
-# truncate, chown and open(O_TRUNC) through the uext4 mount as on the
-# kernel's ext4.
+# truncate, chown, open(O_TRUNC) and fallocate (allocate, punch, zero:
+# generic/683-685) through the uext4 mount as on the kernel's ext4.
 #
 # The mount claims FUSE_HANDLE_KILLPRIV_V2 (fuse/loop.c patches the INIT
 # reply, as libfuse 3.14 cannot): the kernel leaves dropping them to the
@@ -16,7 +16,10 @@
 #          same in a group the user is not in: dropped for the user, kept
 #          for root), 6755, 0755 with a security.capability, 4755 with one;
 #   OP:    write (appending), pwrite (in place), truncate (truncate -s),
-#          otrunc (open O_TRUNC), chown (to the owner it has);
+#          otrunc (open O_TRUNC), chown (to the owner it has), falloc,
+#          punch, zero (fallocate(1) of the first 4 KiB; FALLOCATE has no
+#          kill flag: the server decides by the caller; collapse and
+#          insert never reach a FUSE server);
 #   USER:  a non-root owner (setpriv: no CAP_FSETID), the same owner with
 #          the x2745 files' group as a supplementary group, and root,
 # root makes a file owned by the user with that mode (and setcap), the user
@@ -48,7 +51,9 @@ san_logs_in "$work"
 UID_A=2101 GID_A=3101
 STATES="4755 2755 2745 x2745 6755 c0755 c4755"
 OTHER_GID=3999  # a group the user is not in
-OPS="write pwrite truncate otrunc chown"
+# (No collapse or insert: the kernel's FUSE client refuses those modes
+# itself, EOPNOTSUPP, before any request.)
+OPS="write pwrite truncate otrunc chown falloc punch zero"
 USERS="user member root"
 
 as() { # as USER CMD...
@@ -68,6 +73,9 @@ run_op() { # run_op OP FILE
 	truncate) truncate -s 1 "$2" ;;
 	otrunc) sh -c ': > "$1"' sh "$2" ;;
 	chown) chown "$UID_A:$GID_A" "$2" ;;
+	falloc) fallocate -o 0 -l 8192 "$2" ;;
+	punch) fallocate -p -o 0 -l 4096 "$2" ;;
+	zero) fallocate -z -o 0 -l 4096 "$2" ;;
 	esac
 }
 
@@ -126,7 +134,8 @@ for i in k wb nowb; do
 	cases "$work/$i" > "$work/$i.table" || bad "setting up the cases on $i"
 done
 n=$(wc -l < "$work/k.table")
-[ "$n" = $((7 * 5 * 3)) ] || bad "the kernel's table has $n lines, not 105"
+nops=$(echo $OPS | wc -w)
+[ "$n" = $((7 * nops * 3)) ] || bad "the kernel's table has $n lines, not $((7 * nops * 3))"
 echo "case (state op user): kernel | uext4 writeback | uext4 nowriteback   (result mode capability)"
 paste -d'|' "$work/k.table" <(cut -d: -f2 "$work/wb.table") <(cut -d: -f2 "$work/nowb.table")
 for i in wb nowb; do
@@ -150,6 +159,9 @@ expect "x2745 write member" "ok 2745 nocap"      # (and a member of the group)
 expect "4755 chown root" "ok 755 nocap"          # chown drops setuid even for root
 expect "c0755 write root" "ok 755 nocap"         # a capability goes on any write
 expect "c0755 otrunc user" "ok 755 nocap"
+expect "4755 punch user" "ok 755 nocap"          # fallocate as a write (generic/684)
+expect "2755 zero user" "ok 755 nocap"
+expect "4755 punch root" "ok 4755 nocap"
 
 kumount "$work/k"
 for i in wb nowb; do

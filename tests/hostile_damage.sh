@@ -1,0 +1,157 @@
+#!/bin/bash
+# hostile_damage.sh - issue 29, case 6: damage that writes used to make
+# worse, each built by a tests/images/mk_*.sh builder (so tests/sweep.sh
+# runs every write command on it too).  Each section checks what the fix
+# promises, then the sweep runs on this test's images alone with the
+# commands that exposed them (mkdir, put of a 200 KiB file and of a small
+# one into the damaged directory, rm, setfattr,
+# chmod, chown): none may leave e2fsck -fn a kind of finding it did not
+# have before.
+#
+#  bad-blocks inode  mk_badblocks_free (inode 1 lists blocks the bitmap
+#                    marks free: a put must not take them),
+#                    mk_badblocks_shared (inode 1 lists a block of /data:
+#                    rm /data must leave it in use, and e2fsck clean),
+#                    mk_badblocks_bogus (garbage in inode 1's map: every
+#                    write refused naming inode 1, the image unchanged).
+#  "." and ".."      mk_dir_dot_empty, mk_dir_dotdot_empty (/d's "." or
+#                    ".." has inode 0): no new name may take its place
+#                    (refused, naming the entry, and undone: no name left,
+#                    no new e2fsck finding).
+# test-timeout: 300
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+setup_traps
+for t in mke2fs debugfs dumpe2fs e2fsck cmp comm; do
+	command -v $t > /dev/null || skip "$t not installed"
+done
+[ -x "$UEXT4" ] || skip "$UEXT4 not built"
+T=$(mktemp_dir)
+IMAGES=$TOP/tests/images
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
+FAILS=0 CHECKS=0
+bad() { echo "FAIL [$CASE]: $*"; FAILS=$((FAILS + 1)); }
+ok() { CHECKS=$((CHECKS + 1)); }
+head -c 204800 /dev/urandom > "$T/big"
+
+build() { # build BUILDER OUT: run tests/images/mk_BUILDER.sh, print its line
+	local line rc
+	line=$("$IMAGES/mk_$1.sh" "$2" 2>&1)
+	rc=$?
+	[ $rc = 77 ] && skip "$line"
+	[ $rc = 0 ] || fail "mk_$1.sh exited $rc: $line"
+	echo "   $1: $line"
+}
+
+run() { # run CMD...: the CLI; RC and ERR; a crash or sanitizer report fails
+	timeout -k 5 60 "$UEXT4" "$@" > "$T/out" 2> "$T/err" < /dev/null
+	RC=$?
+	ERR=$(head -c 2000 "$T/err")
+	if [ $RC -ge 124 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/err"; then
+		bad "uext4 $*: crash, hang or sanitizer report (exit $RC): $ERR"
+	fi
+}
+
+# fsck_kinds IMG: e2fsck -fn's findings with their numbers masked, sorted.
+fsck_kinds() {
+	e2fsck -fn "$1" 2>&1 | sed -e "s|$1|IMG|g" |
+		grep -vE '^(e2fsck [0-9]|Pass [1-5]|IMG: [0-9]+/[0-9]+ files|$)' |
+		sed -E 's/[0-9]+/N/g; s/[[:space:]]+$//' | sort -u
+}
+no_new_kinds() { # no_new_kinds BEFORE-FILE IMG
+	local new
+	new=$(fsck_kinds "$2" | comm -13 "$1" -)
+	[ -z "$new" ] && ok || bad "e2fsck -fn finds new kinds of problem: $new"
+}
+
+# ---------------------------------------------------------------- inode 1
+# listed IMG: the blocks inode 1 lists (data and indirect), one a line.
+listed() {
+	debugfs -R "blocks <1>" "$1" 2> /dev/null | tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n
+}
+
+note "bad-blocks inode: listed blocks free in the bitmap"
+CASE="badblocks_free"
+build badblocks_free "$T/free.img"
+fsck_kinds "$T/free.img" > "$T/free.kinds"
+run put "$T/free.img" "$T/big" /f
+[ $RC = 0 ] && ok || bad "put refused on a well-formed bad-blocks list: $ERR"
+debugfs -R "blocks /f" "$T/free.img" 2> /dev/null | tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n > "$T/fblocks"
+taken=$(comm -12 "$T/fblocks" <(listed "$T/free.img") | tr '\n' ' ')
+[ -z "$taken" ] && ok || bad "put gave /f blocks inode 1 lists: $taken"
+cmp -s "$T/big" <(debugfs -R "cat /f" "$T/free.img" 2> /dev/null) && ok || bad "/f does not read back"
+no_new_kinds "$T/free.kinds" "$T/free.img"
+
+note "bad-blocks inode: a listed block that /data uses too"
+CASE="badblocks_shared"
+build badblocks_shared "$T/shared.img"
+blk=$(listed "$T/shared.img")
+run rm "$T/shared.img" /data
+[ $RC = 0 ] && ok || bad "rm /data refused: $ERR"
+debugfs -R "testb $blk" "$T/shared.img" 2>&1 | grep -q "marked in use" && ok ||
+	bad "rm /data freed block $blk, which inode 1 still lists"
+fsck_clean "$T/shared.img" > "$T/fsck.out" && ok || bad "e2fsck -fn not clean after rm: $(head -20 "$T/fsck.out")"
+
+note "bad-blocks inode: garbage in its block map"
+CASE="badblocks_bogus"
+build badblocks_bogus "$T/bogus.img"
+cp "$T/bogus.img" "$T/bogus.orig"
+for cmd in "mkdir IMG /d" "put IMG $T/big /f" "rm IMG /hello.txt" "chmod IMG 600 /hello.txt"; do
+	cp "$T/bogus.orig" "$T/bogus.img"
+	# shellcheck disable=SC2086
+	run ${cmd/IMG/$T/bogus.img}
+	if [ $RC = 0 ]; then
+		bad "uext4 $cmd succeeded"
+	elif ! echo "$ERR" | grep -q "bad-blocks inode (inode 1) lists block [0-9]* outside the file system"; then
+		bad "uext4 $cmd: the message does not name inode 1's bad block: $ERR"
+	else
+		ok
+	fi
+	cmp -s "$T/bogus.img" "$T/bogus.orig" && ok || bad "uext4 $cmd changed the image"
+done
+run cat "$T/bogus.img" /hello.txt
+[ $RC = 0 ] && [ "$(cat "$T/out")" = hello ] && ok || bad "reading /hello.txt failed: $ERR"
+
+# ---------------------------------------------------------------- "." and ".."
+for which in dot dotdot; do
+	note "directory /d with an empty '${which//dot/.}' entry"
+	CASE="dir_${which}_empty"
+	build "dir_${which}_empty" "$T/dots.img"
+	cp "$T/dots.img" "$T/dots.orig"
+	fsck_kinds "$T/dots.img" > "$T/dots.kinds"
+	for cmd in "put IMG $T/big /d/f" "mkdir IMG /d/n" "ln -s IMG /x /d/l" "mv IMG /hello.txt /d/h"; do
+		cp "$T/dots.orig" "$T/dots.img"
+		# shellcheck disable=SC2086
+		run ${cmd/IMG/$T/dots.img}
+		if [ $RC = 0 ]; then
+			no_new_kinds "$T/dots.kinds" "$T/dots.img"
+		elif echo "$ERR" | grep -q "directory inode [0-9]* block 0: the .* entry"; then
+			# Refused after taking an inode: undone in the transaction.
+			no_new_kinds "$T/dots.kinds" "$T/dots.img"
+			debugfs -R "ls /d" "$T/dots.img" 2> /dev/null | grep -qE ' (f|n|l|h) ' &&
+				bad "uext4 $cmd refused but left the name in /d" || ok
+		else
+			bad "uext4 $cmd: refused without naming the entry: $ERR"
+		fi
+	done
+	run put "$T/dots.img" "$T/big" /elsewhere
+	[ $RC = 0 ] && ok || bad "put into / refused: $ERR"
+done
+
+# ---------------------------------------------------------------- the sweep
+SWEEP_IMAGES="mk_badblocks_* mk_dir_dot_empty mk_dir_dotdot_empty"
+note "tests/sweep.sh on this test's images"
+# The columns that exposed these (the full sweep in make check runs all).
+SWEEP_NO_CORRUPT=1 SWEEP_IMAGES="$SWEEP_IMAGES" SWEEP_SAMPLE=100 SWEEP_CMDS="md mds put pts rm sx chm cho" \
+	bash "$TOP/tests/sweep.sh" > "$T/sweep.log" 2>&1
+rc=$?
+sed -n '/^image /,/^cells:/p' "$T/sweep.log"
+if [ $rc = 0 ]; then
+	ok
+else
+	bad "tests/sweep.sh failed (exit $rc)"
+	sed -n '/^==== failing/,$p' "$T/sweep.log" | head -60
+fi
+
+echo "hostile_damage: $CHECKS checks passed, $FAILS failed"
+[ $FAILS = 0 ]

@@ -1,0 +1,29 @@
+#!/bin/bash
+# mk_badblocks_shared.sh OUT.img: the bad-blocks inode (inode 1) lists a
+# block of /data (a 20 KiB file), so that block is claimed twice.  A write
+# may go on, but freeing /data (rm, truncate) must leave that block in
+# use, as inode 1 still lists it (issue 29, case 6).
+set -euo pipefail
+out=${1:?usage: mk_badblocks_shared.sh OUT.img}
+for t in mke2fs debugfs; do
+	command -v "$t" > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_badblocks.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+rm -f "$out"
+: > "$out"   # an existing file: mke2fs -q prints nothing
+mke2fs -q -F -t ext4 -b 1024 "$out" 8M
+echo hello > "$tmp/hello"
+awk 'BEGIN { for (i = 0; i < 20480; i++) printf "%c", 97 + i % 26 }' > "$tmp/data"
+debugfs -w -f - "$out" > /dev/null 2>&1 <<DBG
+write $tmp/hello hello.txt
+write $tmp/data data
+DBG
+d=$(debugfs -R "bmap /data 0" "$out" 2> /dev/null)
+[ -n "$d" ] || { echo "mk_badblocks_shared.sh: debugfs found no /data"; exit 1; }
+debugfs -w -f - "$out" > /dev/null 2>&1 <<DBG
+sif <1> block[0] $d
+sif <1> blocks 2
+sif <1> size 1024
+DBG
+echo "bad-blocks inode 1 lists block $d of /data"
