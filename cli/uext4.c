@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,13 +171,41 @@ static int image_lock_fd = -1;
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* The holder is a uext4 whose mount is gone: a server writing back, or a
- * write command; either lets go soon. */
-static int holder_finishing(const char *image, const struct lock_holder *h)
+/* How long a uext4 holder's mount may still be in the mount table: `umount
+ * DIR` run just before us (fstests generic/604) may not have taken it out. */
+#define UNMOUNT_GRACE_MS 2000
+
+/* 1 once the mount table no longer shows image mounted, 0 if it still
+ * does after ms milliseconds.  Waits on the table's change events
+ * (poll(2) of /proc/self/mountinfo), not by sleeping. */
+static int wait_unmounted(const char *image, int ms)
 {
 	char where[PATH_MAX + 256];
+	struct timespec t0, t;
+	struct pollfd p = { .events = POLLPRI };
+	int left = ms;
 
-	return !strcmp(h->comm, "uext4") && uext4_in_use(image, where, sizeof(where)) != 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	p.fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	while (uext4_mounted(image, where, sizeof(where)) == 1) {
+		if (p.fd < 0 || left <= 0 || poll(&p, 1, left) <= 0) {
+			if (p.fd >= 0)
+				close(p.fd);
+			return 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = ms - (int)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+	if (p.fd >= 0)
+		close(p.fd);
+	return 1;
+}
+
+/* The holder is a uext4 whose mount is gone (or going): a server writing
+ * back, or a write command; either lets go soon. */
+static int holder_finishing(const char *image, const struct lock_holder *h)
+{
+	return !strcmp(h->comm, "uext4") && wait_unmounted(image, UNMOUNT_GRACE_MS);
 }
 
 static void say_held(const struct command *c, const char *image, int shared,

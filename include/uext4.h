@@ -244,6 +244,11 @@ int uext4_umount(uext4_fs *fs);
  * image fails with -EBUSY and this in the message; read-only mounts are
  * allowed (their view may be stale: a caller may warn with this). */
 int uext4_in_use(const char *path, char *where, size_t len);
+/* uext4_in_use() less its exclusive-open test: 1 only if the mount table
+ * shows path mounted (directly, through a loop device, or as a FUSE
+ * mount's source).  A uext4 server whose mount is gone but which still
+ * writes back holds its block device exclusively: this tells them apart. */
+int uext4_mounted(const char *path, char *where, size_t len);
 
 /* What recovery did when the image was mounted (or by uext4_recover()). */
 struct uext4_recovery {

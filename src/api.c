@@ -140,6 +140,13 @@ int uext4_in_use(const char *path, char *where, size_t len)
 	return mount_check(path, where, len);
 }
 
+int uext4_mounted(const char *path, char *where, size_t len)
+{
+	if (!path || bdev_is_nbd_uri(path))
+		return 0;
+	return mount_listed(path, where, len);
+}
+
 int uext4_umount(uext4_fs *fs)
 {
 	fs_clear_err();

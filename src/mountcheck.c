@@ -258,7 +258,7 @@ static int file_loop_mounted(const struct stat *img, char *where, size_t len)
 	return found;
 }
 
-int mount_check(const char *path, char *where, size_t len)
+int mount_listed(const char *path, char *where, size_t len)
 {
 	struct stat st;
 
@@ -268,9 +268,16 @@ int mount_check(const char *path, char *where, size_t len)
 		return 1;
 	if (S_ISREG(st.st_mode) && file_loop_mounted(&st, where, len))
 		return 1;
-	if (source_mounted(&st, where, len))
+	return source_mounted(&st, where, len);
+}
+
+int mount_check(const char *path, char *where, size_t len)
+{
+	struct stat st;
+
+	if (mount_listed(path, where, len))
 		return 1;
-	if (S_ISBLK(st.st_mode) && held_exclusively(path)) {
+	if (!stat(path, &st) && S_ISBLK(st.st_mode) && held_exclusively(path)) {
 		snprintf(where, len, "held exclusively by the kernel or another program (a mount "
 			 "in another mount namespace, a device-mapper or RAID member, a uext4 "
 			 "writing it?)");

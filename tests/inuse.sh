@@ -22,6 +22,8 @@
 #    The old server is stopped (SIGSTOP) so that its mount is gone but its
 #    lock is not; the new mount must wait on the lock (seen as a waiter in
 #    /proc/locks), and mount once the old server, continued, lets go.
+#    3b: the same on a block device (which the old server holds O_EXCL),
+#    the new mount started while the old mount is still listed.
 # test-timeout: 120
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -223,6 +225,43 @@ else
 	fi
 	ok_since $f "a mount right after umount waits for the old server"
 	fsck_clean "$A" || bad "e2fsck of a.img"
+	f=$FAILS
+
+	# 3b. The same on a block device, the new mount started while the old
+	# mount is still in the mount table (fstests' `_scratch_unmount &` just
+	# before it): the old server holds the device O_EXCL until it has
+	# written back, which is not a kernel mount; the new one waits.
+	if can_loop; then
+		"$UEXT4" mkfs -q "$T/b.img" 64M || fail "mkfs b.img"
+		dev=$(losetup -f --show "$T/b.img") || fail "losetup"
+		"$UEXT4" mount "$dev" "$T/rw" || fail "mount $dev"
+		echo data > "$T/rw/g" || bad "write g on $dev"
+		pid=$(lock_pid "$dev")
+		mkdir -p "$T/rw2"
+		kill -STOP "$pid"
+		"$UEXT4" mount "$dev" "$T/rw2" 2> "$T/err" &
+		new=$!
+		fusermount3 -u "$T/rw" || bad "fusermount3 -u with the server stopped ($dev)"
+		for ((i = 0; i < 300; i++)); do # bounded poll for the new mount's wait on the lock
+			lock_waiter "$dev" && break
+			kill -0 "$new" 2> /dev/null || break
+			sleep 0.1
+		done
+		kill -CONT "$pid"
+		if wait "$new"; then
+			MOUNTS+=("$T/rw2")
+			[ "$(cat "$T/rw2/g")" = data ] || bad "g after the remount of $dev"
+			"$UEXT4" umount "$T/rw2" || bad "umount of $dev after the remount"
+		else
+			bad "a mount of $dev right after umount failed: $(cat "$T/err")"
+		fi
+		flock "$dev" true
+		fsck_clean "$dev" || bad "e2fsck of $dev"
+		losetup -d "$dev"
+		ok_since $f "a block device: a mount started before the old one left the mount table waits for its server"
+	else
+		echo "SKIP part 3b: no root or free loop device"
+	fi
 fi
 
 for f in "$T"/san.*; do
