@@ -4,7 +4,9 @@
 #                   validator); the benchmarks use it
 #   make BUILD=asan ASan+UBSan build in build/asan/ (debug: lock validator on)
 #   make BUILD=tsan TSan build in build/tsan/ (debug: lock validator on)
-#   make check      every test (release, asan, tsan)
+#   make check      every test (release, asan, tsan), under an hour on 2 cores
+#   make check-long every test at full size (the whole write-path sweep, the
+#                   bad-input tests with both binaries in each mode): ~2 hours
 #   make run        install deps, build, make uext4.img, mount it on ./mnt
 #   make install    PREFIX (/usr/local) and DESTDIR; make uninstall
 #   BUILDDIR=dir    put a build somewhere else (parallel work trees)
@@ -73,7 +75,7 @@ FUZZ_HARNESS := fuzz_mount fuzz_write fuzz_recovery fuzz_mkfs_tar
 FUZZ_BIN := $(patsubst %,$(B)/fuzz/%,$(FUZZ_HARNESS))
 FUZZ_SECS ?= 60
 
-.PHONY: all lib check run clean bench bench-each fuzz fuzz-build fuzz-bins man install uninstall
+.PHONY: all lib check check-long run clean bench bench-each fuzz fuzz-build fuzz-bins man install uninstall
 all: $(B)/libuext4.a $(B)/libuext4.so $(B)/uext4 $(B)/uext4.pc $(MAN_PAGES) $(TEST_BIN) $(BENCH_BIN)
 lib: $(B)/libuext4.a
 
@@ -193,6 +195,9 @@ check:
 	$(MAKE) BUILD=asan all
 	$(MAKE) BUILD=tsan all
 	tests/run.sh
+
+check-long:
+	UEXT4_LONG=1 $(MAKE) check
 
 run:
 	scripts/run.sh

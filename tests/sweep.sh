@@ -54,7 +54,8 @@
 #
 # Environment: SWEEP_IMAGES="GLOB..." (image names: corrupt-NN, mk_NAME),
 # SWEEP_CMDS="md rm ..." (columns), SWEEP_SAMPLE=N (N images at random;
-# the default in sanitizer builds is 30), SWEEP_SEED (for the sample),
+# the default: a third of them, a tenth under the sanitizers, all with
+# UEXT4_LONG=1), SWEEP_SEED (for the sample),
 # SWEEP_KEEP=DIR (keep every failing cell's image there),
 # SWEEP_NO_CORRUPT=1 (builders only), SWEEP_STRICT=0 (the old relaxed rule
 # for refusals, below; by default a refusal must leave every byte as it
@@ -156,8 +157,16 @@ done
 sel=()
 for id in "${IDS[@]}"; do wanted "$id" && sel+=("$id"); done
 IDS=("${sel[@]}")
+# `make check` sweeps a sample (a third of the images in release, a tenth
+# under the sanitizers, a fresh one each run); `make check-long`
+# (UEXT4_LONG=1) sweeps them all.
 SAMPLE=${SWEEP_SAMPLE:-}
-case "$UEXT4_BUILD" in *asan* | *tsan*) SAMPLE=${SAMPLE:-30} ;; esac
+if [ -z "$SAMPLE" ] && [ -z "${UEXT4_LONG:-}" ]; then
+	case "$UEXT4_BUILD" in
+	*asan* | *tsan*) SAMPLE=$(((${#IDS[@]} + 9) / 10)) ;;
+	*) SAMPLE=$(((${#IDS[@]} + 2) / 3)) ;;
+	esac
+fi
 if [ -n "$SAMPLE" ] && [ "$SAMPLE" -lt ${#IDS[@]} ]; then
 	SEED=${SWEEP_SEED:-$RANDOM}
 	echo "sampling $SAMPLE of ${#IDS[@]} images (SWEEP_SEED=$SEED; SWEEP_SAMPLE=${#IDS[@]} runs all)"
