@@ -35,6 +35,7 @@
  *     image needs recovery: that is an error too.
  */
 #include "cli.h"
+#include "mountinfo.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -246,23 +247,6 @@ static int status_read(const char *path, char state[16], long *pid, unsigned lon
 
 /* ---------------------------------------------------------------- mountinfo */
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
 struct mount_entry {
 	char fstype[64];
 	char source[PATH_MAX];
@@ -280,7 +264,7 @@ static int match_line(char *line, const char *mp, struct mount_entry *e)
 		field[i++] = p;
 	if (i < 6)
 		return 0;
-	unescape(field[4]);
+	mountinfo_unescape(field[4]);
 	if (strcmp(field[4], mp))
 		return 0;
 	/* optional fields up to "-", then fstype, source, super options */
@@ -292,7 +276,7 @@ static int match_line(char *line, const char *mp, struct mount_entry *e)
 	snprintf(e->fstype, sizeof(e->fstype), "%s", rest ? rest : "");
 	rest = strtok_r(NULL, " ", &save);
 	snprintf(e->source, sizeof(e->source), "%s", rest ? rest : "");
-	unescape(e->source);
+	mountinfo_unescape(e->source);
 	e->read_only = !strncmp(field[5], "ro", 2) && (field[5][2] == ',' || !field[5][2]);
 	rest = strtok_r(NULL, " \n", &save);
 	p = rest ? strstr(rest, "user_id=") : NULL;

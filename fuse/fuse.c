@@ -46,6 +46,7 @@
 #include "fuse.h"
 #include "loop.h"
 #include "reqstats.h"
+#include "mountinfo.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -2625,23 +2626,6 @@ static void stopper_stop(void)
 	close(stopper.pipe[1]);
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_mountinfo(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
 /* The device ("MAJOR:MINOR", the bdi's name) of the topmost mount on mnt,
  * an absolute path; 0 or -1. */
 static int mount_device(const char *mnt, char *dev, size_t len)
@@ -2655,7 +2639,7 @@ static int mount_device(const char *mnt, char *dev, size_t len)
 	while (fgets(line, sizeof line, f)) {
 		if (sscanf(line, "%*s %*s %31s %*s %4095s", d, mp) != 2)
 			continue;
-		unescape_mountinfo(mp);
+		mountinfo_unescape(mp);
 		if (!strcmp(mp, mnt)) {
 			snprintf(dev, len, "%s", d);
 			found = 0;
