@@ -81,8 +81,9 @@ void inode_created(struct inode *inode);
 int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out);
 /*
  * What an inode allocation changed, so that an operation failing in its
- * handle can put back every byte (issue 9, case 5): the descriptor fields
- * the claim moved (ialloc.c) and the slot's previous bytes in its
+ * handle can put back every byte (a refused operation changes nothing
+ * on disk): the descriptor fields the claim moved (ialloc.c) and the
+ * slot's previous bytes in its
  * inode-table buffer (inode.c; zeros for a block built zeroed).  On the
  * caller's stack, private to the creating thread.
  */

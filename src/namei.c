@@ -303,8 +303,8 @@ static int init_body(struct handle *h, struct inode *dir, struct inode *n,
 }
 
 /*
- * Undo (issue 9, case 5): an operation that fails inside its handle puts
- * back what it changed before the handle ends, so the transaction holds
+ * Undo: an operation that fails inside its handle puts back what it
+ * changed before the handle ends, so the transaction holds
  * either the whole operation or nothing of it.  Each step below is
  * undone by its inverse; what a directory insert restructured on the way
  * (an htree split, the conversion of a full block or of inline data)
@@ -414,8 +414,9 @@ undo:
 	return err;
 }
 
-/* A create with dir->lock shared (issue 12 item 4): what make_in_leaf()
- * needs, called by dir_add_shared() with the name's leaf locked. */
+/* A create with dir->lock shared (parallel creates in one directory,
+ * see dir.h): what make_in_leaf() needs, called by dir_add_shared()
+ * with the name's leaf locked. */
 struct shared_make {
 	struct handle *h;
 	struct inode *dir, *n;

@@ -21,8 +21,9 @@
  * run again, copies them and writes the copies.  handle_write_access()
  * copies a still-frozen buffer itself before the caller changes it, so
  * EVERY change of a cached block must come after one (debug builds check
- * it in handle_dirty()).  Issue "journal" turns the commit into a JBD2 one with
- * no change to callers.  Rules: take inode locks BEFORE handle_begin, never
+ * it in handle_dirty()).  With a journal the commit is a JBD2 one (see
+ * trans.c), with no change to callers.  Rules: take inode locks BEFORE
+ * handle_begin, never
  * inside a handle (lockdep checks it: a handle has RANK_HANDLE); nested
  * begin/end on one thread just count; a handle never waits for I/O that a
  * commit needs.

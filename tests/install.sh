@@ -1,5 +1,5 @@
 #!/bin/bash
-# install.sh - issue 14's installation, as a user sees it:
+# install.sh - the installation, as a user sees it:
 #   - make install DESTDIR=$D PREFIX=/usr puts every file in place
 #     (libuext4.so.N.M.P with soname libuext4.so.N, N = UEXT4_VERSION_MAJOR,
 #     the two symlinks, libuext4.a, uext4.h, uext4.pc, uext4, the mount
