@@ -1184,7 +1184,7 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n, bool force)
 	}
 	if (n->pa)
 		balloc_release_prealloc(fs, n);
-	err = handle_begin(fs, 64, &h);
+	err = handle_begin(fs, &h);
 	if (err) {
 		delete_failed(fs, n, err);
 		inode_unclaim_free(n);

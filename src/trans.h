@@ -9,7 +9,7 @@
 /* ---------------------------------------------------------------- trans.c
  * Transactions.  Every metadata change happens inside a handle:
  *
- *   handle_begin(fs, credits, &h)
+ *   handle_begin(fs, &h)
  *   handle_write_access(h, b)      before changing a cached block
  *   handle_create_access(h, b)     for a new block from bget_new()
  *   ...change b->data...
@@ -31,7 +31,11 @@
 struct trans;
 int trans_init(struct uext4_fs *fs);
 void trans_destroy(struct uext4_fs *fs);
-int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out);
+/* Join the running transaction.  No credits, unlike jbd2_journal_start():
+ * nothing reserves room per handle; a transaction stays within its most
+ * (dirty_max) because handle_end() commits past 7/8 of it, which leaves
+ * an eighth for the handles under way (trans.c, check_dirty()). */
+int handle_begin(struct uext4_fs *fs, struct handle **out);
 /* Ends the handle; returns its recorded error (or 0).  Near the
  * transaction's most it may commit first (trans_throttle()). */
 int handle_end(struct handle *h);
