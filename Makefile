@@ -91,7 +91,22 @@ $(B)/obj/cli/%.o: cli/%.c fuse/*.h include/uext4.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(FUSE_CFLAGS) -Iinclude -Ifuse -c $< -o $@
 
-$(B)/libuext4.a: $(LIB_OBJ)
+# The installed static library keeps its names to itself, as the shared
+# one does with its version script: the objects are linked into one
+# (ld -r), every global but uext4_* is made local (objcopy), and the
+# archive holds that one object.  A program that links it statically may
+# then define its own bread or crc32c.
+$(B)/libuext4.a: $(B)/obj/libuext4.o
+	@rm -f $@
+	ar rcs $@ $<
+$(B)/obj/libuext4.o: $(LIB_OBJ)
+	$(LD) -r -o $@.tmp $^
+	objcopy --wildcard --keep-global-symbol='uext4_*' $@.tmp $@
+	@rm -f $@.tmp
+
+# Every object with its global names, for the tests and fuzz harnesses,
+# which call internal functions (src/*.h).
+$(B)/obj/libuext4-internal.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -108,22 +123,22 @@ $(B)/libuext4.so: $(B)/$(SO_NAME)
 $(B)/uext4: $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(FUSE_OBJ) $(B)/libuext4.a $(FUSE_LIBS) $(URING_LIBS) $(ARCHIVE_LIBS)
 
-# Tests may use internal headers; they link the static library.
-$(B)/tests/%: tests/%.c tests/*.h $(B)/libuext4.a
+# Tests may use internal headers; they link the archive of every object.
+$(B)/tests/%: tests/%.c tests/*.h $(B)/obj/libuext4-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(ARCHIVE_LIBS)
+	$(CC) $(CFLAGS) -Iinclude -Isrc -o $@ $< $(B)/obj/libuext4-internal.a $(LDFLAGS) $(ARCHIVE_LIBS)
 
 $(B)/bench/%: bench/%.c fuse/loop.c fuse/uring.c $(B)/libuext4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(FUSE_CFLAGS) $(URING_CFLAGS) -Iinclude -o $@ $< $(B)/libuext4.a $(LDFLAGS) $(FUSE_LIBS) $(URING_LIBS) $(ARCHIVE_LIBS)
 
 # The image harnesses use the structure-aware mutator; the tar one libFuzzer's.
-$(B)/fuzz/fuzz_mkfs_tar: fuzz/fuzz_mkfs_tar.c fuzz/common.c fuzz/common.h $(B)/libuext4.a
+$(B)/fuzz/fuzz_mkfs_tar: fuzz/fuzz_mkfs_tar.c fuzz/common.c fuzz/common.h $(B)/obj/libuext4-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iinclude -Isrc -fsanitize=fuzzer -o $@ $< fuzz/common.c $(B)/libuext4.a $(LDFLAGS) $(ARCHIVE_LIBS)
-$(B)/fuzz/%: fuzz/%.c fuzz/common.c fuzz/mutator.c fuzz/common.h $(B)/libuext4.a
+	$(CC) $(CFLAGS) -Iinclude -Isrc -fsanitize=fuzzer -o $@ $< fuzz/common.c $(B)/obj/libuext4-internal.a $(LDFLAGS) $(ARCHIVE_LIBS)
+$(B)/fuzz/%: fuzz/%.c fuzz/common.c fuzz/mutator.c fuzz/common.h $(B)/obj/libuext4-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Iinclude -Isrc -fsanitize=fuzzer -o $@ $< fuzz/common.c fuzz/mutator.c $(B)/libuext4.a $(LDFLAGS) $(ARCHIVE_LIBS)
+	$(CC) $(CFLAGS) -Iinclude -Isrc -fsanitize=fuzzer -o $@ $< fuzz/common.c fuzz/mutator.c $(B)/obj/libuext4-internal.a $(LDFLAGS) $(ARCHIVE_LIBS)
 fuzz-bins: $(FUZZ_BIN)
 fuzz-build:
 	$(MAKE) BUILD=fuzz fuzz-bins

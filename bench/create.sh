@@ -15,10 +15,10 @@
 #   fuse-uring, nullfs-uring  the same two served over io_uring (-o
 #            loop=uring; as root, create.sh turns enable_uring on for the
 #            mount and restores it after; a point whose server fell back to
-#            the classic loop fails).  fuse-uring against nullfs is issue
-#            10's target (above the classic loop's null ceiling at 8
-#            clients); against nullfs-uring it shows what the server's own
-#            work costs on the same transport
+#            the classic loop fails).  fuse-uring against nullfs is the
+#            io_uring transport's target (above the classic loop's null
+#            ceiling at 8 clients); against nullfs-uring it shows what
+#            the server's own work costs on the same transport
 #   kernel   the kernel's ext4 on a loop device (root only)
 #   fuse2fs  fuse2fs (-o fakeroot) on a fresh image; slow, so it runs fewer
 #            files (FUSE2FS_FILES) and fewer thread counts

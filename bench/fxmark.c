@@ -1,6 +1,7 @@
 /*
- * fxmark.c - FxMark-style metadata workloads for N threads (issue 12,
- * item 5), through the library or through any mounted directory.
+ * fxmark.c - FxMark-style metadata workloads for N threads (how metadata
+ * operations scale with cores), through the library or through any
+ * mounted directory.
  *
  *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] lib IMAGE THREADS WORKLOAD...
  *       libuext4 directly (public API only): mount read-write, run each

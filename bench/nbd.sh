@@ -1,5 +1,6 @@
 #!/bin/bash
-# nbd.sh - the NBD backend against the local file backend (issue 14, part 5):
+# nbd.sh - the NBD backend against the local file backend (what serving an
+# image over NBD costs):
 # the create and read benchmarks through libuext4 on
 #   file    the image file itself (pread/pwrite)
 #   nbd1    the same file exported by nbdkit's file plugin on a Unix socket,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # real.sh - real workloads on a mounted image (not a test; `make bench`
-# runs it through bench/run.sh).  Issue "Mount speed on real workloads".
+# runs it through bench/run.sh): how fast a mount is on real workloads.
 #
 # Workloads, each on a fresh 4 GiB image (mke2fs -t ext4) in tmpfs:
 #   dbench-N  dbench -t DBENCH_SECS N clients (Debian's client.txt), MB/s
@@ -20,8 +20,8 @@
 #               reported and its value marked with a trailing "!".
 #   fuse2fs     Debian's fuse2fs (-o fakeroot when not root)
 #   kernel      the kernel's ext4 on a loop device (root only)
-# Median of RUNS runs (default 3).  Then a table and the ratios the issue
-# sets: dbench >= 50% of the kernel at 8 clients, >= 10x fuse2fs at 8 and
+# Median of RUNS runs (default 3).  Then a table and the ratios we aim
+# for: dbench >= 50% of the kernel at 8 clients, >= 10x fuse2fs at 8 and
 # 5x at 2; rsync, tar x, tar c and rm -rf within 2x of the kernel.  The
 # image of the last uext4 run of each workload is checked with e2fsck -fn.
 #
@@ -329,7 +329,7 @@ if grep -q 'E$' "$RES"; then
 	echo "   (its first message: $(grep -m1 -v '^$' "$W/sync.err" 2>/dev/null))."
 fi
 
-# Ratios against the issue's targets, for the best uext4 loop.
+# Ratios against the targets above, for the best uext4 loop.
 val() { awk -v w="$1" -v t="$2" '$1==w && $2==t {print $3}' "$RES"; }
 best_uext4() { # best_uext4 WORKLOAD higher|lower
 	awk -v w="$1" -v dir="$2" '$1==w && $2 ~ /^uext4-/ && $3 != "-" {

@@ -1,8 +1,9 @@
 #!/bin/bash
-# report.sh - one command for the whole benchmark report (issue 12, item 5):
+# report.sh - one command for the whole benchmark report:
 # runs every workload of the seeds on every system, in one run, on images
 # in tmpfs, and writes BENCHMARKS.md with tables, ratios, PNG plots
-# (gnuplot) and the issue's targets evaluated from the numbers.
+# (gnuplot) and the performance targets (its Targets table) evaluated from
+# the numbers.
 # `make bench` builds the release build and runs it.
 #
 #   bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS]

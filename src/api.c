@@ -944,12 +944,12 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 		/* A corrupt tree past the new size is refused before the orphan
 		 * list changes: the refusal writes nothing but the error record. */
 		err = FS_ERROR_SEEN(fs, err, n->ino, 0);
-	if (shrink && !err && !(err = handle_begin(fs, 4, &h))) {
+	if (shrink && !err && !(err = handle_begin(fs, &h))) {
 		err = orphan_add(h, n);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
-	if (!err && !(err = handle_begin(fs, 16, &h))) {
+	if (!err && !(err = handle_begin(fs, &h))) {
 		err = apply_setattr(h, n, a);
 		if (shrink) {
 			int e3 = orphan_del(h, n);
@@ -1048,7 +1048,7 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 	urw_wrlock(&n->lock);
 	/* As the kernel's xattr_permission(): before anything else. */
 	err = inode_refuse_if(n, FL_NOCHANGE, value ? "setxattr" : "removexattr");
-	if (!err && !(err = handle_begin(fs, 8, &h))) {
+	if (!err && !(err = handle_begin(fs, &h))) {
 		err = xattr_set(h, n, name, value, size, flags);
 		if (!err) {
 			n->ctime = fs_time(fs);

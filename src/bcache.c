@@ -35,7 +35,8 @@
  * Lock order: a buf lock (30) may be held when taking a shard lock (40),
  * never the reverse; the shard lock is never held during I/O.
  *
- * Lock-free hits (issue 12, item 2).  bread()/bget() of a cached block
+ * Lock-free hits (readers on many cores write no shared line): bread()
+ * and bget() of a cached block
  * walk the hash chain inside an epoch section (ebr.h) and take the
  * reference with a CAS "if not dead"; brelse() drops it with one atomic.
  * Neither takes the shard lock, and a hit does not move the buffer in the

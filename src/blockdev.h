@@ -9,8 +9,9 @@
 
 /* ---------------------------------------------------------------- blockdev.c
  * The block device interface.  Backends: a file (image or block device,
- * pread/pwrite) and memory (tests).  A later issue adds a crash-recording
- * backend, so callers only use the ops.
+ * pread/pwrite), memory (tests), an NBD export (nbd.c), the in-memory
+ * overlay and crash recorder (crashdev.c) and the fault injector
+ * (faultdev.c): so callers only use the ops.
  */
 struct bdev;
 struct bdev_ops {

@@ -29,8 +29,9 @@ int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t l
 /* Give a new directory its "." and ".." entries. */
 int dir_make(struct handle *h, struct inode *dir, uint64_t parent);
 /*
- * Parallel changes (issue 12 item 4): dir->lock held for READING and a
- * handle open.  Only an htree directory's changes that stay inside one
+ * Parallel changes (many threads creating in one directory): dir->lock
+ * held for READING and a handle open.  Only an htree directory's changes
+ * that stay inside one
  * leaf block go this way; the leaf is locked (htree.c) from the check to
  * the change.  DIR_NEED_WIDE: nothing was done, the change needs
  * dir->lock for writing (a leaf or index split, a hash collision chain

@@ -574,7 +574,8 @@ int dir_append_block(struct handle *h, struct inode *dir, uint64_t *lblk, struct
 	*out = b;
 	return 0;
 unmap:
-	/* No block past i_size that nobody filled in (issue 9, case 5). */
+	/* No block past i_size that nobody filled in: a failed operation
+	 * leaves the directory as it was. */
 	inode_truncate_blocks(h, dir, n);
 	return err;
 }

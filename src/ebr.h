@@ -1,7 +1,7 @@
 /*
  * ebr.h - epoch-based reclamation: lock-free readers of a shared structure
  * (the buffer and inode caches' hash chains) and deferred freeing of what
- * they may still be looking at (issue 12, item 2).
+ * they may still be looking at (lock-free cache hits).
  *
  * A reader brackets its walk with ebr_enter()/ebr_exit().  A writer that
  * unlinks an object (under the structure's own lock) stamps it with

@@ -233,7 +233,6 @@ int64_t file_seek_data(struct uext4_fs *fs, struct inode *inode, uint64_t off, b
 
 /* Blocks mapped per chunk of a write: bounds the time a handle stays open. */
 #define WRITE_CHUNK_BLOCKS 2048u
-#define WRITE_CREDITS 64u
 /* Fresh runs up to this size with partial edge blocks are assembled in a
  * zeroed buffer and written at once; larger ones write the edges apart. */
 #define FRESH_BOUNCE_MAX (1u << 20)
@@ -609,7 +608,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 	if (inode->flags & EXT4_INLINE_DATA_FL) {
 		bool written = false;
 
-		if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+		if ((err = handle_begin(fs, &h)))
 			goto out;
 		err = write_inline(h, inode, buf, size, off, &written);
 		if (!err && written) {
@@ -631,7 +630,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 		size_t n = 0;
 		int eerr;
 
-		if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+		if ((err = handle_begin(fs, &h)))
 			break;
 		err = write_run(h, inode, p + done, size - done, off + done, &n);
 		/* After a failed run too: its allocation and unmap changed
@@ -723,7 +722,7 @@ static int alloc_unwritten(struct uext4_fs *fs, struct inode *inode, uint64_t fi
 		struct handle *h;
 		int err, eerr;
 
-		if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+		if ((err = handle_begin(fs, &h)))
 			return err;
 		err = inode_map_blocks(h, inode, first, MIN(end - first, (uint64_t)WRITE_CHUNK_BLOCKS * 16),
 				       MAP_CREATE | MAP_UNWRITTEN, &m);
@@ -739,7 +738,7 @@ static int alloc_unwritten(struct uext4_fs *fs, struct inode *inode, uint64_t fi
 static int falloc_finish(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t end)
 {
 	struct handle *h;
-	int err = handle_begin(fs, WRITE_CREDITS, &h), eerr;
+	int err = handle_begin(fs, &h), eerr;
 
 	if (err)
 		return err;
@@ -773,7 +772,7 @@ static int falloc_punch(struct uext4_fs *fs, struct inode *inode, uint64_t off, 
 	if (end > inode->size)
 		end = (inode->size + bmask) & ~bmask;
 	last_full = end >> shift;
-	if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+	if ((err = handle_begin(fs, &h)))
 		return err;
 	if (first_full < last_full)
 		err = inode_punch_blocks(h, inode, first_full, last_full - first_full);
@@ -803,7 +802,7 @@ static int zero_partial(struct uext4_fs *fs, struct inode *inode, uint64_t from,
 
 	if (from >= to)
 		return 0;
-	if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+	if ((err = handle_begin(fs, &h)))
 		return err;
 	err = inode_map_blocks(h, inode, from >> shift, 1, MAP_CREATE | MAP_UNWRITTEN, &m);
 	if (!err && !m.fresh && !m.unwritten)
@@ -829,7 +828,7 @@ static int falloc_zero_range(struct uext4_fs *fs, struct inode *inode, uint64_t 
 		struct handle *h;
 		int eerr;
 
-		if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+		if ((err = handle_begin(fs, &h)))
 			return err;
 		err = inode_punch_blocks(h, inode, first_full, last_full - first_full);
 		eerr = handle_end(h);
@@ -848,7 +847,7 @@ static int falloc_uninline(struct uext4_fs *fs, struct inode *inode)
 
 	if (!(inode->flags & EXT4_INLINE_DATA_FL))
 		return 0;
-	if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+	if ((err = handle_begin(fs, &h)))
 		return err;
 	err = inline_convert(h, inode);
 	eerr = handle_end(h);
@@ -911,7 +910,7 @@ static int falloc_shift(struct uext4_fs *fs, struct inode *inode, int mode, uint
 			     "largest size", (unsigned long)inode->ino);
 		goto out;
 	}
-	if ((err = handle_begin(fs, WRITE_CREDITS, &h)))
+	if ((err = handle_begin(fs, &h)))
 		goto out;
 	balloc_release_prealloc(fs, inode);
 	if (collapse)

@@ -199,7 +199,7 @@ int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 	old_flags = n->flags;
 	struct timespec ctime = n->ctime;
 
-	if (!(err = check_new_flags(n, flags, &new_flags)) && !(err = handle_begin(fs, 2, &h))) {
+	if (!(err = check_new_flags(n, flags, &new_flags)) && !(err = handle_begin(fs, &h))) {
 		n->flags = new_flags;
 		n->ctime = fs_time(fs);
 		if ((err = inode_write(h, n))) {

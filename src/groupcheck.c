@@ -1,6 +1,6 @@
 /*
  * groupcheck.c - before a read-write mount: do the metadata locations of
- * the group descriptors make sense together?  (issue 9, case 4)
+ * the group descriptors make sense together?
  *
  * The allocators trust the descriptors' block bitmap, inode bitmap and
  * inode table locations: a bitmap placed on the superblock or on another

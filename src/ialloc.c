@@ -354,7 +354,8 @@ static int pick_group(struct uext4_fs *fs, struct inode *dir, uint32_t mode, uin
 /* ------------------------------------------------------------ bitmaps */
 
 /*
- * Issue 9, case 3: the first time the group's bitmap is seen (as loaded,
+ * A damaged image's descriptor may call inodes never used that its bitmap
+ * marks in use.  The first time the group's bitmap is seen (as loaded,
  * before any claim of this mount), does it agree with bg_itable_unused?
  * Only then may inode.c skip reading inode-table blocks past
  * used_at_mount (never_used_from), as the kernel's __ext4_get_inode_loc
@@ -569,8 +570,9 @@ out:
 #define LIVE_INODES_PER_CLAIM 8
 
 /*
- * Issue 9, case 9: is the inode-table copy of just-claimed inode ino in
- * use (links, no deletion time), although the bitmap said free?  Looked
+ * A damaged bitmap may call an inode in use free: is the inode-table copy
+ * of just-claimed inode ino in use (links, no deletion time), although
+ * the bitmap said free?  Looked
  * at only for inodes below used_at_mount: their block is read anyway by
  * inode_write() (the seed-002 shortcut builds only blocks at or past
  * never_used_from >= used_at_mount), and copies past it were never

@@ -44,7 +44,7 @@
 #define SLOT_STRIPES (1u << SLOT_STRIPE_BITS)
 
 /*
- * Lock-free hits (issue 12, item 2), as in bcache.c: iget() of a cached
+ * Lock-free hits, as in bcache.c: iget() of a cached
  * inode walks the hash chain inside an epoch section (ebr.h) and takes
  * the reference with a CAS that refuses INODE_REF_DEAD; iput() drops it
  * with one atomic.  The shard lock is taken only to insert, to evict, to
@@ -637,8 +637,9 @@ static int check_in_use(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 
 /*
  * The inode's own fields must make sense for its type before anything uses
- * it (issue 9, case 8): this is the one validity step, taken at load (iget),
- * from the fields already in memory, so every operation that reaches the
+ * it (a damaged image may hold anything): this is the one validity step,
+ * taken at load (iget), from the fields already in memory, so every
+ * operation that reaches the
  * inode (getattr, readlink, open, chmod, chown, link, rename, unlink,
  * setxattr, truncate) gets the same EUCLEAN with the same message naming
  * it, and none of them costs anything more.  The checks are those of the
@@ -1183,7 +1184,7 @@ static int inode_delete(struct uext4_fs *fs, struct inode *n, bool force)
 	}
 	if (n->pa)
 		balloc_release_prealloc(fs, n);
-	err = handle_begin(fs, 64, &h);
+	err = handle_begin(fs, &h);
 	if (err) {
 		delete_failed(fs, n, err);
 		inode_unclaim_free(n);

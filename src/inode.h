@@ -81,8 +81,9 @@ void inode_created(struct inode *inode);
 int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out);
 /*
  * What an inode allocation changed, so that an operation failing in its
- * handle can put back every byte (issue 9, case 5): the descriptor fields
- * the claim moved (ialloc.c) and the slot's previous bytes in its
+ * handle can put back every byte (a refused operation changes nothing
+ * on disk): the descriptor fields the claim moved (ialloc.c) and the
+ * slot's previous bytes in its
  * inode-table buffer (inode.c; zeros for a block built zeroed).  On the
  * caller's stack, private to the creating thread.
  */
@@ -106,7 +107,9 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
  * Write the inode's fields (and raw i_block / in-inode xattrs) to its
  * inode-table buffer with its checksum, and dirty the buffer.  Whoever
  * changes an inode's fields calls this before its handle ends; twice is
- * harmless.  Caller holds inode->lock for writing (or owns a new inode).
+ * harmless.  Caller holds inode->lock for writing (or owns a new inode),
+ * or, for a directory changed in parallel, for reading with the
+ * directory's attribute stripe lock (dir_touch_shared()).
  */
 int inode_write(struct handle *h, struct inode *inode);
 /* Unmount: free inodes that lost their last link but were never released. */

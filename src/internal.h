@@ -315,16 +315,26 @@ static inline uint32_t group_of_ino(const struct uext4_fs *fs, uint64_t ino)
  */
 struct inode {
 	uint64_t ino;
-	struct urwlock lock;        /* protects every field below */
+	/* Protects the fields from mode to pa, but for two exceptions.  A
+	 * directory's mtime and ctime: creates and unlinks of files that stay
+	 * in one htree leaf hold the directory's lock for READING only, and change
+	 * those two under the directory's attribute stripe lock (dir.c,
+	 * dir_touch_shared(), with a seqcount); so they are written by the
+	 * holder of lock for writing, or of lock for reading and that stripe
+	 * lock, and read under lock for writing or with dir_read_times().
+	 * last_alloc_group: relaxed atomics under lock held either way.  The
+	 * fields from istate on are atomics or say what protects them. */
+	struct urwlock lock;
 	uint32_t mode, uid, gid, links, flags, generation;
 	uint64_t size;
 	uint64_t blocks;            /* in 512-byte units */
 	uint64_t file_acl;          /* external xattr block, 0 = none */
-	struct timespec atime, mtime, ctime, crtime;
+	struct timespec atime, mtime, ctime, crtime; /* a directory's mtime, ctime: see lock */
 	uint16_t extra_isize;
 	uint32_t dtime;
-	/* Allocator state, also under lock (write): */
-	uint32_t last_alloc_group;  /* ialloc: group last picked for this directory's files */
+	/* Allocator state, under lock (write) but for last_alloc_group: */
+	uint32_t last_alloc_group;  /* ialloc: group last picked for this directory's
+				     * files; a hint, relaxed atomics (ialloc.c) */
 	uint64_t alloc_goal;        /* balloc: block after the last allocation, 0 = none */
 	struct balloc_pa *pa;       /* balloc: in-memory preallocation, or NULL */
 	_Atomic uint32_t istate;    /* INODE_* bits */
@@ -353,7 +363,11 @@ struct inode {
 	_Atomic uint64_t nlookup;
 	struct inode *_Atomic hnext;
 	struct inode *lru_prev, *lru_next;
-	uint8_t raw[];              /* fs->inode_size bytes */
+	/* fs->inode_size bytes: encoded from the fields and copied to the
+	 * inode-table buffer under the slot lock of the inode's number
+	 * (inode.c, itable_update()), which serialises the writers of a
+	 * directory that hold lock only for reading. */
+	uint8_t raw[];
 };
 
 enum inode_state_bits {

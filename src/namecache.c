@@ -1,7 +1,7 @@
 /*
  * namecache.c - the name cache: (directory, name) -> inode number, or a
  * negative entry ("no such name"), so that a warm lookup costs a hash
- * probe rather than a scan of the directory's blocks (issue 12, item 3).
+ * probe rather than a scan of the directory's blocks.
  *
  * Layout: a fixed array of buckets (a power of two), NC_WAYS entries
  * each, sized at mount; memory never grows.  An entry holds the

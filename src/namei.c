@@ -303,8 +303,8 @@ static int init_body(struct handle *h, struct inode *dir, struct inode *n,
 }
 
 /*
- * Undo (issue 9, case 5): an operation that fails inside its handle puts
- * back what it changed before the handle ends, so the transaction holds
+ * Undo: an operation that fails inside its handle puts back what it
+ * changed before the handle ends, so the transaction holds
  * either the whole operation or nothing of it.  Each step below is
  * undone by its inverse; what a directory insert restructured on the way
  * (an htree split, the conversion of a full block or of inline data)
@@ -414,8 +414,9 @@ undo:
 	return err;
 }
 
-/* A create with dir->lock shared (issue 12 item 4): what make_in_leaf()
- * needs, called by dir_add_shared() with the name's leaf locked. */
+/* A create with dir->lock shared (parallel creates in one directory,
+ * see dir.h): what make_in_leaf() needs, called by dir_add_shared()
+ * with the name's leaf locked. */
 struct shared_make {
 	struct handle *h;
 	struct inode *dir, *n;
@@ -540,7 +541,7 @@ again:
 	 * the default ACL cannot change until the entry is in). */
 	if (!err)
 		err = acl_inherit_prepare(fs, dir, &nn->mode, &ai);
-	if (!err && (err = handle_begin(fs, 16, &h)) == 0) {
+	if (!err && (err = handle_begin(fs, &h)) == 0) {
 		err = wide ? create_locked(h, dir, name, len, nn, &ai, looked_up, &n)
 			   : create_shared(h, dir, name, len, nn, &ai, &n);
 		int e2 = handle_end_unthrottled(h);
@@ -669,7 +670,7 @@ int uext4_tmpfile(uext4_fs *fs, uint64_t dirino, uint32_t mode, int flags, uext4
 	if (!(err = check_dir_alive(dir)) &&
 	    !(err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "O_TMPFILE in directory")))
 		err = acl_inherit_prepare(fs, dir, &fmode, &ai);
-	if (!err && !(err = handle_begin(fs, 16, &h))) {
+	if (!err && !(err = handle_begin(fs, &h))) {
 		err = make_tmpfile(h, dir, fmode, !(flags & O_EXCL), &ai, &n);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
@@ -730,7 +731,7 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 			err = fs_err(EMLINK, "link: inode %llu already has %u links",
 				     (unsigned long long)ino, n->links);
 	}
-	if (!err && !(err = handle_begin(fs, 8, &h))) {
+	if (!err && !(err = handle_begin(fs, &h))) {
 		struct timespec nct = n->ctime, dmt = dir->mtime, dct = dir->ctime;
 		uint32_t links = n->links;
 
@@ -898,7 +899,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 
 		if (last)
 			err = inode_check_freeable(fs, c);
-		if (!err && ls.shared && !(err = handle_begin(fs, 16, &h))) {
+		if (!err && ls.shared && !(err = handle_begin(fs, &h))) {
 			struct shared_unlink u = {.h = h, .dir = dir, .c = c, .may_free = last};
 
 			err = dir_remove_shared(h, dir, name, len, c->ino, unlink_in_leaf, &u);
@@ -915,7 +916,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				wide = wide || err == DIR_NEED_WIDE;
 				continue;
 			}
-		} else if (!err && !(err = handle_begin(fs, 16, &h))) {
+		} else if (!err && !(err = handle_begin(fs, &h))) {
 			struct timespec cct = c->ctime, dmt = dir->mtime, dct = dir->ctime;
 			uint32_t clinks = c->links, dlinks = dir->links;
 
@@ -1268,7 +1269,7 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 		return fs_err(EEXIST, "rename: \"%s\" exists", r->nname);
 	if (r->t == r->s)
 		return 0; /* two names of one inode: rename(2) does nothing */
-	if ((err = rename_check(r)) || (err = handle_begin(r->fs, r->wh_wanted ? 48 : 32, &h)))
+	if ((err = rename_check(r)) || (err = handle_begin(r->fs, &h)))
 		return err;
 	rename_save(r, &sv);
 	if (r->wh_wanted)

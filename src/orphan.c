@@ -487,7 +487,7 @@ int orphan_drop_failed(struct uext4_fs *fs, struct inode *inode)
 
 	if (!st || !has_state(inode, INODE_ORPHAN_FILE | INODE_ORPHAN_LIST))
 		return 0;
-	err3 = handle_begin(fs, 8, &h);
+	err3 = handle_begin(fs, &h);
 	if (err3)
 		h = NULL;   /* as the kernel's orphan_del() without a handle: memory only */
 	if (has_state(inode, INODE_ORPHAN_FILE)) {
@@ -559,7 +559,7 @@ static int finish_truncate(struct uext4_fs *fs, struct inode *inode)
 	int err, err2;
 
 	urw_wrlock(&inode->lock);
-	if ((err = handle_begin(fs, 64, &h))) {
+	if ((err = handle_begin(fs, &h))) {
 		orphan_drop_failed(fs, inode);   /* at least off the in-memory list */
 		urw_unlock(&inode->lock);
 		return err;
@@ -724,7 +724,7 @@ static void file_skip_entry(struct cleanup *c, uint32_t blk, uint32_t j)
 {
 	struct handle *h;
 
-	if (entry_load(c->st->bufs[blk], j) == 0 || handle_begin(c->fs, 8, &h))
+	if (entry_load(c->st->bufs[blk], j) == 0 || handle_begin(c->fs, &h))
 		return;
 	file_clear_entry(h, c->st, blk, j);
 	handle_end(h);

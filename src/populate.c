@@ -1223,7 +1223,7 @@ static int set_attrs(struct pop *p, uint64_t ino, const struct statx *sx, bool t
 	if ((err = iget(fs, ino, &n)))
 		return fail_lib(p, err, "setting its attributes");
 	urw_wrlock(&n->lock);
-	if ((err = handle_begin(fs, 2, &h)) == 0) {
+	if ((err = handle_begin(fs, &h)) == 0) {
 		n->uid = top && p->o->root_owner_set ? p->o->root_uid : sx->stx_uid;
 		n->gid = top && p->o->root_owner_set ? p->o->root_gid : sx->stx_gid;
 		if (!S_ISLNK(n->mode))
@@ -1427,7 +1427,7 @@ static int alloc_file(struct pop *p, uint64_t ino, const struct sent *e, struct 
 	if ((err = iget(fs, ino, &n)))
 		return fail_lib(p, err, "allocating its blocks");
 	urw_wrlock(&n->lock);
-	if ((err = handle_begin(fs, 8, &h))) {
+	if ((err = handle_begin(fs, &h))) {
 		err = fail_lib(p, err, "allocating its blocks");
 		goto out;
 	}

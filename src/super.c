@@ -65,7 +65,7 @@ _Static_assert(sizeof(struct group_info) % CACHELINE == 0, "a group per cache li
 	 EXT4_FEATURE_INCOMPAT_CSUM_SEED | EXT4_FEATURE_INCOMPAT_LARGEDIR |          \
 	 EXT4_FEATURE_INCOMPAT_INLINE_DATA | EXT4_FEATURE_INCOMPAT_RECOVER)
 
-/* Read-only compat features we may mount read-write (later issues write). */
+/* Read-only compat features we may mount read-write (we write them all). */
 #define SUPPORTED_RO_COMPAT                                                          \
 	(EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT4_FEATURE_RO_COMPAT_LARGE_FILE |   \
 	 EXT4_FEATURE_RO_COMPAT_HUGE_FILE | EXT4_FEATURE_RO_COMPAT_GDT_CSUM |        \

@@ -267,13 +267,12 @@ static void slot_leave(struct trans *t, unsigned slot)
 	}
 }
 
-int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out)
+int handle_begin(struct uext4_fs *fs, struct handle **out)
 {
 	struct handle *h = &cur_handle;
 	struct trans *t = fs->trans;
 	unsigned slot;
 
-	(void)credits; /* the journal issue reserves log space with them */
 	if (h->depth > 0) {
 		if (h->fs != fs)
 			return fs_err(EINVAL, "a handle of another mount is open on this thread");

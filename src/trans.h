@@ -9,7 +9,7 @@
 /* ---------------------------------------------------------------- trans.c
  * Transactions.  Every metadata change happens inside a handle:
  *
- *   handle_begin(fs, credits, &h)
+ *   handle_begin(fs, &h)
  *   handle_write_access(h, b)      before changing a cached block
  *   handle_create_access(h, b)     for a new block from bget_new()
  *   ...change b->data...
@@ -21,8 +21,9 @@
  * run again, copies them and writes the copies.  handle_write_access()
  * copies a still-frozen buffer itself before the caller changes it, so
  * EVERY change of a cached block must come after one (debug builds check
- * it in handle_dirty()).  Issue "journal" turns the commit into a JBD2 one with
- * no change to callers.  Rules: take inode locks BEFORE handle_begin, never
+ * it in handle_dirty()).  With a journal the commit is a JBD2 one (see
+ * trans.c), with no change to callers.  Rules: take inode locks BEFORE
+ * handle_begin, never
  * inside a handle (lockdep checks it: a handle has RANK_HANDLE); nested
  * begin/end on one thread just count; a handle never waits for I/O that a
  * commit needs.
@@ -30,7 +31,11 @@
 struct trans;
 int trans_init(struct uext4_fs *fs);
 void trans_destroy(struct uext4_fs *fs);
-int handle_begin(struct uext4_fs *fs, unsigned credits, struct handle **out);
+/* Join the running transaction.  No credits, unlike jbd2_journal_start():
+ * nothing reserves room per handle; a transaction stays within its most
+ * (dirty_max) because handle_end() commits past 7/8 of it, which leaves
+ * an eighth for the handles under way (trans.c, check_dirty()). */
+int handle_begin(struct uext4_fs *fs, struct handle **out);
 /* Ends the handle; returns its recorded error (or 0).  Near the
  * transaction's most it may commit first (trans_throttle()). */
 int handle_end(struct handle *h);

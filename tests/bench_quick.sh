@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench_quick.sh - the benchmark report's smoke run (issue 12, item 5):
+# bench_quick.sh - the benchmark report's smoke run:
 # bench/report.sh --quick with this build's binaries must produce a
 # BENCHMARKS-style file whose every table row has numbers and whose every
 # plot is a PNG; the library's FxMark tables must all be there with numbers;

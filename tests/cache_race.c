@@ -1,6 +1,6 @@
 /*
- * cache_race.c - the lock-free hits of the buffer and inode caches
- * (issue 12, item 2), raced under caches so small that eviction runs all
+ * cache_race.c - the lock-free hits of the buffer and inode caches,
+ * raced under caches so small that eviction runs all
  * the time.  Meant for TSan (the name has "race": tests/run.sh runs it
  * there), and checked in every build:
  *

@@ -431,7 +431,7 @@ group_desc_cases() {
 	# set_bg leaves the old descriptor checksum: recompute it (with -n, as
 	# debugfs would otherwise refuse the mismatching descriptor) so that the
 	# location check, not the checksum, is what fires.
-	# A bitmap past the end matters only for writing (issue 9, case 4:
+	# A bitmap past the end matters only for writing (groupcheck.c:
 	# read-only use still works; tests/hostile_meta.sh covers the rest).
 	for f in inode_table block_bitmap inode_bitmap; do
 		begin C "group descriptor: $f past the end"

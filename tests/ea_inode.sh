@@ -1,6 +1,5 @@
 #!/bin/bash
-# ea_inode.sh - xattr values in EA inodes and the ext_attr feature (issue 9,
-# cases 1 and 2).
+# ea_inode.sh - xattr values in EA inodes and the ext_attr feature.
 #
 # Case 1, on ea_inode images (4 KiB blocks with 256-byte inodes, where
 # EA entries sit in the inode body, and 1 KiB blocks with 128-byte inodes,

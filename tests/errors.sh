@@ -1,6 +1,6 @@
 #!/bin/bash
-# errors.sh - the error policy (issue 9 case 6) and `uext4 info` without a
-# full mount (case 11).
+# errors.sh - the error policy (errors=continue|remount-ro|panic) and
+# `uext4 info` without a full mount.
 #
 # The triggers: tests/images/mk_err_extent_deep.sh, a file (/deep, inode
 # 12) whose extent root claims depth 6: appending to it (extent_map_blocks)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# fuse_stats_concur.sh - `uext4 stats` on a running mount (issue 12, item 1).
+# fuse_stats_concur.sh - `uext4 stats` on a running mount.
 #
 #  1. Read-write mount without -o stats: `uext4 stats` exits 1 and says how
 #     to turn them on; --on --reset starts counting.

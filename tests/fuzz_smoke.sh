@@ -1,5 +1,5 @@
 #!/bin/bash
-# fuzz_smoke.sh - issue 13 item 1 in make check: build the libFuzzer
+# fuzz_smoke.sh - the fuzzers in make check: build the libFuzzer
 # harnesses (fuzz/, clang + ASan + UBSan + libFuzzer, build dir
 # UEXT4_BUILD/fuzz), run each for FUZZ_SMOKE_SECS (15) seconds on a fresh
 # seed corpus (fuzz/mkcorpus.sh), and replay every input kept under

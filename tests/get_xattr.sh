@@ -1,5 +1,5 @@
 #!/bin/bash
-# get_xattr.sh - issue 9, case 12: `uext4 get` copies a tree whose xattrs
+# get_xattr.sh - `uext4 get` copies a tree whose xattrs
 # the host refuses in part (tests/images/mk_host_refused_xattrs.sh: user.*
 # on a symlink, a 70000-byte value, a 260-byte name, the name "user.", an
 # 8 KiB value that an ext4 host without ea_inode cannot hold).  For each

@@ -1,5 +1,5 @@
 #!/bin/bash
-# hostile_bounds.sh - issue 13 item 3: a hostile image costs bounded memory
+# hostile_bounds.sh - a hostile image costs bounded memory
 # and time.  Each image below (tests/images/mk_*.sh) is mounted read-only
 # and then read-write by tests/hostile_bounds.c, which lists every
 # directory, stats and reads every file (its first 16 MiB, its end, and

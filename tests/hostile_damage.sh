@@ -1,5 +1,5 @@
 #!/bin/bash
-# hostile_damage.sh - issue 29, case 6: damage that writes used to make
+# hostile_damage.sh - damage that writes used to make
 # worse, each built by a tests/images/mk_*.sh builder (so tests/sweep.sh
 # runs every write command on it too).  Each section checks what the fix
 # promises, then the sweep runs on this test's images alone with the

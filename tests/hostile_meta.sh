@@ -1,6 +1,7 @@
 #!/bin/bash
-# hostile_meta.sh - issue 9 ("Hostile images 1/2"), cases 3, 4 and 9:
-# metadata that contradicts itself must not make an image worse.
+# hostile_meta.sh - inode and block bitmaps, descriptors and inode tables
+# that disagree: metadata that contradicts itself must not make an image
+# worse.
 #
 #  case 3  bg_itable_unused says live inodes were never used
 #          (tests/images/mk_itable_unused_live.sh): a create must not build

@@ -1,6 +1,7 @@
 #!/bin/bash
-# hostile_ops.sh - issue 9, cases 5 and 8, on damaged images built by
-# tests/images/mk_*.sh.
+# hostile_ops.sh - operations that fail half-way leave nothing behind, and
+# damaged inodes are refused the same way by every operation, on damaged
+# images built by tests/images/mk_*.sh.
 #
 # Case 8 (one validity step for every operation): a fast symlink longer
 # than i_block, a directory of size 0 with no blocks, a regular file with

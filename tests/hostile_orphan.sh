@@ -1,5 +1,5 @@
 #!/bin/bash
-# hostile_orphan.sh - issue 9 case 7: one stuck orphan must not wedge the
+# hostile_orphan.sh - one stuck orphan must not wedge the
 # file system.  Images from tests/images/mk_extent_too_deep.sh (a file
 # whose extent tree is deeper than the maximum) and mk_orphan_stuck.sh
 # (three good orphans and such a bad one, left by a crash), each with the

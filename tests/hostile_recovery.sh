@@ -1,5 +1,5 @@
 #!/bin/bash
-# hostile_recovery.sh - issue 9 case 10: a journal whose middle transaction
+# hostile_recovery.sh - a journal whose middle transaction
 # holds a logged block with a bad checksum (metadata_csum: checksum v3
 # tags).  Our writer logs transactions on a FUSE mount (files created and
 # fsynced, three times) and the server is killed -9; then dd damages one

@@ -1,5 +1,5 @@
 #!/bin/bash
-# install.sh - issue 14's installation, as a user sees it:
+# install.sh - the installation, as a user sees it:
 #   - make install DESTDIR=$D PREFIX=/usr puts every file in place
 #     (libuext4.so.N.M.P with soname libuext4.so.N, N = UEXT4_VERSION_MAJOR,
 #     the two symlinks, libuext4.a, uext4.h, uext4.pc, uext4, the mount
@@ -11,6 +11,10 @@
 #     LD_LIBRARY_PATH=$D/usr/lib (ldd shows that copy), and checks
 #     uext4_version_ok(); a second build with `pkg-config --static` links
 #     libuext4 statically (no libuext4.so in ldd) and lists the same;
+#   - libuext4.a defines no global symbol outside uext4_* (nm -g
+#     --defined-only), and a program that defines its own crc32c and bread
+#     (other signatures; both are internal names of the library) links
+#     statically against it, mounts an image and reads a file;
 #   - man -l renders both pages (a NAME section), and the uext4(1) page
 #     holds every line of `uext4 --help` and of each `uext4 help COMMAND`;
 #   - mount.fuse.uext4 adds suid,dev unless nosuid or nodev was given, as
@@ -246,6 +250,72 @@ cc -std=c17 -Wall -Werror -o "$T/demo-static" "$T/demo.c" ${SFLAGS/-luext4/-l:li
 	fail "linking libuext4.a with pkg-config --static's flags"
 case "$(ldd "$T/demo-static" 2>&1)" in *libuext4*) bad "demo-static still loads libuext4.so" ;; esac
 "$T/demo-static" "$IMG" | sort | diff -q "$T/expect" - > /dev/null || bad "the static demo's listing differs"
+
+note "nm -g --defined-only libuext4.a: only uext4_* (the static library takes no other names)"
+nm -g --defined-only "$D/usr/lib/libuext4.a" > "$T/asyms" || fail "nm libuext4.a"
+NASYM=$(awk 'NF == 3' "$T/asyms" | wc -l)
+AOTHER=$(awk 'NF == 3 && $3 !~ /^uext4_/ { print $3 }' "$T/asyms")
+[ -z "$AOTHER" ] || bad "libuext4.a defines $(echo "$AOTHER" | wc -l) global symbols not named uext4_*: $(echo $AOTHER | cut -c1-200)"
+[ "$NASYM" -gt 50 ] || bad "libuext4.a defines only $NASYM global symbols: the API is missing"
+echo "  $NASYM global symbols, $(echo -n "$AOTHER" | grep -c .) not uext4_*"
+
+note "a static program with its own crc32c and bread (other signatures) links and runs"
+# Both names are functions of the library's own (checksums, the block
+# cache): unless the archive keeps them to itself, the link fails on a
+# second definition, or the library calls the program's functions.
+cat > "$T/names.c" << 'CEOF'
+#include <stdio.h>
+#include <string.h>
+#include <uext4.h>
+
+/* The program's own crc32c and bread, nothing like the library's. */
+unsigned long crc32c(const char *s)
+{
+	unsigned long h = 0;
+	while (*s)
+		h = h * 31 + (unsigned char)*s++;
+	return h;
+}
+
+const char *bread(int slices)
+{
+	return slices > 1 ? "a loaf" : "a slice";
+}
+
+int main(int argc, char **argv)
+{
+	struct uext4_opts o = { .read_only = 1 };
+	char buf[64] = "";
+	uext4_file *f;
+	uext4_fs *fs;
+	uint64_t ino;
+	ssize_t n;
+
+	printf("crc32c(abc) = %lu, bread(2) = %s\n", crc32c("abc"), bread(2));
+	if (argc != 2 || uext4_mount(argv[1], &o, &fs) < 0 ||
+	    uext4_resolve(fs, "/file7", 1, &ino) < 0 || uext4_open(fs, ino, 0, &f) < 0) {
+		fprintf(stderr, "names: %s\n", uext4_last_error());
+		return 1;
+	}
+	n = uext4_pread(f, buf, sizeof(buf) - 1, 0);
+	uext4_release(f);
+	uext4_umount(fs);
+	if (n < 0)
+		return 1;
+	printf("/file7: %s", buf);
+	return 0;
+}
+CEOF
+# shellcheck disable=SC2086 # SFLAGS is a list of flags
+if cc -std=c17 -Wall -Werror -o "$T/names" "$T/names.c" ${SFLAGS/-luext4/-l:libuext4.a} 2> "$T/names.err"; then
+	got=$("$T/names" "$IMG" 2>&1)
+	want=$(printf 'crc32c(abc) = 96354, bread(2) = a loaf\n/file7: file 7')
+	[ "$got" = "$want" ] || bad "the program with its own crc32c and bread prints '$got', not '$want'"
+	echo "$got" | sed 's/^/  /'
+else
+	head -5 "$T/names.err"
+	bad "a program defining crc32c and bread does not link against libuext4.a"
+fi
 
 note "man pages"
 for page in man1/uext4.1 man3/libuext4.3; do

@@ -1,6 +1,6 @@
 #!/bin/bash
-# inuse.sh - uext4 does not write an image that is in use (issue 29, 2, 4
-# and generic/604).
+# inuse.sh - uext4 does not write an image that is in use (mounted by the
+# kernel or by another uext4 server; fstests generic/604).
 #
 # 1. The kernel has it mounted (root and loop devices; else skipped):
 #    a. `mount -o loop k.img K`, the kernel writes a file;

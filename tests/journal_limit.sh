@@ -1,5 +1,5 @@
 #!/bin/bash
-# journal_limit.sh - issue 13 item 3, the journal's memory: one long
+# journal_limit.sh - the journal's memory stays bounded: one long
 # transaction (commit_secs = 3600, no sync) that dirties ~12,500 metadata
 # blocks (chmod + setxattr of 100,000 inodes, tests/journal_limit.c)
 # commits whenever it reaches its share, so that

@@ -1,5 +1,5 @@
 #!/bin/bash
-# memlimit.sh - the memory-limit test of issue 13: with the buffer cache
+# memlimit.sh - the memory limit holds: with the buffer cache
 # limit at 8 MiB (uext4_opts.cache_bytes), 200,000 empty files created
 # through the library (tests/memlimit.c, 1000 per directory) keep the
 # process's peak RSS (VmHWM) under MEMLIMIT_BOUND_KIB.

@@ -157,7 +157,7 @@ part_holes() {
 	' "$SEED"
 	# Blocks that are all zeros but written (not holes).
 	head -c 65536 /dev/zero > holes/zeros-written
-	# The same file through dd seek, as the issue describes.
+	# The same file through dd seek (a file written at an offset).
 	gen holes/src 30000 dd
 	dd if=holes/src of=holes/dd-seek bs=4096 seek=100 count=3 status=none
 	dd if=holes/src of=holes/dd-seek bs=1000 seek=999 count=2 conv=notrunc status=none

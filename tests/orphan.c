@@ -208,7 +208,7 @@ static int cmd_killtrunc(const char *img)
 	if ((err = uext4_sync(fs)) || (err = iget(fs, st.ino, &n)))
 		die("sync/iget", err);
 	urw_wrlock(&n->lock);
-	if ((err = handle_begin(fs, 4, &h)))
+	if ((err = handle_begin(fs, &h)))
 		die("handle", err);
 	if ((err = orphan_add(h, n)))
 		die("orphan_add", err);

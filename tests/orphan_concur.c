@@ -86,7 +86,7 @@ static int orphan_op(struct inode *n, bool add)
 	int err, e2;
 
 	urw_wrlock(&n->lock);
-	if ((err = handle_begin(fs, 4, &h))) {
+	if ((err = handle_begin(fs, &h))) {
 		urw_unlock(&n->lock);
 		return err;
 	}

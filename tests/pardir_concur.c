@@ -1,6 +1,6 @@
 /*
- * pardir_concur.c - parallel operations inside one htree directory (issue
- * 12 item 4; run by tests/pardir_concur.sh, also under TSan).
+ * pardir_concur.c - parallel operations inside one htree directory (run
+ * by tests/pardir_concur.sh, also under TSan).
  *
  *   pardir_concur IMG THREADS FILES SEED EXPECTED_OUT
  *

@@ -1,5 +1,5 @@
 /*
- * stats_concur.c - the lock and I/O statistics (issue 12, item 1).
+ * stats_concur.c - the lock and I/O statistics.
  *
  * On a fresh image made with uext4_mkfs:
  *   1. Statistics off: creates, a sync: every lock class and the journal
@@ -17,7 +17,7 @@
  *      while open, the orphan file's entries are claimed once per unlink;
  *      the directory locks uncontended throughout.  Every class's counts are printed; a class other than
  *      those two that contends is reported (not failed: removing it is
- *      issue 12's item 2).
+ *      other work).
  *   4. A sync: the journal counted a commit with blocks, and the block
  *      counters show inode-table, directory, bitmap and journal writes.
  *   5. Statistics off again: more creates change no lock counter.
@@ -260,7 +260,8 @@ static int create_in_dirs(uint64_t *dirs, int round)
 	return run_in_dirs(dirs, round, create_thread);
 }
 
-/* Contention elsewhere is reported, not failed (issue 12's item 2). */
+/* Contention elsewhere is reported, not failed: removing it is other
+ * work, not what this test checks. */
 static void note_other_contention(const struct uext4_stats *s, const char *what)
 {
 	for (unsigned i = 0; i < s->nlocks; i++)

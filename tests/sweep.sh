@@ -1,5 +1,5 @@
 #!/bin/bash
-# sweep.sh - the write-path sweep (issue 9): every write command on a fresh
+# sweep.sh - the write-path sweep: every write command on a fresh
 # copy of every damaged or unusual image, then `uext4 recover`, and e2fsck's
 # findings before and after compared by kind.
 # test-timeout: 900
@@ -524,7 +524,8 @@ cell() {
 	fi
 	new=$(comm -13 "$img.kinds" "$W/cell.kinds")
 	# recover that did its work but skipped what it could not process
-	# exits 1 naming it (issue 9, cases 7 and 10): judged as written.
+	# exits 1 naming it (a stuck orphan, a journal block it could not
+	# replay): judged as written.
 	local judged_rc=$rc
 	[ "$cmd" = rec ] && [ $rc = 1 ] && grep -q "left for e2fsck\|not replayed" "$W/cell.err" &&
 		judged_rc=0

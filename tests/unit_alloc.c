@@ -229,7 +229,7 @@ static int free_one_inode(struct worker *w, unsigned k)
 	int err;
 
 	give(ino_owned, ino);
-	handle_begin(w->fs, 4, &h);
+	handle_begin(w->fs, &h);
 	err = ialloc_free(h, ino, d);
 	handle_end(h);
 	w->inos[k] = w->inos[--w->ninos];
@@ -245,7 +245,7 @@ static int free_one_run(struct worker *w, unsigned k)
 
 	for (uint32_t i = 0; i < r.n; i++)
 		give(blk_owned, r.first + i);
-	handle_begin(w->fs, 4, &h);
+	handle_begin(w->fs, &h);
 	err = balloc_free(h, NULL, r.first, r.n, 0);
 	handle_end(h);
 	w->runs[k] = w->runs[--w->nruns];
@@ -260,7 +260,7 @@ static void alloc_inode(struct worker *w)
 	uint64_t ino = 0;
 	int err;
 
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	err = ialloc_alloc(h, w->dir, d ? S_IFDIR | 0755 : S_IFREG | 0644, &ino);
 	handle_end(h);
 	if (err == -ENOSPC)
@@ -285,7 +285,7 @@ static void alloc_blocks(struct worker *w)
 	uint32_t want = 1 + (uint32_t)(rnd(&w->rs) % 64), got = 0;
 	int err;
 
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	err = balloc_alloc(h, NULL, goal, want, &first, &got);
 	handle_end(h);
 	if (err == -ENOSPC)
@@ -407,7 +407,7 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 	if (fs->reserved_blocks) {
 		uext4_set_caller(1000, 1000);
 		for (;;) {
-			handle_begin(fs, 4, &h);
+			handle_begin(fs, &h);
 			err = balloc_alloc(h, NULL, 0, 256, &first, &got);
 			handle_end(h);
 			if (err)
@@ -424,7 +424,7 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 		uext4_set_caller(0, 0);
 	}
 	for (;;) {
-		handle_begin(fs, 4, &h);
+		handle_begin(fs, &h);
 		err = balloc_alloc(h, NULL, 0, 256, &first, &got);
 		handle_end(h);
 		if (err)
@@ -448,13 +448,13 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 	check_counts(fs, what);
 	/* Space comes back. */
 	if (nr) {
-		handle_begin(fs, 4, &h);
+		handle_begin(fs, &h);
 		err = balloc_free(h, NULL, runs[nr - 1].first, runs[nr - 1].n, 0);
 		CHECK(err == 0, "%s: free %d", what, err);
 		handle_end(h);
 		/* Allocatable again once the free is committed. */
 		CHECK(trans_commit(fs) == 0, "%s: commit", what);
-		handle_begin(fs, 4, &h);
+		handle_begin(fs, &h);
 		err = balloc_alloc(h, NULL, 0, runs[nr - 1].n, &first, &got);
 		handle_end(h);
 		CHECK(err == 0 && first == runs[nr - 1].first && got == runs[nr - 1].n,
@@ -464,7 +464,7 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 	for (;;) {
 		uint64_t ino;
 
-		handle_begin(fs, 4, &h);
+		handle_begin(fs, &h);
 		err = ialloc_alloc(h, dir, S_IFREG | 0644, &ino);
 		handle_end(h);
 		if (err)
@@ -476,19 +476,19 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 	      (long long)before.free_inodes);
 	check_counts(fs, what);
 	for (size_t i = 0; i < ni; i++) {
-		handle_begin(fs, 4, &h);
+		handle_begin(fs, &h);
 		err = ialloc_free(h, inos[i], false);
 		handle_end(h);
 		CHECK(err == 0, "%s: ialloc_free %d", what, err);
 	}
 	for (size_t i = 0; i < nr; i++) {
-		handle_begin(fs, 4, &h);
+		handle_begin(fs, &h);
 		err = balloc_free(h, NULL, runs[i].first, runs[i].n, 0);
 		handle_end(h);
 		CHECK(err == 0, "%s: balloc_free %d", what, err);
 	}
 	/* Freed blocks are busy until the freeing transaction commits. */
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	{
 		uint64_t b1;
 		uint32_t n1;
@@ -523,7 +523,7 @@ static void test_corrupt(struct uext4_fs *fs, const char *what)
 	struct inode *dir = fake_inode(EXT4_ROOT_INO, S_IFDIR | 0755);
 	int err;
 
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	CHECK(balloc_alloc(h, NULL, 0, 4, &first, &got) == 0, "alloc");
 	CHECK(ialloc_alloc(h, dir, S_IFREG, &ino) == 0, "ialloc");
 	CHECK(balloc_free(h, NULL, first, got, 0) == 0, "free");
@@ -575,7 +575,7 @@ static void *stream_thread(void *arg)
 		uint64_t goal = s->n ? s->blocks[s->n - 1] + 1 : 0;
 		int err;
 
-		handle_begin(s->fs, 4, &h);
+		handle_begin(s->fs, &h);
 		err = balloc_alloc(h, s->inode, goal, 1, &first, &got);
 		handle_end(h);
 		CHECK(err == 0, "stream alloc: %d", err);
@@ -611,7 +611,7 @@ static void test_prealloc_interleaved(struct uext4_fs *fs, const char *what)
 			uint32_t got = 0;
 			int err;
 
-			handle_begin(fs, 4, &h);
+			handle_begin(fs, &h);
 			err = balloc_alloc(h, s[i].inode, goal, 1, &first, &got);
 			handle_end(h);
 			CHECK(err == 0 && got == 1, "%s: interleaved alloc %d", what, err);
@@ -629,7 +629,7 @@ static void test_prealloc_interleaved(struct uext4_fs *fs, const char *what)
 	CHECK(balloc_reserved_blocks(fs) == 0, "%s: blocks still reserved", what);
 	for (int i = 0; i < 2; i++) {
 		for (unsigned k = 0; k < s[i].n; k++) {
-			handle_begin(fs, 4, &h);
+			handle_begin(fs, &h);
 			CHECK(balloc_free(h, s[i].inode, s[i].blocks[k], 1, 0) == 0, "free");
 			handle_end(h);
 		}
@@ -668,7 +668,7 @@ static void test_prealloc(struct uext4_fs *fs, const char *what)
 	      (unsigned long long)balloc_reserved_blocks(fs));
 	for (int i = 0; i < 2; i++) {
 		for (unsigned k = 0; k < s[i].n; k++) {
-			handle_begin(fs, 4, &h);
+			handle_begin(fs, &h);
 			CHECK(balloc_free(h, s[i].inode, s[i].blocks[k], 1, 0) == 0, "free");
 			handle_end(h);
 		}
@@ -690,7 +690,7 @@ static void test_seed002(struct uext4_fs *fs, const char *what)
 	struct handle *h;
 	unsigned shared = 0;
 
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	CHECK(ialloc_alloc(h, root, S_IFDIR | 0755, &pino) == 0, "parent");
 	parent = fake_inode(pino, S_IFDIR | 0755);
 	for (int d = 0; d < NDIRS; d++) {
@@ -733,7 +733,7 @@ static void test_seed002(struct uext4_fs *fs, const char *what)
 		      gi->itable_unused, maxbit);
 	}
 	check_counts(fs, what);
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	for (int d = 0; d < NDIRS; d++) {
 		for (int f = 0; f < NFILES; f++)
 			CHECK(ialloc_free(h, files[d][f], false) == 0, "free");
@@ -759,7 +759,7 @@ static void *creator_thread(void *arg)
 	for (int f = 0; f < 64; f++) {
 		struct handle *h;
 
-		handle_begin(c->fs, 4, &h);
+		handle_begin(c->fs, &h);
 		CHECK(ialloc_alloc(h, c->dir, S_IFREG | 0644, &c->files[f]) == 0, "create");
 		handle_end(h);
 	}
@@ -778,7 +778,7 @@ static void test_seed002_threads(struct uext4_fs *fs, const char *what)
 	struct snapshot before, after;
 
 	snap(fs, &before);
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	for (int d = 0; d < N; d++) {
 		uint64_t ino;
 
@@ -799,7 +799,7 @@ static void test_seed002_threads(struct uext4_fs *fs, const char *what)
 						  (c[e].files[k] - 1) / fs->inodes_per_block;
 	printf("  %s: seed 002, 16 threads: %u shared inode-table blocks\n", what, shared);
 	CHECK(shared == 0, "%s: %u inode-table blocks shared", what, shared);
-	handle_begin(fs, 4, &h);
+	handle_begin(fs, &h);
 	for (int d = 0; d < N; d++) {
 		for (int f = 0; f < 64; f++)
 			CHECK(ialloc_free(h, c[d].files[f], false) == 0, "free");

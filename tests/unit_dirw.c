@@ -178,7 +178,7 @@ struct dirtest {
 static int op_begin(struct dirtest *t, struct handle **h)
 {
 	urw_wrlock(&t->dir->lock);
-	int err = handle_begin(t->fs, 64, h);
+	int err = handle_begin(t->fs, h);
 
 	if (err)
 		urw_unlock(&t->dir->lock);
@@ -565,7 +565,7 @@ static struct inode *make_dir(struct uext4_fs *fs, struct inode *parent, const c
 	int err;
 
 	urw_wrlock(&parent->lock);
-	if ((err = handle_begin(fs, 64, &h)) == 0) {
+	if ((err = handle_begin(fs, &h)) == 0) {
 		err = inode_new(h, parent, S_IFDIR | 0755, &d);
 		if (!err)
 			err = dir_make(h, d, parent->ino);
@@ -629,7 +629,7 @@ static int fix_links(struct dirtest *t)
 		struct handle *h;
 
 		urw_wrlock(&x->lock);
-		if ((err = handle_begin(t->fs, 8, &h)) == 0) {
+		if ((err = handle_begin(t->fs, &h)) == 0) {
 			x->links = t->tlinks[i];
 			err = inode_write(h, x);
 			int e2 = handle_end(h);
@@ -864,7 +864,7 @@ static void inline_xattr_part(struct uext4_fs *fs, struct dirtest *t)
 			break;
 		}
 		urw_wrlock(&d3->lock);
-		if ((err = handle_begin(fs, 8, &h)) == 0) {
+		if ((err = handle_begin(fs, &h)) == 0) {
 			err = dir_remove(h, d3, names[i], 8, x);
 			int e2 = handle_end(h);
 			err = err ? err : e2;
@@ -874,7 +874,7 @@ static void inline_xattr_part(struct uext4_fs *fs, struct dirtest *t)
 		    !(d3->flags & EXT4_INLINE_DATA_FL))
 			FAIL("inl3: remove %s: %d", names[i], err);
 		urw_wrlock(&t->dir->lock);
-		if ((err = handle_begin(fs, 8, &h)) == 0) {
+		if ((err = handle_begin(fs, &h)) == 0) {
 			err = dir_add(h, t->dir, names[i], 8, x, EXT4_FT_REG_FILE);
 			int e2 = handle_end(h);
 			err = err ? err : e2;
@@ -894,7 +894,7 @@ static void inline_xattr_part(struct uext4_fs *fs, struct dirtest *t)
 	if (dir_lookup(fs, d3, "file_005", 8, &x5, &dt))
 		FAIL("inl3: lookup file_005");
 	urw_wrlock(&d3->lock);
-	if ((err = handle_begin(fs, 8, &h)) == 0) {
+	if ((err = handle_begin(fs, &h)) == 0) {
 		err = dir_remove(h, d3, "file_005", 8, x5);
 		if (!err)
 			err = dir_add(h, d3, "file_005_renamed", 16, x5, EXT4_FT_REG_FILE);
@@ -986,7 +986,7 @@ static void run_inline(uint64_t seed)
 		FAIL("inline dir_is_empty");
 	/* ".." of an inline directory is the parent number in i_block. */
 	urw_wrlock(&d2->lock);
-	if ((err = handle_begin(fs, 4, &h)) == 0) {
+	if ((err = handle_begin(fs, &h)) == 0) {
 		err = dir_retarget(h, d2, "..", 2, UEXT4_ROOT_INO, EXT4_FT_DIR);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
@@ -998,7 +998,7 @@ static void run_inline(uint64_t seed)
 	/* Remove "a" and move it to inl2 ... no: inl2 stays inline and empty.
 	 * "a" goes back into inl1 after the conversion below. */
 	urw_wrlock(&d1->lock);
-	err = handle_begin(fs, 16, &h);
+	err = handle_begin(fs, &h);
 	if (!err) {
 		int e1 = dir_remove(h, d1, "a", 1, ino_a);
 		int e2 = dir_retarget(h, d1, "b", 1, ino_c, EXT4_FT_REG_FILE);
@@ -1025,7 +1025,7 @@ static void run_inline(uint64_t seed)
 	t.fs = fs;
 	t.dir = d1;
 	urw_wrlock(&d1->lock);
-	err = handle_begin(fs, 16, &h);
+	err = handle_begin(fs, &h);
 	if (!err) {
 		for (unsigned i = 0; i < n && !err; i++) {
 			size_t len = random_name(&rng, name, 3, 255);
@@ -1067,7 +1067,7 @@ static void run_inline(uint64_t seed)
 	struct inode *c;
 	if (iget(fs, ino_c, &c) == 0) {
 		urw_wrlock(&c->lock);
-		if (handle_begin(fs, 4, &h) == 0) {
+		if (handle_begin(fs, &h) == 0) {
 			c->links = (uint32_t)(t.m.live - (have_inl3 ? 4 : 2));
 			inode_write(h, c);
 			handle_end(h);

@@ -1,6 +1,6 @@
 /*
  * unit_undo.c - a namespace operation that fails half-way leaves nothing
- * behind (issue 9, case 5).
+ * behind.
  *
  * The library's failure injection (src/fault.c) makes the N-th metadata
  * read from the device, or the N-th block or inode allocation, fail once.
@@ -675,7 +675,7 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 		}
 	}
 	/* The unlink itself was done, but freeing the inode it unlinked met
-	 * the fault (the last iput() reports it, as issue 9 case 7 asks):
+	 * the fault (the last iput() reports it rather than keep quiet):
 	 * the namespace change stands and the inode is left for e2fsck. */
 	bool deferred = err && fired && strstr(uext4_last_error(), "freeing it failed");
 	if (deferred) {

@@ -945,7 +945,7 @@ static void system_data_test(uext4_fs *fs)
 		return;
 	memset(big, 'b', sizeof(big));
 	urw_wrlock(&n->lock);
-	if (handle_begin(fs, 8, &h) == 0) {
+	if (handle_begin(fs, &h) == 0) {
 		err = xattr_set_raw(h, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, "inline!", 7, 0);
 		err2 = xattr_set_raw(h, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, big, sizeof(big), 0);
 		CHECK(err2 == -ENOSPC, "system.data larger than the inode body: %d", err2);
@@ -965,7 +965,7 @@ static void system_data_test(uext4_fs *fs)
 	CHECK(uext4_getxattr(fs, st.ino, "system.data", buf, sizeof(buf)) == -EOPNOTSUPP,
 	      "system.data is not readable by name");
 	urw_wrlock(&n->lock);
-	if (handle_begin(fs, 8, &h) == 0) {
+	if (handle_begin(fs, &h) == 0) {
 		err = xattr_set_raw(h, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0, 0);
 		CHECK(err == (inode_size == 128 ? -ENODATA : 0), "system.data removed: %d", err);
 		handle_end(h);

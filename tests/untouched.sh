@@ -1,6 +1,6 @@
 #!/bin/bash
 # untouched.sh - a read-write mount that changes nothing writes nothing
-# (issue 9: "a refusal leaves every byte of the image unchanged").
+# (a refusal leaves every byte of the image unchanged).
 #
 # For each kind of refusal, `cmp` of the image before and after must find
 # no byte changed, the superblock's mount time and count and the journal

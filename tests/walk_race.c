@@ -1,8 +1,9 @@
 /*
  * walk_race.c - the reference-free path walk of uext4_stat_path() (api.c,
- * issue 12: warm stat by path) raced against the namespace changes and
- * inode-cache evictions that could make it return something that was
- * never true.  Meant for TSan (the name has "race"), checked in every build.
+ * so that a warm stat by path takes no lock) raced against the namespace
+ * changes and inode-cache evictions that could make it return something
+ * that was never true.  Meant for TSan (the name has "race"), checked in
+ * every build.
  *
  * Two directories d0, d1 hold NF files each; file fK (K unique over both)
  * has size K+1 (0 for an instant after it is recreated).  With
