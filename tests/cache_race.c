@@ -24,6 +24,7 @@
  *      (before this work each hit took one).
  * The seed is printed; UEXT4_SEED=N repeats a run.
  */
+/* run-in: release asan tsan */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>

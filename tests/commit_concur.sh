@@ -7,6 +7,7 @@
 # and 1 KiB blocks without metadata_csum.
 # Environment: COW_SEED=N replays the operations (the interleaving differs).
 # test-timeout: 600
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -26,6 +26,7 @@
 # "deleted inode referenced" for every unlink and step 2 fails.
 # Random contents; FUSE_LOOKUP_SEED=N replays them.
 # test-timeout: 300
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -4,6 +4,7 @@
 # (diff -r, find -printf, getfattr -R -d); 8 parallel readers (find + md5sum)
 # agree; writes fail with EROFS; statfs works; fusermount3 -u unmounts and
 # the server exits; mount failures print a message and exit 1.
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cli_tree.inc"

@@ -36,6 +36,7 @@
 # directories instead (checks that the sequence and the filters are
 # deterministic).
 # test-timeout: 420
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -19,6 +19,7 @@
 #     counted, READDIR(PLUS) after a find), --reset works there too.
 # No sanitizer report from the server (asan/tsan builds).
 # test-timeout: 300
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -35,6 +35,7 @@
 #     file reads back; its x-* option gives it a utab entry, so umount(8)
 #     runs umount.fuse.uext4) and umount unmounts it.
 # It is about packaging, not memory: it runs in the release build only.
+# run-in: release
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -139,7 +140,6 @@ fi
 
 # ------------------------------------------------------------- the outside
 setup_traps
-case "$UEXT4_BUILD" in */asan | */tsan) skip "packaging test: runs in the release build only (not $(basename "$UEXT4_BUILD"))" ;; esac
 for t in pkg-config nm readelf cc man mke2fs debugfs; do
 	command -v "$t" > /dev/null || skip "$t missing"
 done

@@ -13,6 +13,7 @@
 # of the default kind (the others run a quarter), MODEL_THREADS=N,
 # MODEL_ARGS="--skip symlink" passes options to model (see tests/model.c).
 # test-timeout: 1200
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

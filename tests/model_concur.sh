@@ -3,6 +3,7 @@
 # 4 threads on a 4K ext4 image, named so tests/run.sh also runs it under
 # TSan.  MODEL_SEED=N replays.
 # test-timeout: 900
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

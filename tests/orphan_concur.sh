@@ -6,6 +6,7 @@
 # one-block orphan file (254 entries: the rest falls back to the legacy
 # list) and the legacy list alone.  Lists empty after, e2fsck -fn clean.
 # test-timeout: 300
+# run-in: release asan tsan
 . "$(dirname "$0")/lib.sh"
 setup_traps
 P=$UEXT4_BUILD/tests/orphan_concur

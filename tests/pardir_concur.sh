@@ -7,6 +7,7 @@
 # image is e2fsck -fn clean and the kernel's ext4 (loop mount, when
 # available) lists exactly the expected names.  1 KiB and 4 KiB blocks.
 # test-timeout: 600
+# run-in: release asan tsan
 . "$(dirname "$0")/lib.sh"
 setup_traps
 P=$UEXT4_BUILD/tests/pardir_concur

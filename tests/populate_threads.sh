@@ -6,6 +6,7 @@
 # must be clean; a fill that runs out of blocks with 8 threads must stop
 # cleanly too (the workers stop at the error).
 # test-timeout: 600
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -2,6 +2,7 @@
 # pressure_concur.sh - the write path with a 2 MiB buffer cache from four
 # threads (tests/pressure_concur.c), then e2fsck -fn.
 # test-timeout: 600
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

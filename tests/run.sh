@@ -1,17 +1,11 @@
 #!/bin/bash
 # run.sh - run every test (behind `make check`; build first: make check does).
 #
-# Runs, for each build that exists:
-#   release  build/        every test
-#   asan     build/asan/   every test (ASan+UBSan)
-#   tsan     build/tsan/   the concurrency tests (name contains thread,
-#                          concur, race or parallel, plus the unit tests
-#                          that run threads: unit_bcache, unit_file,
-#                          unit_xattr, fuse_ro.sh, and the write-path unit
-#                          tests unit_alloc, unit_write, unit_dirw, unit_xattrw,
-#                          fuse_rw.sh, fuse_uring.sh; unit_lookup, fuse_lookup.sh,
-#                          unit_namecache, model.sh: the name cache against
-#                          the model, every namespace operation)
+# Runs, for each build that exists (release build/, asan build/asan/ with
+# ASan+UBSan, tsan build/tsan/), the tests that name that build in their
+# "run-in:" tag line, "# run-in: release asan tsan" in a script or
+# "/* run-in: ... */" in a C test (a test with a .sh wrapper is tagged
+# there); a test without the line runs in release and asan.
 # A test is a program build/<mode>/tests/NAME (from tests/NAME.c) or a script
 # tests/NAME.sh.  Not run directly: helper tools (walk) and programs that
 # have a tests/NAME.sh wrapper (the wrapper runs them).  lib.sh, mktree.sh
@@ -40,9 +34,15 @@ builddir() {
 	case "$1" in release) echo "$BUILDROOT" ;; *) echo "$BUILDROOT/$1" ;; esac
 }
 
-is_concurrency_test() {
-	case "$1" in *thread* | *concur* | *race* | *parallel*) return 0 ;; esac
-	case "$1" in unit_bcache | unit_file | unit_xattr | fuse_ro | unit_alloc | unit_write | unit_dirw | unit_xattrw | fuse_rw | fuse_uring | unit_lookup | fuse_lookup | unit_namecache | model) return 0 ;; esac
+# runs_in NAME MODE: NAME's tag line lists MODE (default: release asan).
+runs_in() {
+	local src modes=
+	for src in "tests/$1.sh" "tests/$1.c"; do
+		[ -f "$src" ] || continue
+		modes=$(sed -n 's,^\(#\|/\*\) *run-in: *\([a-z ]*\).*,\2,p' "$src" | head -1)
+		[ -n "$modes" ] && break
+	done
+	case " ${modes:-release asan} " in *" $2 "*) return 0 ;; esac
 	return 1
 }
 
@@ -98,14 +98,14 @@ run_mode() {
 		name=$(basename "$f")
 		case "$HELPERS" in *" $name "*) continue ;; esac
 		[ -e "$TOP/tests/$name.sh" ] && continue
-		[ "$mode" = tsan ] && ! is_concurrency_test "$name" && continue
+		runs_in "$name" "$mode" || continue
 		wanted "$name" || continue
 		run_one "$mode" "$name" "$TEST_TIMEOUT" "$f"
 	done
 	for f in tests/*.sh; do
 		name=$(basename "$f" .sh)
 		case "$name" in lib | mktree | run) continue ;; esac
-		[ "$mode" = tsan ] && ! is_concurrency_test "$name" && continue
+		runs_in "$name" "$mode" || continue
 		wanted "$name" || continue
 		run_one "$mode" "$name.sh" "$(script_timeout "$f")" bash "$f"
 	done

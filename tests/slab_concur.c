@@ -12,6 +12,7 @@
  * slab_destroy() unmaps it all; ASan (in make check) reports a leak or a
  * use after unmap.
  */
+/* run-in: release asan tsan */
 #include "slab.h"
 
 #include <pthread.h>

@@ -24,6 +24,7 @@
  *   6. The text and JSON reports name every class; reset zeroes them.
  *   7. After unmount, e2fsck -fn is clean.
  */
+/* run-in: release asan tsan */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>

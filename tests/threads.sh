@@ -2,6 +2,7 @@
 # threads.sh - run build/tests/threads (8 threads walking one mounted image)
 # on the "lite" image: every part of mktree.sh, small enough for TSan.
 # THREADS_SEED=N reproduces a run.
+# run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -21,6 +21,7 @@
  *  - after unmount, e2fsck -fn is clean.
  * Prints the random seed (UNIT_ALLOC_SEED=n to repeat a run).
  */
+/* run-in: release asan tsan */
 #include "alloc.h"
 #include "balloc.h"
 #include "bcache.h"

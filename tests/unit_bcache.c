@@ -9,6 +9,7 @@
  * references); a read error returns -EIO naming the block and leaves
  * nothing cached as uptodate.
  */
+/* run-in: release asan tsan */
 #include "bcache.h"
 #include "blockdev.h"
 #include "internal.h"

@@ -23,6 +23,7 @@
  * image).  An argument runs only the flavours whose name contains it.
  * Exit 0 pass, 1 fail, 77 skip.
  */
+/* run-in: release asan tsan */
 #include "bcache.h"
 #include "dir.h"
 #include "file.h"

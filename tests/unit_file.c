@@ -12,6 +12,7 @@
  * replay) and compared with the source bytes.  Corrupted extent trees and
  * block maps must give -EUCLEAN with a message naming the inode.
  */
+/* run-in: release asan tsan */
 #include "blockdev.h"
 #include "data.h"
 #include "file.h"

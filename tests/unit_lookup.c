@@ -16,6 +16,7 @@
  *      still held: the unmount frees it; e2fsck -fn is clean and debugfs
  *      says its inode is not in use.
  */
+/* run-in: release asan tsan */
 #include "uext4.h"
 #include "t.h"
 

@@ -36,6 +36,7 @@
  * NC_OPS=N sets each writer's operations).  e2fsck -fn must be clean after
  * every unmount.
  */
+/* run-in: release asan tsan */
 #include "uext4.h"
 #include "t.h"
 

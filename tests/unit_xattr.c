@@ -18,6 +18,7 @@
  * (77) without them.  A loop mount that fails only skips the kernel
  * comparison.  Usage: unit_xattr [seed]
  */
+/* run-in: release asan tsan */
 #include "error.h"
 #include "inode.h"
 #include "internal.h"

@@ -31,6 +31,7 @@
  *
  * Usage: unit_xattrw [seed].  Exit 0 pass, 1 fail, 77 skip (no mke2fs).
  */
+/* run-in: release asan tsan */
 #include "bcache.h"
 #include "inode.h"
 #include "internal.h"

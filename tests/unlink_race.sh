@@ -9,6 +9,7 @@
 # is clean after: no block of a freed inode, no leaked number, no orphan
 # left.
 # test-timeout: 300
+# run-in: release asan tsan
 . "$(dirname "$0")/lib.sh"
 setup_traps
 P=$UEXT4_BUILD/tests/unlink_race

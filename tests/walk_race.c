@@ -26,6 +26,7 @@
  * second look, and returned EUCLEAN ("deleted inode referenced") to a
  * lookup racing an unlink; they now find the name as the walk does.
  */
+/* run-in: release asan tsan */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
