@@ -18,7 +18,6 @@ make_tree "$SRC"
 mke2fs -q -F -t ext4 -d "$SRC" "$IMG" 64M || fail "mke2fs"
 note "image $IMG from $SRC"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # --- ls: names, per directory
 note "ls matches ls -A for every directory"

@@ -19,7 +19,6 @@ T=$(mktemp_dir)
 SRC=$T/src
 IMG=$T/rw.img
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { "$UEXT4" "$@" > "$T/out" 2> "$T/err" || bad "uext4 $*: exit $?: $(cat "$T/err")"; }
 # err_case EXIT PATTERN ARGS...: exit status and a stderr line matching PATTERN
 err_case() {

@@ -46,7 +46,6 @@ IMG=$T/d.img
 MNT=$T/mnt
 mkdir "$MNT"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 umount_clean() { # umount_clean WHAT: uext4 umount exits 0, e2fsck -fn clean
 	local out rc

@@ -38,7 +38,6 @@ T=$(mktemp_dir)
 FAILS=0
 SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
 echo "seed $SEED"
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 u() { "$UEXT4" "$@" > "$T/out" 2> "$T/err" || bad "uext4 $*: exit $?: $(head -3 "$T/err")"; }
 KERNEL=0
 if can_loop; then

@@ -46,7 +46,6 @@ export TZ=UTC LC_ALL=C
 T=$(mktemp_dir)
 IMAGES=$TOP/tests/images
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { echo "ok: $*"; }
 HAVE_FUSE=0
 [ -c /dev/fuse ] && command -v fusermount3 > /dev/null && HAVE_FUSE=1

@@ -39,7 +39,6 @@ san_logs_in "$T"
 SEED=${FUSE_CACHE_SEED:-$RANDOM}
 echo "fuse_cache: seed $SEED (FUSE_CACHE_SEED=$SEED replays)"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # rw_mount IMAGE DIR: read-write uext4 mount in the foreground (FUSE_PID).
 rw_mount() {

@@ -27,7 +27,6 @@ HELPER=$UEXT4_BUILD/tests/fuse_handle
 T=$(mktemp_dir)
 san_logs_in "$T"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 NAMES=". f d d/sub d/sub/h big/x big/x/y gone"
 
 mount_kernel() { kmount "$1" "$2" rw || fail "kernel mount of $1"; }

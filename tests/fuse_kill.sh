@@ -150,7 +150,6 @@ recover() {
 }
 
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 round() { # round N
 	local n=$1 img=$T/r$1.img mnt=$T/m$1 log=$T/r$1.log pid want i w pids=() got conn

@@ -40,7 +40,6 @@ SEED=${FUSE_LOOKUP_SEED:-$RANDOM}
 echo "fuse_lookup: seed $SEED (FUSE_LOOKUP_SEED=$SEED replays)"
 RANDOM=$SEED
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # rw_mount IMAGE DIR: read-write uext4 mount, default options, in the
 # foreground (FUSE_PID), its output in DIR.log.

@@ -25,7 +25,6 @@ mkdir "$MNT"
 make_tree "$SRC"
 mke2fs -q -F -t ext4 -d "$SRC" "$IMG" 64M || fail "mke2fs"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 for loop in pool st mt uring; do  # uring falls back to st where the kernel cannot
 	note "mount -o loop=$loop"

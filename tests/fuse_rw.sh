@@ -64,7 +64,6 @@ esac
 SEED=${FUSE_RW_SEED:-$RANDOM}
 echo "fuse_rw: seed $SEED (FUSE_RW_SEED=$SEED reproduces the data)"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # ---- inputs: deterministic blobs and a tar archive --------------------------
 

@@ -30,7 +30,6 @@ command -v python3 > /dev/null || skip "python3 missing"
 T=$(mktemp_dir)
 san_logs_in "$T"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 NW=4 NF=${FUSE_STATS_FILES:-150}
 FILES=$((NW * NF))
 IMG=$T/img MNT=$T/mnt

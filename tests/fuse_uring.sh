@@ -40,7 +40,6 @@ IMG=$T/u.img
 MNT=$T/mnt
 mkdir "$MNT"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 # io_uring descriptors the server holds
 rings_of() {

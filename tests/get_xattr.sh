@@ -21,7 +21,6 @@ T=$(mktemp_dir)
 TMPDIRS+=("$T")   # mktemp_dir ran in a subshell: register it here
 IMG=$T/x.img
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 desc=$("$TOP/tests/images/mk_host_refused_xattrs.sh" "$IMG") || {
 	rc=$?

@@ -38,7 +38,6 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san:print_sta
 FUSE=1
 { [ -e /dev/fuse ] && command -v fusermount3 > /dev/null; } || { FUSE=0; echo "note: no FUSE, FUSE checks skipped"; }
 FAILS=0 CHECKS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { CHECKS=$((CHECKS + 1)); }
 
 build() { # build BUILDER OUT: run tests/images/mk_BUILDER.sh

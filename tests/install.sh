@@ -147,7 +147,6 @@ export LC_ALL=C
 T=$(mktemp_dir)
 D=$T/destdir
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ver() { sed -n "s/^#define UEXT4_VERSION_$1 \\([0-9]*\\)$/\\1/p" "$TOP/include/uext4.h"; }
 MAJOR=$(ver MAJOR) VERSION=$(ver MAJOR).$(ver MINOR).$(ver PATCH)
 

@@ -32,7 +32,6 @@ setup_traps
 T=$(mktemp_dir)
 san_logs_in "$T"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { echo "ok: $*"; }
 # ok_since N MSG: ok MSG if nothing failed since FAILS was N.
 ok_since() { [ $FAILS = "$1" ] && ok "$2"; }

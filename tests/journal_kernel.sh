@@ -36,7 +36,6 @@ T=$(mktemp_dir)
 SEED=${JOURNAL_KERNEL_SEED:-$(( $(date +%s) % 100000 ))}
 echo "seed $SEED (JOURNAL_KERNEL_SEED=$SEED repeats)"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 needs_recovery() { dumpe2fs -h "$1" 2> /dev/null | grep -q '^Filesystem features:.*needs_recovery'; }
 

@@ -46,7 +46,6 @@ case "$UEXT4_BUILD" in
 *) KINDS=${KERNEL_RW_KINDS:-default 1k} ;;
 esac
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { echo "ok: $*"; }
 # run LABEL CMD...: a command that must succeed.
 run() {

@@ -113,7 +113,6 @@ listing() {
 }
 
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 for i in k wb nowb; do
 	mke2fs -q -F -t ext4 -I 256 "$work/$i.img" 64M || fail "mke2fs"

@@ -31,6 +31,9 @@ export UEXT4_CACHE
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
+# bad MSG: a check failed; the test goes on, and ends failing if FAILS > 0.
+FAILS=0
+bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 note() { echo "== $*"; }
 # san_logs_in DIR: the sanitizers of the servers a test starts write their
 # reports to DIR/san.PID, where the test looks for them, not to stderr that a

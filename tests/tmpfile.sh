@@ -27,7 +27,6 @@ HELPER=$UEXT4_BUILD/tests/tmpfile
 T=$(mktemp_dir)
 san_logs_in "$T"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
 mount_kernel() { kmount "$1" "$2" rw || fail "kernel mount of $1"; }
 umount_kernel() { umount "$1" || fail "umount $1"; }

@@ -39,7 +39,6 @@ IMG=$T/u.img
 MNT=$T/mnt
 mkdir "$MNT"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 # running PID: alive and not a zombie (an exited daemon waits to be reaped
 # by whoever adopted it; it has closed everything by then)
 running() { kill -0 "$1" 2> /dev/null && [ "$(ps -o stat= -p "$1" | cut -c1)" != Z ]; }

@@ -22,7 +22,6 @@ done
 T=$(mktemp_dir)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/san:detect_leaks=1"
 FAILS=0 CHECKS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 ok() { CHECKS=$((CHECKS + 1)); }
 
 # refused IMG WHAT ARGS...: the command fails and the image is unchanged.

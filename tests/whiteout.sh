@@ -33,7 +33,6 @@ HELPER=$UEXT4_BUILD/tests/whiteout
 T=$(mktemp_dir)
 san_logs_in "$T"
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 km=$T/k fm=$T/f
 mkdir -p "$km" "$fm"
 mount_uext4() { # IMAGE DIR [OPTS]
