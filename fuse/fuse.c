@@ -99,10 +99,17 @@
  * (a single call larger than that, begun on a cached file before the
  * switch, may still be cut short at write-back) and the metadata around it.
  * Near full, direct files differ from cached ones as FOPEN_DIRECT_IO does:
- * no shared writable mmap (ENODEV), and the kernel does not advance the
- * mtime it shows (the image's is right).
+ * the kernel does not advance the mtime it shows (the image's is right).
+ * They may be mapped shared (the loop claims FUSE_DIRECT_IO_ALLOW_MMAP;
+ * the kernel writes mapped pages back before a direct read or write of
+ * theirs); pages dirtied through a mapping are the case this cannot cover,
+ * as for cached files.
  */
 #define FULL_MARGIN (8ull << 20)
+
+#ifndef FUSE_DIRECT_IO_ALLOW_MMAP       /* kernel 6.6 (protocol 7.39) */
+#define FUSE_DIRECT_IO_ALLOW_MMAP (1ULL << 36)
+#endif
 
 struct full_guard {
 	uint64_t dirty_bound;       /* bytes; set before the session serves */
@@ -2708,8 +2715,10 @@ static int serve(struct server *s, struct fuse_session *se, const char *mountpoi
 		/* the loop says when it serves: uring's fallback line must show */
 		.ready = o->ready_fd >= 0 ? ready_cb : NULL,
 		.ready_arg = (void *)&o->ready_fd,
-		/* the server drops setuid/setgid/capabilities (peek_request) */
-		.init_flags = o->read_only ? 0 : FUSE_HANDLE_KILLPRIV_V2,
+		/* the server drops setuid/setgid/capabilities (peek_request);
+		 * near full, direct files may be mapped shared (full_guard) */
+		.init_flags = o->read_only ? 0
+					   : FUSE_HANDLE_KILLPRIV_V2 | FUSE_DIRECT_IO_ALLOW_MMAP,
 		.peek = peek_request,   /* and the request statistics */
 		.replied = reqstats_replied,
 	};

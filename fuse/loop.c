@@ -50,11 +50,11 @@ const char *uext4_loop_name(enum uext4_loop_kind kind)
  * comes from the kernel, which TSan cannot see).
  */
 static struct {
-	uint32_t init_flags;
+	uint64_t init_flags;
 	void (*peek)(const void *req, size_t len);
 	void (*replied)(const void *out_header);
 	_Atomic uint64_t init_unique;   /* the INIT request's, 0 before/after it */
-	_Atomic uint32_t offered;       /* its fuse_init_in.flags */
+	_Atomic uint64_t offered;       /* its flags, flags2 in bits 32..63 */
 } hooks;
 
 void uext4_loop_hooks_set(const struct uext4_loop_opts *o)
@@ -80,8 +80,12 @@ void uext4_loop_request(void *req, size_t len)
 	if (in->opcode == FUSE_INIT &&
 	    len >= sizeof(*in) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
 		const struct fuse_init_in *arg = (const void *)(in + 1);
+		uint64_t offered = arg->flags;
 
-		atomic_store_explicit(&hooks.offered, arg->flags, memory_order_relaxed);
+		if ((arg->flags & FUSE_INIT_EXT) &&
+		    len >= sizeof(*in) + offsetof(struct fuse_init_in, flags2) + sizeof(uint32_t))
+			offered |= (uint64_t)arg->flags2 << 32;
+		atomic_store_explicit(&hooks.offered, offered, memory_order_relaxed);
 		atomic_store_explicit(&hooks.init_unique, in->unique, memory_order_relaxed);
 	}
 	if (hooks.peek)
@@ -99,6 +103,7 @@ void uext4_loop_init_reply(struct iovec *iov, int count)
 {
 	const struct fuse_out_header *oh = iov[0].iov_base;
 	uint64_t unique = atomic_load_explicit(&hooks.init_unique, memory_order_relaxed);
+	uint64_t claim = hooks.init_flags & atomic_load_explicit(&hooks.offered, memory_order_relaxed);
 	struct fuse_init_out *out;
 
 	if (!unique || oh->unique != unique)
@@ -108,7 +113,14 @@ void uext4_loop_init_reply(struct iovec *iov, int count)
 	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) + sizeof(uint32_t))
 		return;
 	out = iov[1].iov_base;
-	out->flags |= hooks.init_flags & atomic_load_explicit(&hooks.offered, memory_order_relaxed);
+	out->flags |= (uint32_t)claim;
+	/* flags2 counts only with FUSE_INIT_EXT, which the kernel offered if
+	 * any of its bits is (libfuse's reply has the field, zeroed). */
+	if ((claim >> 32) &&
+	    iov[1].iov_len >= offsetof(struct fuse_init_out, flags2) + sizeof(uint32_t)) {
+		out->flags |= FUSE_INIT_EXT;
+		out->flags2 |= (uint32_t)(claim >> 32);
+	}
 }
 
 static ssize_t classic_read(int fd, void *buf, size_t len, void *userdata)

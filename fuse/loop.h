@@ -43,10 +43,11 @@ struct uext4_loop_opts {
 	 * daemon's parent sees the fallback message before it exits. */
 	void (*ready)(void *arg);
 	void *ready_arg;
-	/* INIT flags (fuse_init_out.flags, bits below 32) to claim where the
-	 * kernel offers them, on top of what libfuse claims: flags libfuse
-	 * 3.14 does not know (FUSE_HANDLE_KILLPRIV_V2).  0 = none. */
-	uint32_t init_flags;
+	/* INIT flags to claim where the kernel offers them, on top of what
+	 * libfuse claims: flags libfuse 3.14 does not know
+	 * (FUSE_HANDLE_KILLPRIV_V2; bits 32..63, FUSE_DIRECT_IO_ALLOW_MMAP,
+	 * go in fuse_init_out.flags2 with FUSE_INIT_EXT).  0 = none. */
+	uint64_t init_flags;
 	/* Called (if set) with each request as the kernel sent it (in-header
 	 * first, contiguous), on the thread that then serves it, right before
 	 * libfuse dispatches it: for request fields libfuse drops (the write,

@@ -114,7 +114,7 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
 int inode_write(struct handle *h, struct inode *inode);
 /* Unmount: free inodes that lost their last link but were never released. */
 void icache_delete_unlinked(struct uext4_fs *fs);
-/* Current time, for timestamps. */
+/* Current time, for timestamps: the coarse clock, as the kernel's. */
 struct timespec fs_now(void);
 /* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
  * (reproducible images), else fs_now(); as fs_fit_time() gives it. */

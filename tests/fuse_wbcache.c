@@ -11,6 +11,9 @@
  *   fuse_wbcache dio FILE SEED   AIO O_DIRECT writes racing buffered reads;
  *                                a buffered read after each write must see
  *                                it.
+ *   fuse_wbcache tsorder DIR     generic/423's objects, one after another:
+ *                                no time may go backwards from one to the
+ *                                next.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static void die(const char *what)
@@ -258,14 +264,148 @@ static int mode_dio(const char *path, unsigned seed)
 	return stale ? 1 : 0;
 }
 
+/* ------------------------------------------------------------- tsorder */
+
+/* generic/423 makes a fifo, a char device, a directory, a block device, a
+ * 20 KiB file (written: with the writeback cache the kernel, not the
+ * server, stamps its mtime and ctime), a symlink, a socket and a hard link,
+ * and wants each object's times no earlier than the one made before it.
+ * One round takes well under a clock tick, so a server stamping finer
+ * times than the kernel's current_time() fails nearly every round. */
+#define TS_ROUNDS 40
+
+enum ts_check { TS_OWN, TS_NEXT_M, TS_NEXT_C, TS_NEXT_B, TS_LINK, TS_NCHECKS };
+static const char *const ts_check_name[TS_NCHECKS] = {
+	"mtime <= ctime (and btime before both) of one object",
+	"mtime of each object <= the next one's",
+	"ctime of each object <= the next one's",
+	"btime of each object <= the next one's",
+	"hard link: socket's ctime <= the file's new ctime",
+};
+static unsigned ts_fails[TS_NCHECKS];
+
+static int ts_later(struct statx_timestamp a, struct statx_timestamp b)
+{
+	return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+}
+
+/* Counts a check "a <= b" that fails, and shows the first of each kind. */
+static void ts_expect(enum ts_check c, const char *what, struct statx_timestamp a,
+		      struct statx_timestamp b)
+{
+	if (!ts_later(a, b))
+		return;
+	if (!ts_fails[c]++)
+		fprintf(stderr, "%s: %lld.%09u > %lld.%09u\n", what, (long long)a.tv_sec,
+			a.tv_nsec, (long long)b.tv_sec, b.tv_nsec);
+}
+
+static struct statx ts_stat(const char *path)
+{
+	struct statx st;
+
+	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW,
+		  STATX_BASIC_STATS | STATX_BTIME, &st))
+		die(path);
+	if (st.stx_mask & STATX_BTIME) {
+		ts_expect(TS_OWN, path, st.stx_btime, st.stx_mtime);
+		ts_expect(TS_OWN, path, st.stx_btime, st.stx_ctime);
+	}
+	ts_expect(TS_OWN, path, st.stx_mtime, st.stx_ctime);
+	return st;
+}
+
+static void ts_make_file(const char *path)
+{
+	char buf[1024] = { 0 };
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+	if (fd < 0)
+		die(path);
+	for (int i = 0; i < 20; i++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			die("write");
+	close(fd);
+}
+
+static void ts_make_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	if (fd < 0 || strlen(path) >= sizeof(sa.sun_path))
+		die("socket");
+	strcpy(sa.sun_path, path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		die(path);
+	close(fd);
+}
+
+/* Makes object I of generic/423's list at PATH. */
+static void ts_make(int i, const char *path)
+{
+	int r = 0;
+
+	switch (i) {
+	case 0: r = mkfifo(path, 0600); break;
+	case 1: r = mknod(path, S_IFCHR | 0600, makedev(1, 3)); break;
+	case 2: r = mkdir(path, 0755); break;
+	case 3: r = mknod(path, S_IFBLK | 0600, makedev(7, 123)); break;
+	case 4: ts_make_file(path); break;
+	case 5: r = symlink("nowhere", path); break;
+	case 6: ts_make_socket(path); break;
+	}
+	if (r)
+		die(path);
+}
+
+static void ts_round(const char *dir, int round)
+{
+	static const char *const names[] = { "fifo", "null", "dir", "loopy", "file",
+					     "symlink", "sock" };
+	enum { N = sizeof(names) / sizeof(names[0]) };
+	char path[N][4096], file[4096], what[4096 + 16];
+	struct statx st[N], ln;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/%d-%s", dir, round, names[i]);
+		ts_make(i, path[i]);
+		st[i] = ts_stat(path[i]);
+		if (!i)
+			continue;
+		ts_expect(TS_NEXT_M, path[i], st[i - 1].stx_mtime, st[i].stx_mtime);
+		ts_expect(TS_NEXT_C, path[i], st[i - 1].stx_ctime, st[i].stx_ctime);
+		if (st[i - 1].stx_mask & st[i].stx_mask & STATX_BTIME)
+			ts_expect(TS_NEXT_B, path[i], st[i - 1].stx_btime, st[i].stx_btime);
+	}
+	snprintf(file, sizeof(file), "%s/%d-link", dir, round);
+	if (link(path[4], file))
+		die(file);
+	snprintf(what, sizeof(what), "%s (link)", file);
+	ln = ts_stat(file);
+	ts_expect(TS_LINK, what, st[6].stx_ctime, ln.stx_ctime);
+}
+
+static int mode_tsorder(const char *dir)
+{
+	for (int r = 0; r < TS_ROUNDS; r++)
+		ts_round(dir, r);
+	for (int c = 0; c < TS_NCHECKS; c++)
+		printf("%s: %u went backwards in %d rounds\n", ts_check_name[c], ts_fails[c],
+		       TS_ROUNDS);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "seek"))
 		return mode_seek(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "immutable"))
 		return mode_immutable(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "tsorder"))
+		return mode_tsorder(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "dio"))
 		return mode_dio(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
-	fprintf(stderr, "usage: fuse_wbcache seek DIR | immutable DIR | dio FILE SEED\n");
+	fprintf(stderr, "usage: fuse_wbcache seek DIR | immutable DIR | tsorder DIR | dio FILE SEED\n");
 	return 2;
 }

@@ -1,13 +1,16 @@
 #!/bin/bash
 # fuse_wbcache.sh - the default mount (FUSE writeback cache) against the
 # kernel's ext4, where the cache used to make it differ (fstests generic/436,
-# 490, 539, 706, 553, 451).  tests/fuse_wbcache.c does each case on a
+# 490, 539, 706, 553, 423, 451).  tests/fuse_wbcache.c does each case on a
 # kernel loop mount and on a uext4 mount; the outputs must be equal.
 #   seek       SEEK_DATA/SEEK_HOLE of files whose data is still in dirty
 #              pages (generic/436 & co. saw ENXIO for 8 KiB just written)
 #   immutable  chattr +i on an open file with dirty pages, then
 #              copy_file_range into it: EPERM at once, fsync fine, and the
 #              data written before the flag on disk (generic/553)
+#   tsorder    generic/423: objects made one after another (some stamped by
+#              the server, the written file by the kernel's cache) never
+#              have earlier times than the one made before
 #   dio        AIO O_DIRECT writes racing buffered reads: a buffered read
 #              after each write sees it (generic/451), on the default mount
 #              and with -o nowriteback
@@ -61,8 +64,8 @@ kmount "$KI" "$K" rw || fail "kernel mount"
 uext4_mount
 
 # FUSE_WBCACHE_CASES="seek ..." runs only those (to show one failing alone).
-CASES=" ${FUSE_WBCACHE_CASES:-seek immutable dio} "
-for c in seek immutable; do
+CASES=" ${FUSE_WBCACHE_CASES:-seek immutable tsorder dio} "
+for c in seek immutable tsorder; do
 	case "$CASES" in *" $c "*) run $c ;; esac
 done
 SEED=${SEED:-$RANDOM}
