@@ -22,6 +22,9 @@
 #  the inode table   extent leaf or indirect block is a block of the inode
 #                    table): truncate and rm of /bad refused, naming the
 #                    inode and the block, the image unchanged.
+#  empty values      mk_xattr_empty_value (an ea_inode image whose /f has
+#                    xattrs of value size 0): chmod, chown and setfattr
+#                    leave e2fsck clean and every value in place.
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -185,8 +188,25 @@ for kind in extent indirect; do
 	run cat "$T/tree.img" /bad
 done
 
+# ---------------------------------------------------------------- empty values
+note "ea_inode: xattr entries of value size 0"
+CASE="xattr_empty_value"
+build xattr_empty_value "$T/xe.img"
+cp "$T/xe.img" "$T/xe.orig"
+for cmd in "chmod IMG 600 /f" "chown IMG 123:456 /f" "setfattr IMG -n trusted.sweep -v 1 /f" \
+	"setfattr IMG -n user.empty3 /f" "setfattr IMG -x user.pad /f" "chmod IMG 600 /g"; do
+	cp "$T/xe.orig" "$T/xe.img"
+	# shellcheck disable=SC2086
+	run ${cmd/IMG/$T/xe.img}
+	[ $RC = 0 ] && ok || bad "uext4 $cmd refused: $ERR"
+	fsck_clean "$T/xe.img" > "$T/fsck.out" && ok || bad "uext4 $cmd: e2fsck -fn not clean: $(head -20 "$T/fsck.out")"
+	run getfattr "$T/xe.img" /f
+	grep -qx user.empty "$T/out" && grep -qx user.empty2 "$T/out" && grep -qx user.big "$T/out" && ok ||
+		bad "uext4 $cmd: /f lost an xattr: $(tr '\n' ' ' < "$T/out")"
+done
+
 # ---------------------------------------------------------------- the sweep
-SWEEP_IMAGES="mk_badblocks_* mk_dir_dot_empty mk_dir_dotdot_empty mk_extent_in_itable mk_indirect_in_itable"
+SWEEP_IMAGES="mk_badblocks_* mk_dir_dot_empty mk_dir_dotdot_empty mk_extent_in_itable mk_indirect_in_itable mk_xattr_empty_value"
 note "tests/sweep.sh on this test's images"
 # The columns that exposed these (the full sweep in make check runs all).
 SWEEP_NO_CORRUPT=1 SWEEP_IMAGES="$SWEEP_IMAGES" SWEEP_SAMPLE=100 SWEEP_CMDS="md mds put pts tr rm sx chm cho" \
