@@ -801,37 +801,45 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return alen && blen && a < b + blen && b < a + alen;
 }
 
-/* Does [first, first+count) touch a superblock, descriptors, bitmaps or an
- * inode table?  Names it in a corruption message if so. */
-static int check_not_metadata(struct uext4_fs *fs, uint64_t first, uint64_t count)
+const char *balloc_metadata_in(struct uext4_fs *fs, uint64_t first, uint64_t count,
+			       uint32_t *owner)
 {
 	uint32_t g0 = group_of_block(fs, first), g1 = group_of_block(fs, first + count - 1);
 
 	for (uint32_t g = g0; g <= g1; g++) {
 		uint32_t base = balloc_base_meta_blocks(fs, g), fx, fe;
-		const char *what = NULL;
-		uint32_t owner = g;
 
+		*owner = g;
 		if (overlaps(first, count, group_first_block(fs, g), base))
-			what = "superblock or group descriptors";
+			return "superblock or group descriptors";
 		flex_range(fs, g, &fx, &fe);
-		for (uint32_t x = fx; x < fe && !what; x++) {
+		for (uint32_t x = fx; x < fe; x++) {
 			struct group_info *gx = &fs->groups[x];
 
-			owner = x;
+			*owner = x;
 			if (overlaps(first, count, gx->block_bitmap, 1))
-				what = "block bitmap";
-			else if (overlaps(first, count, gx->inode_bitmap, 1))
-				what = "inode bitmap";
-			else if (overlaps(first, count, gx->inode_table, fs->itb_per_group))
-				what = "inode table";
+				return "block bitmap";
+			if (overlaps(first, count, gx->inode_bitmap, 1))
+				return "inode bitmap";
+			if (overlaps(first, count, gx->inode_table, fs->itb_per_group))
+				return "inode table";
 		}
-		if (what)
-			return FS_ERROR(fs, EUCLEAN, 0, first,
-					"freeing blocks %llu-%llu: they hold the %s of group %u",
-					  (unsigned long long)first,
-					  (unsigned long long)(first + count - 1), what, owner);
 	}
+	return NULL;
+}
+
+/* Does [first, first+count) touch a superblock, descriptors, bitmaps or an
+ * inode table?  Names it in a corruption message if so. */
+static int check_not_metadata(struct uext4_fs *fs, uint64_t first, uint64_t count)
+{
+	uint32_t owner;
+	const char *what = balloc_metadata_in(fs, first, count, &owner);
+
+	if (what)
+		return FS_ERROR(fs, EUCLEAN, 0, first,
+				"freeing blocks %llu-%llu: they hold the %s of group %u",
+				(unsigned long long)first,
+				(unsigned long long)(first + count - 1), what, owner);
 	return 0;
 }
 

@@ -44,6 +44,15 @@ int balloc_init(struct uext4_fs *fs);
  */
 void balloc_destroy(struct uext4_fs *fs);
 
+/*
+ * Which group metadata [first, first + count) touches (all inside the
+ * file system): "superblock or group descriptors", "block bitmap", "inode
+ * bitmap" or "inode table", of group *owner; NULL if none.  Reads only
+ * what the mount fixed (the descriptors' locations): no lock.
+ */
+const char *balloc_metadata_in(struct uext4_fs *fs, uint64_t first, uint64_t count,
+			       uint32_t *owner);
+
 /* Would balloc_free() of these blocks succeed?  Reads only (see balloc.c). */
 int balloc_check_allocated(struct uext4_fs *fs, uint64_t first, uint64_t count);
 

@@ -61,6 +61,11 @@ int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t
 /* ---------------------------------------------------------------- indirect.c */
 int indirect_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
 		 struct block_map *m);
+/* Before a write that may change or free the block map from lblk on (a
+ * shrinking truncate, the free of an unlinked file): is an indirect block
+ * there outside the file system or on group metadata?  Reads only, so
+ * that the write can refuse with the image unchanged. */
+int indirect_check_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
 /* ---------------------------------------------------------------- inline.c */
 /* Size of the inline data (i_block part + system.data xattr). */
 int inline_size(struct uext4_fs *fs, struct inode *inode, size_t *size);

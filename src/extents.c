@@ -35,6 +35,7 @@
 #include "ondisk.h"
 #include "trans.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define EXT_HDR_SIZE sizeof(struct ext4_extent_header)
@@ -194,7 +195,25 @@ static uint32_t node_key(const struct ext4_extent_header *h, int i)
 	return le32(key);
 }
 
-/* Read an extent block and verify it (checksum and entries) once per buffer. */
+/*
+ * A tree block on group metadata (as the kernel's block_validity refuses
+ * it): a change to the tree would overwrite, say, inodes, and an inode
+ * written there would change the tree.  Once per buffer, with the rest.
+ */
+static int check_node_place(const struct ext_ctx *c)
+{
+	uint32_t group;
+	const char *what = balloc_metadata_in(c->fs, c->blocknr, 1, &group);
+	char why[96];
+
+	if (!what)
+		return 0;
+	snprintf(why, sizeof(why), "tree block lies in the %s of group %u", what, group);
+	return ext_bad(c, why);
+}
+
+/* Read an extent block and verify it (place, checksum and entries) once
+ * per buffer. */
 static int read_node(const struct ext_ctx *c, struct inode *inode, int want_depth,
 		     struct buf **out)
 {
@@ -210,7 +229,10 @@ static int read_node(const struct ext_ctx *c, struct inode *inode, int want_dept
 	h = (const struct ext4_extent_header *)b->data;
 	err = check_header(c, h, capacity, want_depth);
 	if (!err && !buf_verified(b)) {
-		err = csum_verify_extent_block(fs, c->ino, inode->generation, c->blocknr, b->data);
+		err = check_node_place(c);
+		if (!err)
+			err = csum_verify_extent_block(fs, c->ino, inode->generation, c->blocknr,
+						       b->data);
 		if (!err)
 			err = check_entries(c, h);
 		if (!err)

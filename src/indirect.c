@@ -23,6 +23,7 @@
 #include "ondisk.h"
 #include "trans.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int ind_bad(const struct uext4_fs *fs, const struct inode *inode, uint64_t blocknr,
@@ -39,6 +40,29 @@ static int ind_bad(const struct uext4_fs *fs, const struct inode *inode, uint64_
 static bool ind_block_ok(const struct uext4_fs *fs, uint64_t pblk)
 {
 	return pblk >= fs->first_data_block && pblk < fs->blocks_count;
+}
+
+/*
+ * The pointer to indirect block blk (in block parent, 0: i_block) before
+ * the map changes under it: in range, and not on group metadata (as the
+ * kernel's block_validity refuses it), where a change to the map would
+ * overwrite, say, inodes, and an inode written there would change the map.
+ * Not on reads: they may go on through a block that does no harm there.
+ */
+static int ind_check_ptr(struct uext4_fs *fs, const struct inode *inode, uint64_t parent,
+			 uint64_t blk)
+{
+	uint32_t group;
+	const char *what;
+	char why[112];
+
+	if (!ind_block_ok(fs, blk))
+		return ind_bad(fs, inode, parent, "indirect block pointer outside the file system");
+	if (!(what = balloc_metadata_in(fs, blk, 1, &group)))
+		return 0;
+	snprintf(why, sizeof(why), "indirect block %llu lies in the %s of group %u",
+		 (unsigned long long)blk, what, group);
+	return ind_bad(fs, inode, parent, why);
 }
 
 /*
@@ -285,9 +309,9 @@ int indirect_map_blocks(struct handle *h, struct inode *inode, uint64_t lblk, ui
 		} else {
 			uint64_t cb = le32(ptrs[i]);
 
-			err = ind_block_ok(fs, cb) ? bread(fs->bc, cb, UEXT4_META_OTHER, &child)
-						   : ind_bad(fs, inode, b ? b->blocknr : 0,
-							     "indirect block pointer outside the file system");
+			err = ind_check_ptr(fs, inode, b ? b->blocknr : 0, cb);
+			if (!err)
+				err = bread(fs->bc, cb, UEXT4_META_OTHER, &child);
 		}
 		if (b)
 			brelse(fs->bc, b);
@@ -334,6 +358,51 @@ out_write:
 
 		return err ? err : werr;
 	}
+}
+
+/* The indirect blocks of the subtree of `level` levels at ptr (below
+ * block parent) that maps logical blocks from base: those with a block at
+ * or after `from`, checked as ind_check_ptr(). */
+static int check_subtree(struct uext4_fs *fs, const struct inode *inode, uint64_t parent,
+			 uint64_t ptr, int level, uint64_t base, uint64_t from)
+{
+	unsigned s = addr_bits(fs), apb = 1u << s;
+	uint64_t child_span = 1ull << (s * (unsigned)(level - 1));
+	const uint32_t *arr;
+	struct buf *b;
+	int err;
+
+	if (ptr == 0)
+		return 0;
+	if ((err = ind_check_ptr(fs, inode, parent, ptr)) || level == 1)
+		return err;
+	if ((err = bread(fs->bc, ptr, UEXT4_META_OTHER, &b)))
+		return err;
+	arr = (const uint32_t *)b->data;
+	for (unsigned i = 0; i < apb && !err; i++)
+		if (base + (i + 1) * child_span > from)
+			err = check_subtree(fs, inode, ptr, le32(arr[i]), level - 1,
+					    base + i * child_span, from);
+	brelse(fs->bc, b);
+	return err;
+}
+
+int indirect_check_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk)
+{
+	const uint32_t *i_block = inode_raw(inode)->i_block;
+	unsigned s = addr_bits(fs);
+	uint64_t base = EXT4_NDIR_BLOCKS;
+	int err = 0;
+
+	for (int level = 1; level <= 3 && !err; level++) {
+		uint64_t span = 1ull << (s * (unsigned)level);
+
+		if (base + span > lblk)
+			err = check_subtree(fs, inode, 0, le32(i_block[EXT4_IND_BLOCK + level - 1]),
+					    level, base, lblk);
+		base += span;
+	}
+	return err;
 }
 
 /* Frees data blocks in runs: one balloc_free per physically contiguous run. */
@@ -403,6 +472,8 @@ static int free_subtree(struct run_freer *r, uint64_t ptr, uint32_t *slot, int l
 
 	if (ptr == 0)
 		return 0;
+	if (level > 0 && (err = ind_check_ptr(fs, r->inode, 0, ptr)))
+		return err;
 	if (!ind_block_ok(fs, ptr))
 		return ind_bad(fs, r->inode, 0, "block pointer outside the file system");
 	if (level == 0) {

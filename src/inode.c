@@ -14,6 +14,7 @@
 #include "balloc.h"
 #include "bcache.h"
 #include "csum.h"
+#include "data.h"
 #include "dir.h"
 #include "ebr.h"
 #include "error.h"
@@ -1042,10 +1043,11 @@ void igrab(struct inode *n)
 }
 
 /*
- * Before an unlink drops the last link of an extent-mapped file that
- * nobody holds open: would freeing it meet corruption in its extent tree?
- * The tree is walked read-only, one mapping per extent or hole (the free
- * reads the same blocks right after, from the cache), so that the unlink
+ * Before an unlink drops the last link of a file that nobody holds open:
+ * would freeing it meet corruption in its extent tree or block map?  The
+ * tree is walked read-only, one mapping per extent or hole (a block map:
+ * its indirect blocks), as the free reads them right after, from the
+ * cache, so that the unlink
  * can refuse with the image unchanged instead of leaving an unlinked
  * inode it cannot free, as the kernel's iget refuses an inode whose root
  * fails ext4_ext_check_inode().  Caller holds n->lock.
@@ -1081,9 +1083,10 @@ int inode_check_map_from(struct uext4_fs *fs, struct inode *n, uint64_t lblk)
 
 	if ((err = inode_check_bitmap_bit(fs, n)) || (err = xattr_check_block(fs, n)))
 		return err;
-	if (!(n->flags & EXT4_EXTENTS_FL) || inode_has_inline_data(n) ||
-	    !(S_ISREG(n->mode) || S_ISDIR(n->mode)))
+	if (inode_has_inline_data(n) || !(S_ISREG(n->mode) || S_ISDIR(n->mode)))
 		return 0;
+	if (!(n->flags & EXT4_EXTENTS_FL))
+		return indirect_check_from(fs, n, lblk);
 	while (lblk < (1ull << 32)) {
 		if ((err = inode_map(fs, n, lblk, UINT32_MAX, &m)))
 			return err;

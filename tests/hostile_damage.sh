@@ -4,7 +4,7 @@
 # runs every write command on it too).  Each section checks what the fix
 # promises, then the sweep runs on this test's images alone with the
 # commands that exposed them (mkdir, put of a 200 KiB file and of a small
-# one into the damaged directory, rm, setfattr,
+# one into the damaged directory, truncate, rm, setfattr,
 # chmod, chown): none may leave e2fsck -fn a kind of finding it did not
 # have before.
 #
@@ -18,6 +18,13 @@
 #                    ".." has inode 0): no new name may take its place
 #                    (refused, naming the entry, and undone: no name left,
 #                    no new e2fsck finding).
+#  tree block in     mk_extent_in_itable, mk_indirect_in_itable (/bad's
+#  the inode table   extent leaf or indirect block is a block of the inode
+#                    table): truncate and rm of /bad refused, naming the
+#                    inode and the block, the image unchanged.
+#  empty values      mk_xattr_empty_value (an ea_inode image whose /f has
+#                    xattrs of value size 0): chmod, chown and setfattr
+#                    leave e2fsck clean and every value in place.
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -138,11 +145,71 @@ for which in dot dotdot; do
 	[ $RC = 0 ] && ok || bad "put into / refused: $ERR"
 done
 
+# ---------------------------------------------------------------- tree blocks
+# same_but_error_record A B: equal but for the superblock's error record
+# (s_state, the error fields, their high bytes, the checksum: what an
+# errors=continue refusal writes, as tests/sweep.sh allows).
+same_but_error_record() {
+	cmp -s "$1" "$2" && return 0
+	{ cmp -l "$1" "$2" 2> /dev/null || true; } | awk '
+	{ o = $1 - 1 - 1024
+	  if ((o >= 58 && o <= 59) || (o >= 404 && o <= 511) || (o >= 628 && o <= 635) ||
+	      (o >= 1020 && o <= 1023)) next
+	  bad = 1; exit }
+	END { exit bad }'
+}
+
+for kind in extent indirect; do
+	note "/bad's $kind tree block lies in the inode table"
+	CASE="${kind}_in_itable"
+	build "${kind}_in_itable" "$T/tree.img"
+	cp "$T/tree.img" "$T/tree.orig"
+	fsck_kinds "$T/tree.img" > "$T/tree.kinds"
+	# Each changes (or frees) the block: refused, naming inode and block.
+	for cmd in "truncate -s 1 IMG /bad" "truncate -s 15000 IMG /bad" "rm IMG /bad"; do
+		cp "$T/tree.orig" "$T/tree.img"
+		# shellcheck disable=SC2086
+		run ${cmd/IMG/$T/tree.img}
+		if [ $RC = 0 ]; then
+			bad "uext4 $cmd succeeded"
+		elif ! echo "$ERR" | grep -qE "of inode [0-9]+: (tree block lies in the inode table of group 0 \(block [0-9]+\)|indirect block [0-9]+ lies in the inode table of group 0)"; then
+			bad "uext4 $cmd: the message does not name the inode and the block: $ERR"
+		else
+			ok
+		fi
+		same_but_error_record "$T/tree.img" "$T/tree.orig" && ok ||
+			bad "uext4 $cmd changed the image (beyond the error record)"
+	done
+	# Writes elsewhere go on; reads of /bad may serve or refuse, no crash.
+	cp "$T/tree.orig" "$T/tree.img"
+	run put "$T/tree.img" "$T/big" /f
+	[ $RC = 0 ] && ok || bad "put elsewhere refused: $ERR"
+	no_new_kinds "$T/tree.kinds" "$T/tree.img"
+	run cat "$T/tree.img" /bad
+done
+
+# ---------------------------------------------------------------- empty values
+note "ea_inode: xattr entries of value size 0"
+CASE="xattr_empty_value"
+build xattr_empty_value "$T/xe.img"
+cp "$T/xe.img" "$T/xe.orig"
+for cmd in "chmod IMG 600 /f" "chown IMG 123:456 /f" "setfattr IMG -n trusted.sweep -v 1 /f" \
+	"setfattr IMG -n user.empty3 /f" "setfattr IMG -x user.pad /f" "chmod IMG 600 /g"; do
+	cp "$T/xe.orig" "$T/xe.img"
+	# shellcheck disable=SC2086
+	run ${cmd/IMG/$T/xe.img}
+	[ $RC = 0 ] && ok || bad "uext4 $cmd refused: $ERR"
+	fsck_clean "$T/xe.img" > "$T/fsck.out" && ok || bad "uext4 $cmd: e2fsck -fn not clean: $(head -20 "$T/fsck.out")"
+	run getfattr "$T/xe.img" /f
+	grep -qx user.empty "$T/out" && grep -qx user.empty2 "$T/out" && grep -qx user.big "$T/out" && ok ||
+		bad "uext4 $cmd: /f lost an xattr: $(tr '\n' ' ' < "$T/out")"
+done
+
 # ---------------------------------------------------------------- the sweep
-SWEEP_IMAGES="mk_badblocks_* mk_dir_dot_empty mk_dir_dotdot_empty"
+SWEEP_IMAGES="mk_badblocks_* mk_dir_dot_empty mk_dir_dotdot_empty mk_extent_in_itable mk_indirect_in_itable mk_xattr_empty_value"
 note "tests/sweep.sh on this test's images"
 # The columns that exposed these (the full sweep in make check runs all).
-SWEEP_NO_CORRUPT=1 SWEEP_IMAGES="$SWEEP_IMAGES" SWEEP_SAMPLE=100 SWEEP_CMDS="md mds put pts rm sx chm cho" \
+SWEEP_NO_CORRUPT=1 SWEEP_IMAGES="$SWEEP_IMAGES" SWEEP_SAMPLE=100 SWEEP_CMDS="md mds put pts tr rm sx chm cho" \
 	bash "$TOP/tests/sweep.sh" > "$T/sweep.log" 2>&1
 rc=$?
 sed -n '/^image /,/^cells:/p' "$T/sweep.log"
