@@ -159,9 +159,9 @@ for id in "${IDS[@]}"; do wanted "$id" && sel+=("$id"); done
 IDS=("${sel[@]}")
 # `make check` sweeps a sample (a third of the images in release, a tenth
 # under the sanitizers, a fresh one each run); `make check-long`
-# (UEXT4_LONG=1) sweeps them all.
+# (UEXT4_LONG=1) sweeps them all, as does a run given SWEEP_IMAGES.
 SAMPLE=${SWEEP_SAMPLE:-}
-if [ -z "$SAMPLE" ] && [ -z "${UEXT4_LONG:-}" ]; then
+if [ -z "$SAMPLE" ] && [ -z "${UEXT4_LONG:-}" ] && [ -z "${SWEEP_IMAGES:-}" ]; then
 	case "$UEXT4_BUILD" in
 	*asan* | *tsan*) SAMPLE=$(((${#IDS[@]} + 9) / 10)) ;;
 	*) SAMPLE=$(((${#IDS[@]} + 2) / 3)) ;;
