@@ -4,7 +4,7 @@
 # system and a single-indirect pointer to the first free block, which
 # holds random numbers (outside the file system) between pointers to the
 # free blocks after it, where the next file would go.  Writes must be
-# refused, naming inode 1 (issue 29, case 6).
+# refused, naming inode 1.
 set -euo pipefail
 out=${1:?usage: mk_badblocks_bogus.sh OUT.img}
 for t in mke2fs debugfs; do

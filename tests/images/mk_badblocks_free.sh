@@ -2,7 +2,7 @@
 # mk_badblocks_free.sh OUT.img: the bad-blocks inode (inode 1) lists
 # three blocks the block bitmap marks free, the first free ones, where
 # the next allocation would go.  Well-formed otherwise: writes may go on,
-# but no allocator may hand out a listed block (issue 29, case 6).
+# but no allocator may hand out a listed block.
 set -euo pipefail
 out=${1:?usage: mk_badblocks_free.sh OUT.img}
 for t in mke2fs debugfs; do

@@ -2,7 +2,7 @@
 # mk_badblocks_shared.sh OUT.img: the bad-blocks inode (inode 1) lists a
 # block of /data (a 20 KiB file), so that block is claimed twice.  A write
 # may go on, but freeing /data (rm, truncate) must leave that block in
-# use, as inode 1 still lists it (issue 29, case 6).
+# use, as inode 1 still lists it.
 set -euo pipefail
 out=${1:?usage: mk_badblocks_shared.sh OUT.img}
 for t in mke2fs debugfs; do

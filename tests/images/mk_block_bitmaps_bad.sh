@@ -1,7 +1,7 @@
 #!/bin/bash
 # mk_block_bitmaps_bad.sh OUT.img - every group's block bitmap fails its
 # checksum (one byte flipped in a bitmap's unused tail): any block
-# allocation fails, so mkdir fails after it took an inode (issue 9, case 5).
+# allocation fails, so mkdir fails after it took an inode.
 # The inode bitmaps and the tree (/file, /dir) are healthy.
 set -e
 out=${1:?usage: mk_block_bitmaps_bad.sh OUT.img}

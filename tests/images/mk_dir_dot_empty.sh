@@ -2,8 +2,7 @@
 # mk_dir_dot_empty.sh OUT.img: directory /d (linear, one block, with
 # a file and a subdirectory) whose "." entry is empty (inode 0).
 # An insert must not put the new name in its place, where e2fsck wants
-# "." (issue 29, case 6).  No metadata_csum: the entry is edited in
-# place.
+# ".". No metadata_csum: the entry is edited in place.
 set -euo pipefail
 out=${1:?usage: mk_dir_dot_empty.sh OUT.img}
 for t in mke2fs debugfs dd; do

@@ -4,7 +4,7 @@
 # inode and for an xattr block, so it lives in an EA inode (made by
 # debugfs, i.e. e2fsprogs' ext2fs_xattr_set, with its reference count and
 # hash; debugfs's ea_set -f reads at most one block).  /g has a small
-# xattr.  Deleting /f must free the EA inode (issue 9, case 1).
+# xattr.  Deleting /f must free the EA inode.
 set -euo pipefail
 out=${1:?usage: mk_ea_inode.sh OUT.img}
 for t in mke2fs debugfs; do

@@ -5,7 +5,7 @@
 # where no inode is in use, and the root's index entry pointing there (the
 # real leaf is freed).  Reads find a well-formed tree; a write into it, or
 # an inode written into that table block, damages the other.  Writes to
-# /bad must be refused, naming the inode and the block (issue 29, case 6).
+# /bad must be refused, naming the inode and the block.
 set -euo pipefail
 out=${1:?usage: mk_extent_in_itable.sh OUT.img}
 for t in mke2fs debugfs dumpe2fs dd; do

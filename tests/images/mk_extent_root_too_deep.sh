@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_extent_root_too_deep.sh OUT.img - /big's in-inode extent header says depth
-# 6, above the maximum of 5 (issue 9, case 7: rm must fail with the
+# 6, above the maximum of 5 (rm must fail with the
 # corruption message, and orphan cleanup must not wedge on it).
 set -eu
 out=${1:?usage: mk_extent_root_too_deep.sh OUT.img}

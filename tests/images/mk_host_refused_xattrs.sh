@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_host_refused_xattrs.sh OUT.img - a clean ea_inode image whose xattrs a
-# host may refuse when `uext4 get` copies them out (issue 9, case 12), next
+# host may refuse when `uext4 get` copies them out, next
 # to xattrs every host takes:
 #   /link        symlink: user.onlink = "bar" (Linux refuses user.* on
 #                symlinks: EPERM), trusted.onlink = "ok"

@@ -2,7 +2,7 @@
 # mk_htree_bad_leaves.sh OUT.img - /h is an htree directory of 200 names
 # whose leaf blocks are all damaged (first entry's rec_len 0), its root
 # intact: an insert hashes to a leaf and fails only after the new inode
-# was taken (mkdir /h/new: issue 9, case 5).  /file and /dir are healthy.
+# was taken (mkdir /h/new).  /file and /dir are healthy.
 set -e
 out=${1:?usage: mk_htree_bad_leaves.sh OUT.img}
 for t in mke2fs debugfs e2fsck dd; do command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }; done

@@ -5,8 +5,7 @@
 # group 0's table, where no inode is in use, and i_block[12] pointing
 # there (the real one is freed).  Reads find a well-formed map; a write
 # into it, or an inode written into that table block, damages the other.
-# Writes to /bad must be refused, naming the inode and the block (issue
-# 29, case 6).
+# Writes to /bad must be refused, naming the inode and the block.
 set -euo pipefail
 out=${1:?usage: mk_indirect_in_itable.sh OUT.img}
 for t in mke2fs debugfs dumpe2fs dd; do

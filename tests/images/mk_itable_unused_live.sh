@@ -1,7 +1,7 @@
 #!/bin/bash
 # mk_itable_unused_live.sh OUT.img: group 0's bg_itable_unused claims that
 # every inode past 12 was never used, while the inode bitmap marks inodes
-# 12..24 (live files and directories) in use (issue 9, case 3).  The first
+# 12..24 (live files and directories) in use.  The first
 # free inode (25) shares its inode-table block (inodes 17..32, 256-byte
 # inodes, 4 KiB blocks) with live ones: a create that trusted the
 # descriptor would build that block zeroed over them.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # mk_live_inode_free.sh OUT.img: the inode bitmap marks the live inode of
 # /dir/a (links 1, no dtime) free; it is the lowest free inode, so the next
-# create would take it (issue 9, case 9).
+# create would take it.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_bbitmap_zero.sh OUT.img: group 1's block bitmap at block 0, which
-# on a 4 KiB file system is the primary superblock's block (issue 9, case 4).
+# on a 4 KiB file system is the primary superblock's block.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

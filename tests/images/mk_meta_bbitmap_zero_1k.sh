@@ -1,7 +1,7 @@
 #!/bin/bash
 # mk_meta_bbitmap_zero_1k.sh OUT.img: 1 KiB blocks; group 1's block bitmap
 # at block 0, the boot block below the first data block (1), outside the
-# file system (issue 9, case 4).
+# file system.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

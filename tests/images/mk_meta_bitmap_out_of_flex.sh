@@ -1,7 +1,7 @@
 #!/bin/bash
 # mk_meta_bitmap_out_of_flex.sh OUT.img: flex groups of 2; group 0's inode
 # bitmap in group 2, past the end of its flex group (groups 0-1)
-# (issue 9, case 4).
+#.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

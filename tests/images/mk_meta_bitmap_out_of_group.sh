@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_bitmap_out_of_group.sh OUT.img: no flex_bg; group 1's block bitmap
-# in group 2 (issue 9, case 4).
+# in group 2.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_bitmap_past_end.sh OUT.img: group 1's inode bitmap 100 blocks past
-# the end of the file system (issue 9, case 4).
+# the end of the file system.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

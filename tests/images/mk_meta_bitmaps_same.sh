@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_bitmaps_same.sh OUT.img: group 1's block bitmap at the block of its
-# own inode bitmap (issue 9, case 4).
+# own inode bitmap.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

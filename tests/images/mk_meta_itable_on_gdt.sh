@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_itable_on_gdt.sh OUT.img: group 2's inode table starts at the
-# primary group descriptor block (block 1) (issue 9, case 4).
+# primary group descriptor block (block 1).
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_itable_on_journal.sh OUT.img: group 2's inode table inside the
-# internal journal (issue 9, case 4).
+# internal journal.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

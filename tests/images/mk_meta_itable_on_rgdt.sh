@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_meta_itable_on_rgdt.sh OUT.img: group 2's inode table starts inside the
-# reserved GDT blocks after the primary descriptors (issue 9, case 4).
+# reserved GDT blocks after the primary descriptors.
 set -u
 . "$(dirname "$0")/meta_common.inc"
 [ $# = 1 ] || { echo "usage: $0 OUT.img"; exit 2; }

@@ -2,7 +2,7 @@
 # mk_no_ext_attr.sh OUT.img: an ext2 image made without the ext_attr feature
 # and with 128-byte inodes (no room for xattrs in the inode), holding a
 # file /f.  Setting an xattr needs an xattr block, and the feature must then
-# be set, as the kernel does (issue 9, case 2).
+# be set, as the kernel does.
 set -euo pipefail
 out=${1:?usage: mk_no_ext_attr.sh OUT.img}
 for t in mke2fs debugfs; do

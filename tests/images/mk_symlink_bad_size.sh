@@ -1,7 +1,6 @@
 #!/bin/bash
 # mk_symlink_bad_size.sh OUT.img - the fast symlink /link ("hello.txt")
-# says i_size 3, shorter than its target string: a corrupt symlink (issue 9,
-# case 8: every operation on it must take the same validity check).
+# says i_size 3, shorter than its target string: a corrupt symlink (every operation on it must take the same validity check).
 set -eu
 out=${1:?usage: mk_symlink_bad_size.sh OUT.img}
 for t in mke2fs debugfs; do

@@ -5,7 +5,7 @@
 # as e2fsprogs writes them) in the inode body, beside a 4 KiB user.big
 # value in an EA inode and a 100-byte value in its xattr block; clean to
 # e2fsck.  chmod, chown and setfattr on /f must keep the
-# empty entries valid (issue 29, case 6).
+# empty entries valid.
 set -euo pipefail
 out=${1:?usage: mk_xattr_empty_value.sh OUT.img}
 for t in mke2fs debugfs e2fsck; do
