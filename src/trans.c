@@ -152,19 +152,6 @@ _Static_assert(sizeof(struct revoke_list) % CACHELINE == 0, "a revoke list per l
 
 static _Thread_local struct handle cur_handle;
 
-unsigned thread_slot(void)
-{
-	static _Atomic unsigned next;
-	static _Thread_local unsigned slot;
-	static _Thread_local bool have;
-
-	if (!have) {
-		slot = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-		have = true;
-	}
-	return slot;
-}
-
 int trans_init(struct uext4_fs *fs)
 {
 	struct trans *t = aligned_alloc(CACHELINE, sizeof(*t));
