@@ -653,6 +653,17 @@ const struct journal_host super_journal_host = {
 	.now = fs_time,
 };
 
+/* What trans.c's commit calls above it: descriptors, the superblock, the
+ * first write, and the blocks freed by a transaction (balloc.c). */
+static const struct commit_host super_commit_host = {
+	.begin_writing = super_begin_writing,
+	.group_set_dirty = group_set_dirty,
+	.write_group_desc = super_write_group_desc,
+	.write_super = super_write,
+	.release_busy = balloc_release_busy,
+	.has_busy = balloc_has_busy,
+};
+
 /*
  * Read-write mount: open the journal and prepare the superblock for
  * writing (needs_recovery as the kernel, or without a journal the state
@@ -673,7 +684,7 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->disk_last_orphan = fs->sb.s_last_orphan;   /* the first write keeps it */
 	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &super_journal_host, &fs->journal)))
 		return err;
-	if ((err = trans_init(fs)) || (err = balloc_init(fs)))
+	if ((err = trans_init(fs, &super_commit_host)) || (err = balloc_init(fs)))
 		return err;
 	fs->sb.s_mnt_count = cpu_to_le16((uint16_t)(le16(fs->sb.s_mnt_count) + 1));
 	fs->sb.s_mtime = cpu_to_le32((uint32_t)now.tv_sec);
