@@ -25,6 +25,7 @@
 #include "nbd.h"
 #include "ondisk.h"
 #include "orphan.h"
+#include "mount.h"
 #include "super.h"
 #include "symlink.h"
 #include "trans.h"

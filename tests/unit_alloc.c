@@ -27,7 +27,7 @@
 #include "ialloc.h"
 #include "internal.h"
 #include "ondisk.h"
-#include "super.h"
+#include "mount.h"
 #include "trans.h"
 #include "uext4.h"
 
