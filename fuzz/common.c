@@ -3,7 +3,7 @@
  */
 #include "common.h"
 #include "blockdev.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 #include <fcntl.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
  * getxattr(2)/setxattr(2) is xattr.c's.
  */
 #include "acl.h"
-#include "api.h"
+#include "caller.h"
 #include "error.h"
 #include "internal.h"
 #include "ondisk.h"
@@ -21,19 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* The calling thread's file mode creation mask (uext4_set_umask()). */
-static _Thread_local uint32_t cur_umask;
-
-void uext4_set_umask(uint32_t umask)
-{
-	cur_umask = umask & 0777;
-}
-
-uint32_t caller_umask(void)
-{
-	return cur_umask;
-}
 
 /* ------------------------------------------------------------ format */
 
@@ -248,7 +235,7 @@ int acl_inherit_prepare(struct uext4_fs *fs, struct inode *dir, uint32_t *mode,
 		return 0;
 	err = acl_read(fs, dir, EXT4_XATTR_INDEX_POSIX_ACL_DEFAULT, &a);
 	if (err == -ENODATA) {
-		*mode &= ~cur_umask;
+		*mode &= ~caller_umask();
 		return 0;
 	}
 	if (err)

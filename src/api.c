@@ -6,7 +6,6 @@
  * here so that the subsystems only see inodes of the right kind.
  */
 #include "acl.h"
-#include "api.h"
 #include "balloc.h"
 #include "bcache.h"
 #include "blockdev.h"
@@ -25,6 +24,7 @@
 #include "nbd.h"
 #include "ondisk.h"
 #include "orphan.h"
+#include "mount.h"
 #include "super.h"
 #include "symlink.h"
 #include "trans.h"
@@ -43,25 +43,6 @@ struct uext4_file {
 	struct inode *inode;    /* referenced until uext4_release() */
 	int flags;              /* open(2) flags */
 };
-
-/* Identity of the calling thread (uext4_set_caller()); root by default. */
-static _Thread_local uint32_t cur_uid, cur_gid;
-
-void uext4_set_caller(uint32_t uid, uint32_t gid)
-{
-	cur_uid = uid;
-	cur_gid = gid;
-}
-
-uint32_t caller_uid(void)
-{
-	return cur_uid;
-}
-
-uint32_t caller_gid(void)
-{
-	return cur_gid;
-}
 
 #define SYMLOOP_MAX 40
 

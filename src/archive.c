@@ -36,7 +36,7 @@
  * the whole fill (and keeps the identity root, umask 0, that it sets).
  */
 #include "acl.h"
-#include "api.h"
+#include "caller.h"
 #include "error.h"
 #include "internal.h"
 #include "ondisk.h"

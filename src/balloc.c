@@ -37,7 +37,7 @@
  * and pa->size.  Only one group lock is held at a time.
  */
 #include "alloc.h"
-#include "api.h"
+#include "caller.h"
 #include "balloc.h"
 #include "bcache.h"
 #include "csum.h"

@@ -48,7 +48,7 @@
  * and reading its value.  The hash index (by value hash) has its own
  * shard locks (RANK_XATTR_INDEX), taken inside an EA shard or alone.
  */
-#include "api.h"
+#include "caller.h"
 #include "balloc.h"
 #include "bcache.h"
 #include "blockdev.h"

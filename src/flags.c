@@ -15,7 +15,7 @@
  * The enforcement checks read inode->flags, already in memory, under the
  * inode lock the operation holds anyway (inode->lock protects flags).
  */
-#include "api.h"
+#include "caller.h"
 #include "error.h"
 #include "flags.h"
 #include "inode.h"

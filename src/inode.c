@@ -10,7 +10,7 @@
  * default ICACHE_MAX_UNUSED).  Hits take no
  * lock (see "Lock-free hits" below).
  */
-#include "api.h"
+#include "caller.h"
 #include "balloc.h"
 #include "bcache.h"
 #include "csum.h"

@@ -154,7 +154,6 @@ struct pcounter {
 		char pad[CACHELINE - sizeof(int64_t)];
 	} slot[PCOUNTER_SLOTS];
 };
-unsigned thread_slot(void);     /* small per-thread number (trans.c) */
 static inline void pcounter_add(struct pcounter *c, int64_t d)
 {
 	atomic_fetch_add_explicit(&c->slot[thread_slot() % PCOUNTER_SLOTS].v, d,

@@ -17,7 +17,7 @@ struct journal;
  * What the journal needs from the file system above it, as jbd2 gets it
  * from ext4: the journal lives in a file (the journal inode) that only the
  * file system can find and map, and a replay that skipped blocks must mark
- * the file system as having errors.  super.c fills this in
+ * the file system as having errors.  mount.c fills this in
  * (super_journal_host); the journal calls nothing else above the buffer
  * cache.  get() finds the journal's file and holds it until put(): *size
  * in bytes, *id names it in messages; map() maps count blocks from lblk

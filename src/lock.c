@@ -80,6 +80,19 @@ void urwlock_destroy(struct urwlock *l)
 	pthread_rwlock_destroy(&l->rw);
 }
 
+unsigned thread_slot(void)
+{
+	static _Atomic unsigned next;
+	static _Thread_local unsigned slot;
+	static _Thread_local bool have;
+
+	if (!have) {
+		slot = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+		have = true;
+	}
+	return slot;
+}
+
 /* ------------------------------------------------------------ statistics
  * Counters per thread slot (thread_slot(), as struct pcounter), each slot
  * on cache lines of its own, summed on read: threads on different slots

@@ -89,6 +89,9 @@ struct urwlock {
 	uint8_t stat_class;     /* enum lockstat_class; set at init */
 };
 
+/* A small number of the calling thread, fixed for its life: the index of
+ * its shard in per-thread counters, slabs and drain counters. */
+unsigned thread_slot(void);
 void ulock_init(struct ulock *l, int rank);
 void ulock_destroy(struct ulock *l);
 void urwlock_init(struct urwlock *l, int rank);

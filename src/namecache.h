@@ -2,7 +2,7 @@
  * namecache.h - the name cache (namecache.c): (directory, name) -> inode
  * number or "absent", looked up without a lock.  Included by dir.c (the
  * only user: lookups, and the hooks of every directory change) and
- * super.c (create at mount, free at unmount).
+ * mount.c (create at mount, free at unmount).
  */
 #ifndef UEXT4_NAMECACHE_H
 #define UEXT4_NAMECACHE_H

@@ -1,21 +1,23 @@
 /*
- * super.h - mount, unmount, superblock and group descriptors (super.c, groupcheck.c).
+ * super.h - the superblock and group descriptors (super.c, groupcheck.c).
  */
 #ifndef UEXT4_SUPER_H
 #define UEXT4_SUPER_H
 
-#include "blockdev.h"
 #include "internal.h"
 
 /* After changing a group's fields: its descriptor is rewritten at commit. */
 void group_set_dirty(struct uext4_fs *fs, uint32_t group);
-int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out);
-/* Mount a device (which the mount then owns, also on failure): tests
- * mount crash-recording and memory devices with it. */
-int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out);
-/* Write back everything (read-write mounts) and free the mount.  Returns
- * the first write-back error. */
-int super_umount(struct uext4_fs *fs);
+/* Read and check the primary superblock into fs->sb and the geometry and
+ * features derived from it (mount, and again after a replay). */
+int super_read(struct uext4_fs *fs, bool read_only);
+/* Parse every group descriptor into fs->groups (mount). */
+int super_load_group_descs(struct uext4_fs *fs);
+/* The superblock to its buffer and straight to the device, flushed, with
+ * last_orphan (disk byte order) as its orphan list head (mount, unmount). */
+int super_write_now(struct uext4_fs *fs, uint32_t last_orphan);
+/* Set or clear an incompat feature bit in memory (needs_recovery). */
+void super_set_incompat(struct uext4_fs *fs, uint32_t bit, bool on);
 /* Fill the superblock's counters and checksum into its buffer (commit). */
 int super_write(struct uext4_fs *fs);
 /* The mount's first write (trans.c, commit lock held, handles drained):
@@ -39,11 +41,5 @@ int super_check_groups(struct uext4_fs *fs);
 /* Names of the feature bits set in the three masks, space separated. */
 void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
 			 char *buf, size_t size);
-
-
-/* The journal's callbacks into the file system (journal.h): the journal
- * inode, and the error mark after a replay that skipped blocks. */
-struct journal_host;
-extern const struct journal_host super_journal_host;
 
 #endif

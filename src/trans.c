@@ -59,7 +59,6 @@
  *                          claims BUF_COPYING; copybuf outlives the copies
  *                          (the commit waits for every BUF_COPYING to clear)
  */
-#include "balloc.h"
 #include "bcache.h"
 #include "blockdev.h"
 #include "csum.h"
@@ -68,7 +67,6 @@
 #include "journal.h"
 #include "lock.h"
 #include "stats.h"
-#include "super.h"
 #include "trans.h"
 
 #include <stdio.h>
@@ -127,6 +125,7 @@ struct trans {
 	_Atomic uint8_t *itb_written;          /* bit per inode-table block */
 	/* Read-mostly, apart from the write-hot lines above (seed 004): */
 	struct journal *journal __attribute__((aligned(CACHELINE)));
+	const struct commit_host *host;        /* the file system's callbacks */
 	uint32_t jbase;                        /* journal sequence of transaction 1 */
 	_Atomic uint32_t running __attribute__((aligned(CACHELINE)));
 	_Atomic uint32_t committed;
@@ -152,20 +151,7 @@ _Static_assert(sizeof(struct revoke_list) % CACHELINE == 0, "a revoke list per l
 
 static _Thread_local struct handle cur_handle;
 
-unsigned thread_slot(void)
-{
-	static _Atomic unsigned next;
-	static _Thread_local unsigned slot;
-	static _Thread_local bool have;
-
-	if (!have) {
-		slot = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-		have = true;
-	}
-	return slot;
-}
-
-int trans_init(struct uext4_fs *fs)
+int trans_init(struct uext4_fs *fs, const struct commit_host *host)
 {
 	struct trans *t = aligned_alloc(CACHELINE, sizeof(*t));
 	size_t bits = (size_t)fs->groups_count * fs->itb_per_group;
@@ -182,6 +168,7 @@ int trans_init(struct uext4_fs *fs)
 	for (unsigned i = 0; i < TRANS_SLOTS; i++)
 		pthread_mutex_init(&t->revoke[i].lock, NULL);
 	t->running = 1;
+	t->host = host;
 	/* Bulk mode (uext4_opts.bulk): commits go home unlogged. */
 	t->journal = fs->bulk ? NULL : fs->journal;
 	t->jbase = fs->journal ? journal_first_tid(fs->journal) : 1;
@@ -630,7 +617,7 @@ static void fold_bitmap_csum(struct uext4_fs *fs, struct buf *b)
 		fs->groups[g].block_bitmap_csum = csum_block_bitmap(fs, b->data);
 	else
 		fs->groups[g].inode_bitmap_csum = csum_inode_bitmap(fs, b->data);
-	group_set_dirty(fs, g);
+	fs->trans->host->group_set_dirty(fs, g);
 }
 
 /* Descriptors of dirty groups and the superblock into their buffers. */
@@ -647,11 +634,11 @@ static int write_descriptors(struct uext4_fs *fs)
 			uint32_t g = w * 64 + (uint32_t)__builtin_ctzll(m);
 
 			m &= m - 1;
-			if ((err = super_write_group_desc(fs, g)))
+			if ((err = fs->trans->host->write_group_desc(fs, g)))
 				return err;
 		}
 	}
-	return super_write(fs);
+	return fs->trans->host->write_super(fs);
 }
 
 static int cmp_blocknr(const void *a, const void *b)
@@ -935,7 +922,7 @@ static int start_if_dirty(struct uext4_fs *fs)
 	if (t->started ||
 	    (bcache_dirty_count(fs->bc) == 0 && !atomic_load(&fs->hot->sb_dirty)))
 		return 0;
-	if ((err = super_begin_writing(fs)))
+	if ((err = t->host->begin_writing(fs)))
 		return err;
 	t->started = true;
 	return 0;
@@ -949,7 +936,7 @@ int trans_begin_writing(struct uext4_fs *fs)
 	if (!t)
 		return 0;
 	commit_begin(t);
-	if (!t->started && (err = super_begin_writing(fs)) == 0)
+	if (!t->started && (err = t->host->begin_writing(fs)) == 0)
 		t->started = true;
 	commit_end(t);
 	return err;
@@ -1130,7 +1117,7 @@ static int commit_locked(struct uext4_fs *fs)
 		count_home_writes(fs, by_kind);
 		if (counting)
 			stats_commit(fs, n, t_start, t_released, lockstat_now_ns());
-		balloc_release_busy(fs, tid);
+		t->host->release_busy(fs, tid);
 		/* An error recorded since the snapshot wrote the superblock
 		 * itself, which the home write above may have overwritten with
 		 * the snapshot's copy: write it again. */
@@ -1232,7 +1219,7 @@ int trans_commit_tid(struct uext4_fs *fs, uint32_t tid)
 
 bool trans_retry_after_enospc(struct uext4_fs *fs, int err)
 {
-	return err == -ENOSPC && balloc_has_busy(fs) && trans_commit(fs) == 0;
+	return err == -ENOSPC && fs->trans && fs->trans->host->has_busy(fs) && trans_commit(fs) == 0;
 }
 
 /* ------------------------------------------------------------- timer */
@@ -1240,7 +1227,7 @@ bool trans_retry_after_enospc(struct uext4_fs *fs, int err)
 static bool has_work(struct uext4_fs *fs)
 {
 	return bcache_dirty_count(fs->bc) > 0 || atomic_load(&fs->hot->sb_dirty) ||
-	       balloc_has_busy(fs);
+	       fs->trans->host->has_busy(fs);
 }
 
 /* The commit thread: a commit every timer_secs while there is work. */

@@ -29,7 +29,25 @@
  * commit needs.
  */
 struct trans;
-int trans_init(struct uext4_fs *fs);
+/*
+ * What a commit needs from the file system above it, as the journal's
+ * struct journal_host: the mount fills it in (super_commit_host), so
+ * trans.c calls nothing above the transactions layer.
+ */
+struct commit_host {
+	/* The mount's first write (needs_recovery set, flushed). */
+	int (*begin_writing)(struct uext4_fs *fs);
+	/* Group g's descriptor changed (a bitmap checksum folded in). */
+	void (*group_set_dirty)(struct uext4_fs *fs, uint32_t g);
+	/* Group g's descriptor, then the superblock, into their buffers. */
+	int (*write_group_desc)(struct uext4_fs *fs, uint32_t g);
+	int (*write_super)(struct uext4_fs *fs);
+	/* Transaction tid is on disk: the blocks it freed may be reused. */
+	void (*release_busy)(struct uext4_fs *fs, uint32_t tid);
+	/* Freed blocks wait for a commit (an ENOSPC a commit may cure). */
+	bool (*has_busy)(struct uext4_fs *fs);
+};
+int trans_init(struct uext4_fs *fs, const struct commit_host *host);
 void trans_destroy(struct uext4_fs *fs);
 /* Join the running transaction.  No credits, unlike jbd2_journal_start():
  * nothing reserves room per handle; a transaction stays within its most

@@ -33,7 +33,7 @@
 
 #include "blockdev.h"
 #include "crashdev.h"
-#include "super.h"
+#include "mount.h"
 #include "trans.h"
 #include "uext4.h"
 #include "t.h"

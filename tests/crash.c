@@ -46,7 +46,7 @@
 #include "blockdev.h"
 #include "crashdev.h"
 #include "internal.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 #include "t.h"
 

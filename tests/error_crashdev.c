@@ -11,7 +11,7 @@
 #include "crashdev.h"
 #include "error.h"
 #include "internal.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 #include "t.h"
 

@@ -40,7 +40,7 @@
 #include "blockdev.h"
 #include "faultdev.h"
 #include "ondisk.h"
-#include "super.h"
+#include "mount.h"
 #include "trans.h"
 #include "uext4.h"
 #include "t.h"

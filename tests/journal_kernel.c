@@ -18,7 +18,7 @@
 #include "blockdev.h"
 #include "internal.h"
 #include "jbd2.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 #include "t.h"
 

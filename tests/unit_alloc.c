@@ -28,7 +28,7 @@
 #include "ialloc.h"
 #include "internal.h"
 #include "ondisk.h"
-#include "super.h"
+#include "mount.h"
 #include "trans.h"
 #include "uext4.h"
 

@@ -19,7 +19,7 @@
 #include "inode.h"
 #include "internal.h"
 #include "ondisk.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 
 #include <fcntl.h>

@@ -32,7 +32,7 @@
 #include "jbd2.h"
 #include "journal.h"
 #include "ondisk.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 #include "t.h"
 

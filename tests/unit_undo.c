@@ -33,7 +33,7 @@
 #include "ialloc.h"
 #include "internal.h"
 #include "ondisk.h"
-#include "super.h"
+#include "mount.h"
 #include "uext4.h"
 #include "t.h"
 

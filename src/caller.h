@@ -1,12 +1,11 @@
 /*
- * api.h - what the public API layer (api.c) offers the library.
+ * caller.h - the calling thread's identity (caller.c).
  */
-#ifndef UEXT4_API_H
-#define UEXT4_API_H
+#ifndef UEXT4_CALLER_H
+#define UEXT4_CALLER_H
 
 #include <stdint.h>
 
-/* ---------------------------------------------------------------- api.c */
 /* Identity set by uext4_set_caller() for this thread. */
 uint32_t caller_uid(void);
 uint32_t caller_gid(void);
