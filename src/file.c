@@ -49,6 +49,26 @@ int inode_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t 
 	return indirect_map(fs, inode, lblk, max_len, m);
 }
 
+/* A block map is walked by indirect.c, which checks each indirect block
+ * on the way; an extent tree one mapping per extent or hole, as
+ * extent_map() checks each node it reads. */
+int file_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk)
+{
+	struct block_map m;
+	int err;
+
+	if (!(inode->flags & EXT4_EXTENTS_FL))
+		return indirect_check_from(fs, inode, lblk);
+	while (lblk < (1ull << 32)) {
+		if ((err = inode_map(fs, inode, lblk, UINT32_MAX, &m)))
+			return err;
+		if (m.pblk && m.len && (err = balloc_check_allocated(fs, m.pblk, m.len)))
+			return err;
+		lblk += m.len ? m.len : 1;
+	}
+	return 0;
+}
+
 int inode_bread(struct uext4_fs *fs, struct inode *inode, uint64_t lblk,
 		enum uext4_meta_kind kind, struct buf **out)
 {

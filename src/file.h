@@ -22,6 +22,10 @@ struct block_map {
 /* Map lblk of inode.  max_len bounds m->len.  A hole sets pblk = 0. */
 int inode_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
 	      struct block_map *m);
+/* Walk inode's map from lblk on, read-only: every mapped block allocated,
+ * every tree or indirect block sound (data.h).  0 or the error a write
+ * there would meet.  Caller holds inode->lock. */
+int file_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
 /* Read logical block lblk of an inode through the buffer cache.
  * A hole returns -ENODATA. */
 int inode_bread(struct uext4_fs *fs, struct inode *inode, uint64_t lblk,

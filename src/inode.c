@@ -14,7 +14,6 @@
 #include "balloc.h"
 #include "bcache.h"
 #include "csum.h"
-#include "data.h"
 #include "dir.h"
 #include "ebr.h"
 #include "error.h"
@@ -1078,23 +1077,13 @@ static int inode_check_bitmap_bit(struct uext4_fs *fs, struct inode *n)
 
 int inode_check_map_from(struct uext4_fs *fs, struct inode *n, uint64_t lblk)
 {
-	struct block_map m;
 	int err;
 
 	if ((err = inode_check_bitmap_bit(fs, n)) || (err = xattr_check_block(fs, n)))
 		return err;
 	if (inode_has_inline_data(n) || !(S_ISREG(n->mode) || S_ISDIR(n->mode)))
 		return 0;
-	if (!(n->flags & EXT4_EXTENTS_FL))
-		return indirect_check_from(fs, n, lblk);
-	while (lblk < (1ull << 32)) {
-		if ((err = inode_map(fs, n, lblk, UINT32_MAX, &m)))
-			return err;
-		if (m.pblk && m.len && (err = balloc_check_allocated(fs, m.pblk, m.len)))
-			return err;
-		lblk += m.len ? m.len : 1;
-	}
-	return 0;
+	return file_check_map_from(fs, n, lblk);
 }
 
 /*
