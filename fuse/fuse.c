@@ -1870,6 +1870,32 @@ static void op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_write(req, done);
 }
 
+/*
+ * Room for a fallocate of len bytes (full_guard): it may not take the
+ * space that pages cached writers hold dirty need.  When the only cached
+ * writer is the caller's own handle (fallocate(1), xfs_io: open, then
+ * fallocate most of the free space), its pages are written back first,
+ * as op_lseek does, and then none need room: the fallocate may take it
+ * all, as on the kernel's ext4.  After any fallocate on a cached
+ * handle, near full, its next write(2) asks first (full_guard_getattr).
+ * 0 or -ENOSPC.
+ */
+static int fallocate_room(struct server *s, fuse_ino_t ino, const struct fuse_file_info *fi,
+			  size_t len)
+{
+	const struct open_file *of = (const struct open_file *)(uintptr_t)fi->fh;
+
+	if (leave_room_for_cache(s, len) == 0)
+		return 0;
+	if (!of->cached_writer ||
+	    atomic_load_explicit(&s->full.cached_writers, memory_order_relaxed) != 1 ||
+	    avail_bytes(s) < len || !page_wait_begin(s))
+		return -ENOSPC;
+	fuse_lowlevel_notify_inval_inode(s->se, ino, 0, 0);
+	page_wait_end(s);
+	return 0;
+}
+
 static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 			 struct fuse_file_info *fi)
 {
@@ -1882,7 +1908,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	}
 	/* Space it takes is space cached pages may need (full_guard). */
 	if (!(mode & FALLOC_FL_PUNCH_HOLE) && writeback_on(s) &&
-	    leave_room_for_cache(s, (size_t)len) < 0) {
+	    fallocate_room(s, ino, fi, (size_t)len) < 0) {
 		fuse_reply_err(req, ENOSPC);
 		return;
 	}
@@ -1895,6 +1921,8 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	}
 	ret = uext4_fallocate(fh_file(fi), mode, (uint64_t)off,
 			      (uint64_t)len);
+	if (ret >= 0 && ((const struct open_file *)(uintptr_t)fi->fh)->cached_writer)
+		full_guard_written_back(s, ino);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 

@@ -25,6 +25,13 @@
 #      than the server reserved for; 400 MiB into 256 MiB.  fsync returns
 #      the error, `uext4 stats` counts the failures, `uext4 umount` exits 1
 #      naming the file, and e2fsck -fn is clean.
+#   5. fallocate of nearly all the free space through a file opened for
+#      writing through the cache (fallocate(1); fstests generic/103)
+#      succeeds, as on the kernel's ext4; the data written through that
+#      file before it is on the image, and a write after it past the
+#      allocated range fails with ENOSPC or is stored.  Before, the
+#      fallocate failed with ENOSPC: it left room for pages the file might
+#      hold dirty.
 # Before the change, dd wrote past the end without an error (only close
 # failed) and umount exited 0.
 # test-timeout: 240
@@ -163,6 +170,46 @@ if can_loop; then
 	done
 else
 	echo "NOTE: no root or loop device: the comparison with the kernel is skipped"
+fi
+
+note "5. fallocate of nearly all the free space from a cached file"
+rm -f "$IMG"
+"$UEXT4" mkfs -q "$IMG" 256M || fail "mkfs 256M"
+"$UEXT4" mount "$IMG" "$MNT" || fail "mount exit $?"
+MOUNTS+=("$MNT")
+avail=$(df -k --output=avail "$MNT" | tail -1)
+fallocate -l $((avail - 512))k "$MNT/spc" || bad "fallocate -l $((avail - 512))k of ${avail}k free: $?"
+rm -f "$MNT/spc"
+avail=$(df -k --output=avail "$MNT" | tail -1)
+head -c 1M /dev/urandom > "$T/first"
+# One open file: 1 MiB written through the cache, the fallocate, then a
+# write past the allocated range.
+python3 - "$MNT/x" "$T/first" $(((avail - 1536) * 1024)) > "$T/fa.out" <<'PY'
+import errno, os, sys
+path, first, length = sys.argv[1], sys.argv[2], int(sys.argv[3])
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, open(first, "rb").read())
+try:
+    os.posix_fallocate(fd, 1 << 20, length)
+    print("fallocate ok")
+except OSError as e:
+    print("fallocate", e.errno)
+try:
+    os.pwrite(fd, b"\x5a" * (4 << 20), (1 << 20) + length + (4 << 20))
+    print("late ok")
+except OSError as e:
+    print("late", e.errno)
+os.close(fd)
+PY
+cat "$T/fa.out"
+grep -q "^fallocate ok" "$T/fa.out" || bad "fallocate of $((avail - 1536))k after 1 MiB written: $(head -1 "$T/fa.out")"
+grep -q "^late ok\|^late $(python3 -c 'import errno; print(errno.ENOSPC)')\$" "$T/fa.out" ||
+	bad "the write after the fallocate: $(tail -1 "$T/fa.out")"
+umount_clean "fallocate"
+head -c 1M "$T/out/x" | cmp -s - "$T/first" || bad "the 1 MiB written before the fallocate is not on the image"
+if grep -q "^late ok" "$T/fa.out"; then
+	[ "$(stat -c %s "$T/out/x")" -ge $(((avail + 4096) * 1024)) ] ||
+		bad "the write after the fallocate succeeded but is not on the image"
 fi
 
 if [ "$(id -u)" = 0 ]; then
