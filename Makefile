@@ -5,8 +5,8 @@
 #   make BUILD=asan ASan+UBSan build in build/asan/ (debug: lock validator on)
 #   make BUILD=tsan TSan build in build/tsan/ (debug: lock validator on)
 #   make check      every test (release, asan, tsan), under an hour on 2 cores
-#   make check-long every test at full size (the whole write-path sweep, the
-#                   bad-input tests with both binaries in each mode): ~2 hours
+#   make check-long every test at full size (the whole write-path sweep, and
+#                   the slowest ASan runs, tagged asan-long): ~2 hours
 #   make run        install deps, build, make uext4.img, mount it on ./mnt
 #   make install    PREFIX (/usr/local) and DESTDIR; make uninstall
 #   BUILDDIR=dir    put a build somewhere else (parallel work trees)

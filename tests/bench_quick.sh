@@ -12,6 +12,7 @@
 # that is not a PNG or no lock-class tables must be refused.
 # Skips only without gnuplot (the plots); the systems this machine lacks
 # (the kernel column without root) are left out of the run, and said so.
+# run-in: release asan-long
 # test-timeout: 300
 . "$(dirname "$0")/lib.sh"
 setup_traps

@@ -15,12 +15,12 @@
 # recomputes the checksum itself.
 #
 # Environment: UEXT4 (default build/uext4), UEXT4_ASAN (an ASan build run
-# beside it: by default build/asan/uext4 when it exists and UEXT4 is not
-# under run.sh's asan mode already, which runs this whole script on the
-# ASan binary; `make check` runs it there only, `make check-long` in both:
-# UEXT4_LONG=1), CORRUPT_NO_FUSE=1 skips FUSE,
+# beside it when run by hand: by default build/asan/uext4 when it exists;
+# under run.sh each build runs the script on its own binary, the asan build
+# only in `make check-long`), CORRUPT_NO_FUSE=1 skips FUSE,
 # NO_WRITE_PROBES=1 skips the write probes, SWEEP_SAVE=DIR keeps every
 # damaged image (see save_case).
+# run-in: release asan-long
 set -u
 cd "$(dirname "$0")/.." || exit 1
 TOP=$PWD
@@ -36,7 +36,7 @@ done
 
 BINS=("$UEXT4")
 # Under run.sh (UEXT4_BUILD set) the asan mode covers the ASan binary.
-if [ -n "${UEXT4_BUILD:-}" ] && [ -z "${UEXT4_LONG:-}" ]; then UEXT4_ASAN=$UEXT4; fi
+if [ -n "${UEXT4_BUILD:-}" ]; then UEXT4_ASAN=$UEXT4; fi
 if [ -x "$UEXT4_ASAN" ] && [ "$UEXT4_ASAN" != "$UEXT4" ]; then
 	BINS+=("$UEXT4_ASAN")
 fi

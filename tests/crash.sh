@@ -13,6 +13,7 @@
 # states per workload (release 200, sanitizer builds 40), CRASH_CONFIGS
 # picks configurations ("4k 1k nocsum legacy"), CRASH_WORKLOADS the
 # workloads ("all").  Failing crash images are kept in /tmp/uext4-crash-fail/.
+# run-in: release asan-long
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -26,6 +26,7 @@
 # feature (dumpe2fs -h), e2fsck -fn is clean and the kernel reads the value.
 # Without a loop device the kernel comparisons are skipped (with a message);
 # everything else still runs.
+# run-in: release asan-long
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps

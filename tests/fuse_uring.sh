@@ -17,7 +17,7 @@
 #   3. The FUSE tests fuse_rw.sh, fuse_ro.sh, fuse_kill.sh and killpriv.sh run as they
 #      are, over io_uring (UEXT4_FUSE_LOOP=uring makes it the default loop).
 # test-timeout: 1500
-# run-in: release asan tsan
+# run-in: release asan-long tsan
 . "$(dirname "$0")/lib.sh"
 setup_traps
 

@@ -5,7 +5,10 @@
 # ASan+UBSan, tsan build/tsan/), the tests that name that build in their
 # "run-in:" tag line, "# run-in: release asan tsan" in a script or
 # "/* run-in: ... */" in a C test (a test with a .sh wrapper is tagged
-# there); a test without the line runs in release and asan.
+# there); a test without the line runs in release and asan.  MODE-long
+# ("asan-long") runs the test in MODE only under make check-long
+# (UEXT4_LONG=1): the slowest sanitizer runs, whose paths the release run
+# and the other sanitizer tests already cover, kept out of make check's hour.
 # A test is a program build/<mode>/tests/NAME (from tests/NAME.c) or a script
 # tests/NAME.sh.  Not run directly: helper tools (walk) and programs that
 # have a tests/NAME.sh wrapper (the wrapper runs them).  lib.sh, mktree.sh
@@ -39,10 +42,11 @@ runs_in() {
 	local src modes=
 	for src in "tests/$1.sh" "tests/$1.c"; do
 		[ -f "$src" ] || continue
-		modes=$(sed -n 's,^\(#\|/\*\) *run-in: *\([a-z ]*\).*,\2,p' "$src" | head -1)
+		modes=$(sed -n 's,^\(#\|/\*\) *run-in: *\([a-z -]*\).*,\2,p' "$src" | head -1)
 		[ -n "$modes" ] && break
 	done
 	case " ${modes:-release asan} " in *" $2 "*) return 0 ;; esac
+	case " $modes " in *" $2-long "*) [ "${UEXT4_LONG:-0}" = 1 ] && return 0 ;; esac
 	return 1
 }
 

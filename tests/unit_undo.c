@@ -28,6 +28,7 @@
  * (or operations) whose name contains it.  UEXT4_UNDO_KEEP=1 keeps a
  * failing image.  Exit 0 pass, 1 fail, 77 skip.
  */
+/* run-in: release asan-long */
 #include "blockdev.h"
 #include "fault.h"
 #include "ialloc.h"
