@@ -159,6 +159,8 @@ struct server {
 	 * one free for the requests it waits for (pool: threads - 1). */
 	int inval_inline_max;
 	atomic_int inval_inline;        /* that many wait now */
+	char mnt[PATH_MAX];             /* the mount point (realpath), set by serve() */
+	int name_drops;                 /* drop_name() items queued; under dio_q.lock */
 };
 
 static struct server *srv(fuse_req_t req)
@@ -1661,7 +1663,9 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
  * classic loops: page_notify_ok).
  */
 struct dio_inval {
-	fuse_req_t req;
+	fuse_req_t req;         /* NULL: a name to drop (drop_name()), no reply */
+	struct server *s;       /* ... on this mount */
+	char *name;             /* ... in directory ino */
 	fuse_ino_t ino;
 	off_t off;
 	size_t len;             /* 0: the whole file, then answer the lseek */
@@ -1679,7 +1683,11 @@ static struct {
 	pthread_cond_t more;
 	struct dio_inval *head, *tail;
 	bool started;
-} dio_q = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER };
+	pthread_cond_t dropped;         /* a server's name_drops fell */
+} dio_q = { .lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER,
+	    .dropped = PTHREAD_COND_INITIALIZER };
+
+static void drop_name_now(struct dio_inval *d);
 
 static void *dio_inval_thread(void *arg)
 {
@@ -1697,6 +1705,10 @@ static void *dio_inval_thread(void *arg)
 		if (!dio_q.head)
 			dio_q.tail = NULL;
 		pthread_mutex_unlock(&dio_q.lock);
+		if (!d->req) {
+			drop_name_now(d);
+			continue;
+		}
 		s = srv(d->req);        /* the request's mount: it waits for this reply */
 		fuse_lowlevel_notify_inval_inode(s->se, d->ino, d->off, (off_t)d->len);
 		if (d->len)
@@ -1747,6 +1759,30 @@ static bool seek_queue(fuse_req_t req, fuse_ino_t ino, uext4_file *f, off_t off,
 	return dio_inval_queue_item(d);
 }
 
+/* The thread's part of drop_name(): the kernel takes the directory's lock
+ * here, which a request's thread must not wait for. */
+static void drop_name_now(struct dio_inval *d)
+{
+	struct server *s = d->s;
+
+	fuse_lowlevel_notify_inval_entry(s->se, d->ino, d->name, strlen(d->name));
+	free(d->name);
+	free(d);
+	pthread_mutex_lock(&dio_q.lock);
+	s->name_drops--;
+	pthread_cond_broadcast(&dio_q.dropped);
+	pthread_mutex_unlock(&dio_q.lock);
+}
+
+/* The session ends only after the drops queued for it (op_destroy). */
+static void wait_name_drops(struct server *s)
+{
+	pthread_mutex_lock(&dio_q.lock);
+	while (s->name_drops)
+		pthread_cond_wait(&dio_q.dropped, &dio_q.lock);
+	pthread_mutex_unlock(&dio_q.lock);
+}
+
 /* Queue d for the thread (started at the first); false: d is freed. */
 static bool dio_inval_queue_item(struct dio_inval *d)
 {
@@ -1766,6 +1802,8 @@ static bool dio_inval_queue_item(struct dio_inval *d)
 		else
 			dio_q.head = d;
 		dio_q.tail = d;
+		if (!d->req)
+			d->s->name_drops++;
 		pthread_cond_signal(&dio_q.more);
 	}
 	pthread_mutex_unlock(&dio_q.lock);
@@ -2074,9 +2112,90 @@ static void write_back_before_flags(struct server *s, fuse_ino_t ino, uint32_t f
 	}
 }
 
-static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags)
+/*
+ * The name under our mount of /proc link target path, for drop_name(): its
+ * directory and last component, if that name is inode ino now.
+ */
+static bool name_in_mount(const struct server *s, const char *path, fuse_ino_t ino,
+			  uint64_t *dir, char name[NAME_MAX + 1])
+{
+	size_t ml = strlen(s->mnt);
+	char rel[PATH_MAX];
+	struct uext4_stat st;
+	char *slash;
+
+	if (strncmp(path, s->mnt, ml) || path[ml] != '/' || strlen(path + ml) >= sizeof(rel))
+		return false;
+	strcpy(rel, path + ml);
+	slash = strrchr(rel, '/');
+	if (strlen(slash + 1) > NAME_MAX)
+		return false;
+	strcpy(name, slash + 1);
+	*slash = '\0';
+	return uext4_resolve(s->fs, rel[0] ? rel : "/", 0, dir) == 0 &&
+	       uext4_lookup(s->fs, *dir, name, &st) == 0 && st.ino == to_ext4(ino);
+}
+
+/* A name of ino among the open files of process pid (the caller). */
+static bool caller_name_of(const struct server *s, pid_t pid, fuse_ino_t ino, uint64_t *dir,
+			   char name[NAME_MAX + 1])
+{
+	char fds[64], link[PATH_MAX + 64], target[PATH_MAX];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(fds, sizeof(fds), "/proc/%d/fd", (int)pid);
+	if (!(d = opendir(fds)))
+		return false;
+	while (!found && (e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "%s/%s", fds, e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		found = name_in_mount(s, target, ino, dir, name);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Under the writeback cache the kernel owns a regular file's ctime and
+ * ignores the server's (fs/fuse fuse_get_cache_mask()), so the ctime a
+ * SETFLAGS set would show only once the inode left the kernel's cache
+ * (fstests generic/277).  So make it leave: find the caller's name for the
+ * file among its open files (chattr holds it open) and have the kernel
+ * drop that name.  When the caller closes the file the inode goes with it,
+ * and the next stat looks it up afresh.  The dio_inval thread sends the
+ * notification, after the reply: the kernel takes the directory's lock for
+ * it, and an unlink holding that lock may wait for this file's, which the
+ * caller holds until we answer.  No name found (another mount namespace,
+ * say): the old ctime shows until the kernel drops the inode, as before.
+ */
+static void drop_name(fuse_req_t req, struct server *s, fuse_ino_t ino)
+{
+	struct dio_inval *d;
+	char name[NAME_MAX + 1];
+	uint64_t dir;
+
+	if (!writeback_on(s) || !s->mnt[0] || !caller_name_of(s, fuse_req_ctx(req)->pid, ino, &dir, name))
+		return;
+	if (!(d = calloc(1, sizeof(*d))) || !(d->name = strdup(name))) {
+		free(d);
+		return;
+	}
+	d->s = s;
+	d->ino = to_fuse(dir);
+	dio_inval_queue_item(d);
+}
+
+static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags, bool *drop)
 {
 	struct server *s = begin_write(req);
+	struct uext4_stat st;
 	int ret;
 
 	write_back_before_flags(s, ino, flags);
@@ -2084,6 +2203,8 @@ static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags)
 
 	if (ret >= 0)
 		notify_attr_changed(s, ino);    /* ctime */
+	*drop = ret >= 0 && writeback_on(s) && uext4_getattr(s->fs, to_ext4(ino), &st) == 0 &&
+		S_ISREG(st.mode);
 	return ret;
 }
 
@@ -2094,6 +2215,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 	struct server *s = srv(req);
 	uint32_t fl;
 	struct fsxattr fx;
+	bool drop = false;
 	int ret;
 
 	if (flags & FUSE_IOCTL_COMPAT) {
@@ -2125,7 +2247,9 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 		if (in_bufsz < sizeof(int))
 			break;
 		memcpy(&fl, in_buf, sizeof(fl));
-		ret = ioctl_setflags(req, ino, fl);
+		ret = ioctl_setflags(req, ino, fl, &drop);
+		if (drop)
+			drop_name(req, s, ino);
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
 		if (ret < 0 && -ret == EUCLEAN)
 			log_corruption(s);
@@ -2140,7 +2264,9 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 			return;
 		}
 		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) >= 0)
-			ret = ioctl_setflags(req, ino, xflags_to_flags(fx.fsx_xflags, fl));
+			ret = ioctl_setflags(req, ino, xflags_to_flags(fx.fsx_xflags, fl), &drop);
+		if (ret >= 0 && drop)
+			drop_name(req, s, ino);
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
 		return;
 	default:
@@ -2160,6 +2286,7 @@ static void op_destroy(void *userdata)
 	struct server *s = userdata;
 	int ret;
 
+	wait_name_drops(s);
 	if (s->read_only)
 		return;
 	if (write_back_failures(s))
@@ -2755,6 +2882,7 @@ static int serve(struct server *s, struct fuse_session *se, const char *mountpoi
 
 	if (!realpath(mountpoint, mnt))
 		snprintf(mnt, sizeof mnt, "%s", mountpoint);
+	snprintf(s->mnt, sizeof(s->mnt), "%s", mnt);
 	if (fuse_set_signal_handlers(se)) {
 		fprintf(stderr, "uext4 mount: cannot set signal handlers\n");
 		return -EIO;

@@ -14,6 +14,9 @@
 #   dio        AIO O_DIRECT writes racing buffered reads: a buffered read
 #              after each write sees it (generic/451), on the default mount
 #              and with -o nowriteback
+#   flagctime  generic/277: chattr +A then -A on a file changes the ctime
+#              stat shows at once (the kernel's cache held the old one), and
+#              that ctime is on disk
 # e2fsck -fn must be clean after the uext4 mount.
 # test-timeout: 120
 set -uo pipefail
@@ -64,7 +67,7 @@ kmount "$KI" "$K" rw || fail "kernel mount"
 uext4_mount
 
 # FUSE_WBCACHE_CASES="seek ..." runs only those (to show one failing alone).
-CASES=" ${FUSE_WBCACHE_CASES:-seek immutable tsorder dio} "
+CASES=" ${FUSE_WBCACHE_CASES:-seek immutable tsorder dio flagctime} "
 for c in seek immutable tsorder; do
 	case "$CASES" in *" $c "*) run $c ;; esac
 done
@@ -74,6 +77,25 @@ dio() { # dio OPTS: generic/451's race on a uext4 mount with -o OPTS
 	"$H" dio "$U/dio.$1" "$SEED" > "$T/dio.$1" || { cat "$T/dio.$1"; fail "dio ($1): stale data"; }
 	echo "dio ($1): $(tail -1 "$T/dio.$1")"
 }
+# flagctime DIR: "changed" if chattr moved the ctime stat shows; the new one
+# in $T/flagctime.last.
+flagctime() {
+	local f=$1/fc c1 c2
+	touch "$f" && c1=$(stat -c %Z "$f") || fail "touch $f"
+	# Wait for the clock to pass c1's second: the ctime must be able to move.
+	while [ "$(date +%s)" -le "$c1" ]; do sleep 0.05; done
+	chattr +A "$f" && chattr -A "$f" || fail "chattr on $f"
+	c2=$(stat -c %Z "$f")
+	echo "$c2" > "$T/flagctime.last"
+	[ "$c2" -gt "$c1" ] && echo changed || echo "unchanged ($c1)"
+}
+case "$CASES" in *" flagctime "*)
+	flagctime "$K" > "$T/flagctime.k"
+	flagctime "$U" > "$T/flagctime.u"
+	[ "$(cat "$T/flagctime.k")" = changed ] || fail "flagctime: the kernel's ctime did not move"
+	[ "$(cat "$T/flagctime.u")" = changed ] || fail "flagctime: the ctime stat shows on the uext4 mount did not move after chattr: $(cat "$T/flagctime.u")"
+	echo "flagctime: as on the kernel's ext4" ;;
+esac
 case "$CASES" in *" dio "*)
 	"$H" dio "$K/dio" "$SEED" > "$T/dio.k" || { cat "$T/dio.k"; fail "dio on the kernel's ext4"; }
 	dio writeback
@@ -85,6 +107,11 @@ esac
 fuse_umount "$U"
 umount "$K"
 fsck_clean "$UI" || fail "e2fsck after the uext4 mount"
+case "$CASES" in *" flagctime "*)
+	ondisk=$(debugfs -R "stat /fc" "$UI" 2> /dev/null | sed -n 's/^ *ctime: *0x\([0-9a-f]*\).*/\1/p')
+	[ -n "$ondisk" ] && [ $((16#$ondisk)) = "$(cat "$T/flagctime.last")" ] ||
+		fail "flagctime: on disk ctime 0x$ondisk, the mount showed $(cat "$T/flagctime.last")" ;;
+esac
 # What each image holds, read by debugfs.
 for f in /immutable/dst0; do
 	case "$CASES" in *" immutable "*) ;; *) continue ;; esac
