@@ -3,6 +3,7 @@
 # small tree: ls / ls -l against ls(1), cat against the files (cmp), stat
 # against stat(1), getfattr against getfattr(1), info against dumpe2fs -h,
 # usage errors (exit 2), missing image or path (exit 1), help texts.
+# run-in: release asan-long
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cli_tree.inc"
