@@ -927,18 +927,14 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 		err = FS_ERROR_SEEN(fs, err, n->ino, 0);
 	if (shrink && !err && !(err = handle_begin(fs, &h))) {
 		err = orphan_add(h, n);
-		int e2 = handle_end(h);
-		err = err ? err : e2;
+		err = first_err(err, handle_end(h));
 	}
 	if (!err && !(err = handle_begin(fs, &h))) {
 		err = apply_setattr(h, n, a);
 		if (shrink) {
-			int e3 = orphan_del(h, n);
-
-			err = err ? err : e3;
+			err = first_err(err, orphan_del(h, n));
 		}
-		int e2 = handle_end(h);
-		err = err ? err : e2;
+		err = first_err(err, handle_end(h));
 	}
 	if (!err && st)
 		inode_to_stat(fs, n, st);
@@ -1035,8 +1031,7 @@ static int change_xattr(uext4_fs *fs, uint64_t ino, const char *name, const void
 			n->ctime = fs_time(fs);
 			err = inode_write(h, n);
 		}
-		int e2 = handle_end(h);
-		err = err ? err : e2;
+		err = first_err(err, handle_end(h));
 	}
 	bool sync = (n->flags & EXT4_SYNC_FL) != 0;
 

@@ -12,6 +12,11 @@ int fs_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Same, for corruption: message prefixed "corrupt <what>:", returns -EUCLEAN. */
 int fs_corrupt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void fs_clear_err(void);
+/* Of two steps that both had to run, the first one's error (0: none). */
+static inline int first_err(int err, int later)
+{
+	return err ? err : later;
+}
 struct uext4_fs;
 /*
  * Corruption (or a failed metadata write) met by an operation on a mounted

@@ -206,8 +206,7 @@ int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 			n->flags = old_flags;   /* refused: the inode stays as it was */
 			n->ctime = ctime;
 		}
-		int e2 = handle_end(h);
-		err = err ? err : e2;
+		err = first_err(err, handle_end(h));
 	}
 	urw_unlock(&n->lock);
 	err = flags_sync_commit(fs, n, (old_flags & EXT4_SYNC_FL) != 0, err);

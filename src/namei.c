@@ -15,9 +15,7 @@
 #include "acl.h"
 #include "dir.h"
 #include "error.h"
-#include "file.h"
 #include "flags.h"
-#include "ialloc.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"
@@ -25,7 +23,7 @@
 #include "orphan.h"
 #include "symlink.h"
 #include "trans.h"
-#include "xattr.h"
+#include "undo.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -303,66 +301,10 @@ static int init_body(struct handle *h, struct inode *dir, struct inode *n,
 }
 
 /*
- * Undo: an operation that fails inside its handle puts back what it
- * changed before the handle ends, so the transaction holds
- * either the whole operation or nothing of it.  Each step below is
- * undone by its inverse; what a directory insert restructured on the way
- * (an htree split, the conversion of a full block or of inline data)
- * stays, since the directory is valid and only larger.
+ * Undo: an operation that fails inside its handle plays back its undo log
+ * (undo.h), recorded as it went, so the transaction holds either the
+ * whole operation or nothing of it.
  */
-
-/* A new inode nobody can reach: give back its blocks, xattrs and number
- * in this handle (as inode_new() does when its own write fails), its slot
- * in the inode table and the descriptor fields as they were (u). */
-static int discard_new_inode(struct handle *h, struct inode *n, const struct inode_undo *u)
-{
-	int err = 0;
-
-	if (!inode_has_inline_data(n) &&
-	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
-		err = inode_truncate_blocks(h, n, 0);
-	if (!err)
-		err = xattr_release_inode(h, n);
-	if (err)
-		return err;
-	n->links = 0;
-	n->size = 0;
-	n->dtime = (uint32_t)fs_time(h->fs).tv_sec;
-	if (u->slot_saved)
-		err = inode_restore_slot(h, n, u);
-	else
-		err = inode_write(h, n); /* a slot too large to save: a freed inode */
-	if (err)
-		return err;
-	atomic_fetch_or(&n->istate, INODE_DELETED);
-	return ialloc_free_undo(h, n->ino, S_ISDIR(n->mode), &u->ia);
-}
-
-/* Undo an inode this operation made and nobody can reach: free it now, or
- * if that fails, let its last iput() free it, or the orphan list at the
- * next mount. */
-static void give_back_new_inode(struct handle *h, struct inode *n, const struct inode_undo *u)
-{
-	if (discard_new_inode(h, n, u) == 0)
-		return;
-	n->links = 0;
-	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_DELETED);
-	atomic_fetch_or(&n->istate, INODE_UNLINKED);
-	orphan_add(h, n);
-	inode_write(h, n);
-}
-
-/* Take a name out again that this operation put in: when the insert
- * failed after placing the entry (or we cannot tell), remove it. */
-static void undo_add(struct handle *h, struct inode *dir, const char *name, size_t len,
-		     uint64_t ino)
-{
-	uint64_t found;
-	unsigned ft;
-
-	if (dir_lookup_locked(h->fs, dir, name, len, &found, &ft) == 0 && found == ino)
-		dir_remove(h, dir, name, len, ino);
-}
 
 /* Inside the handle, dir locked: make the inode, its inherited ACLs (ai)
  * and its entry. */
@@ -371,16 +313,16 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 			 struct inode **out)
 {
 	struct inode *n;
-	uint32_t dir_links = dir->links;
-	struct timespec mtime = dir->mtime, ctime = dir->ctime;
-	bool adding = false;
-	char msg[512];
 	struct inode_undo u;    /* on the stack: no allocation per create */
+	struct undo_log log;
 	int err = inode_new_undoable(h, dir, nn->mode, &n, &u);
 
 	*out = NULL;
 	if (err)
 		return err;
+	undo_init(&log, h);
+	undo_new_inode(&log, n, &u);
+	undo_fields(&log, dir);
 	if (S_ISDIR(nn->mode) && (err = dir_inc_links(h->fs, dir)))
 		goto undo;
 	if ((err = init_body(h, dir, n, nn)) == 1)
@@ -391,7 +333,7 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 	/* Both set the directory's times and write it.  dir_add_excl() checks
 	 * the name itself, unless make_node() just looked it up. */
 	if (!err) {
-		adding = true;
+		undo_name_added(&log, dir, name, len, n->ino);
 		err = looked_up ? dir_add(h, dir, name, len, n->ino, ftype_of_mode(nn->mode))
 				: dir_add_excl(h, dir, name, len, n->ino, ftype_of_mode(nn->mode));
 	}
@@ -401,17 +343,8 @@ static int create_locked(struct handle *h, struct inode *dir, const char *name, 
 		return 0;
 	}
 undo:
-	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-	if (adding && err != -EEXIST)
-		undo_add(h, dir, name, len, n->ino);
-	dir->links = dir_links;
-	dir->mtime = mtime;
-	dir->ctime = ctime;
-	inode_write(h, dir);
-	give_back_new_inode(h, n, &u);
-	fs_err(-err, "%s", msg); /* the cause, not what the undo met */
 	*out = n;
-	return err;
+	return undo_rollback(&log, err);
 }
 
 /* A create with dir->lock shared (parallel creates in one directory,
@@ -431,13 +364,15 @@ struct shared_make {
 static int make_in_leaf(void *ctx, uint64_t *ino)
 {
 	struct shared_make *m = ctx;
-	char msg[512];
+	struct undo_log log;
 	int err = inode_new_undoable(m->h, m->dir, m->nn->mode, &m->n, &m->u);
 
 	if (err) {
 		m->n = NULL;
 		return err;
 	}
+	undo_init(&log, m->h);
+	undo_new_inode(&log, m->n, &m->u);
 	if ((err = init_body(m->h, m->dir, m->n, m->nn)) == 1)
 		err = inode_write(m->h, m->n);
 	if (!err && (m->ai->access || m->ai->deflt))
@@ -450,10 +385,7 @@ static int make_in_leaf(void *ctx, uint64_t *ino)
 		*ino = m->n->ino;
 		return 0;
 	}
-	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-	give_back_new_inode(m->h, m->n, &m->u);
-	fs_err(-err, "%s", msg);
-	return err;
+	return undo_rollback(&log, err);
 }
 
 /* Inside the handle, dir->lock held for reading: 0, an error (*out, if
@@ -544,8 +476,7 @@ again:
 	if (!err && (err = handle_begin(fs, &h)) == 0) {
 		err = wide ? create_locked(h, dir, name, len, nn, &ai, looked_up, &n)
 			   : create_shared(h, dir, name, len, nn, &ai, &n);
-		int e2 = handle_end_unthrottled(h);
-		err = err ? err : e2;
+		err = first_err(err, handle_end_unthrottled(h));
 	}
 	acl_inherit_free(&ai);
 	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
@@ -622,16 +553,19 @@ static int make_tmpfile(struct handle *h, struct inode *dir, uint32_t mode, bool
 			const struct acl_inherit *ai, struct inode **out)
 {
 	struct inode *n;
-	char msg[512];
 	struct inode_undo u;
+	struct undo_log log;
 	int err = inode_new_undoable(h, dir, mode, &n, &u);
 
 	*out = NULL;
 	if (err)
 		return err;
+	undo_init(&log, h);
+	undo_new_inode(&log, n, &u);
 	if (ai->access || ai->deflt)
 		err = acl_inherit_apply(h, n, ai);
 	if (!err) {
+		undo_unlinked(&log, n);
 		n->links = 0;
 		atomic_fetch_or(&n->istate, INODE_UNLINKED | (linkable ? INODE_LINKABLE : 0));
 		err = orphan_add(h, n);
@@ -643,13 +577,8 @@ static int make_tmpfile(struct handle *h, struct inode *dir, uint32_t mode, bool
 		*out = n;
 		return 0;
 	}
-	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-	atomic_fetch_and(&n->istate, ~(uint32_t)(INODE_UNLINKED | INODE_LINKABLE));
-	orphan_del(h, n);
-	give_back_new_inode(h, n, &u);
-	fs_err(-err, "%s", msg);
 	*out = n;
-	return err;
+	return undo_rollback(&log, err);
 }
 
 int uext4_tmpfile(uext4_fs *fs, uint64_t dirino, uint32_t mode, int flags, uext4_file **out,
@@ -672,8 +601,7 @@ int uext4_tmpfile(uext4_fs *fs, uint64_t dirino, uint32_t mode, int flags, uext4
 		err = acl_inherit_prepare(fs, dir, &fmode, &ai);
 	if (!err && !(err = handle_begin(fs, &h))) {
 		err = make_tmpfile(h, dir, fmode, !(flags & O_EXCL), &ai, &n);
-		int e2 = handle_end(h);
-		err = err ? err : e2;
+		err = first_err(err, handle_end(h));
 	}
 	acl_inherit_free(&ai);
 	urw_unlock(&dir->lock);
@@ -732,9 +660,13 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 				     (unsigned long long)ino, n->links);
 	}
 	if (!err && !(err = handle_begin(fs, &h))) {
-		struct timespec nct = n->ctime, dmt = dir->mtime, dct = dir->ctime;
 		uint32_t links = n->links;
+		struct undo_log log;
 
+		undo_init(&log, h);
+		undo_fields(&log, n);
+		undo_fields(&log, dir);
+		undo_name_added(&log, dir, newname, len, n->ino);
 		err = dir_add(h, dir, newname, len, n->ino, ftype_of_mode(n->mode));
 		if (!err) {
 			n->links++;
@@ -751,21 +683,10 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 				atomic_fetch_and(&n->istate,
 						 ~(uint32_t)(INODE_UNLINKED | INODE_LINKABLE));
 		}
-		if (err && err != -EEXIST) {
-			char msg[512];
-
-			snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-			undo_add(h, dir, newname, len, n->ino);
-			n->links = links;
-			n->ctime = nct;
-			dir->mtime = dmt;
-			dir->ctime = dct;
-			inode_write(h, n);
-			inode_write(h, dir);
-			fs_err(-err, "%s", msg);
-		}
-		int e2 = handle_end(h);
-		err = err ? err : e2;
+		/* EEXIST: nothing changed, nothing to write back. */
+		if (err && err != -EEXIST)
+			undo_rollback(&log, err);
+		err = first_err(err, handle_end(h));
 	}
 	bool sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 
@@ -811,31 +732,21 @@ static int unlink_in_leaf(void *ctx)
 {
 	struct shared_unlink *u = ctx;
 	struct inode *c = u->c;
-	struct timespec cct = c->ctime;
-	uint32_t clinks = c->links;
-	char msg[512];
+	struct undo_log log;
 	int err;
 
+	undo_init(&log, u->h);
+	undo_fields(&log, c);
 	if (u->may_free)
 		inode_claim_free(c);
+	undo_claimed_free(&log, c);
+	undo_unlinked(&log, c);
 	err = drop_link(u->h, c);
 	if (!err)
 		err = inode_write(u->h, c);
 	if (!err)
 		err = dir_touch_shared(u->h, u->dir);
-	if (!err)
-		return 0;
-	snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-	if (atomic_load(&c->istate) & INODE_UNLINKED) {
-		atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
-		orphan_del(u->h, c);
-	}
-	inode_unclaim_free(c);
-	c->links = clinks;
-	c->ctime = cct;
-	inode_write(u->h, c);
-	fs_err(-err, "%s", msg);
-	return err;
+	return err ? undo_rollback(&log, err) : 0;
 }
 
 /* Remove name (which must be of the kind `want_dir` asks) from dir. */
@@ -905,8 +816,7 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 			err = dir_remove_shared(h, dir, name, len, c->ino, unlink_in_leaf, &u);
 			if (!err && (atomic_load(&c->istate) & INODE_FREEING))
 				err = inode_free_now(h, c);
-			int e2 = handle_end_unthrottled(h);
-			err = err ? err : e2;
+			err = first_err(err, handle_end_unthrottled(h));
 			if (err == DIR_NEED_WIDE || err == DIR_MOVED) {
 				/* Nothing was done: again with the wide lock,
 				 * or from the lookup (renamed meanwhile). */
@@ -917,9 +827,12 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				continue;
 			}
 		} else if (!err && !(err = handle_begin(fs, &h))) {
-			struct timespec cct = c->ctime, dmt = dir->mtime, dct = dir->ctime;
-			uint32_t clinks = c->links, dlinks = dir->links;
+			struct undo_log log;
 
+			undo_init(&log, h);
+			undo_fields(&log, c);
+			undo_fields(&log, dir);
+			undo_name_removed(&log, dir, name, len, c->ino, ftype_of_mode(c->mode));
 			err = dir_remove(h, dir, name, len, c->ino);
 			if (!err) {
 				if (want_dir) {
@@ -928,6 +841,8 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				}
 				if (last)
 					inode_claim_free(c);
+				undo_claimed_free(&log, c);
+				undo_unlinked(&log, c);
 				err = drop_link(h, c);
 				touch_dir(fs, dir);
 				if (!err)
@@ -935,32 +850,11 @@ static int remove_name(uext4_fs *fs, uint64_t dirino, const char *name, bool wan
 				if (!err)
 					err = inode_write(h, dir);
 			}
-			if (err) {
-				/* Put the name and the links back (undo, case 5). */
-				char msg[512];
-				uint64_t found;
-
-				snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-				if (dir_lookup_locked(fs, dir, name, len, &found, &ft) == -ENOENT)
-					dir_add(h, dir, name, len, c->ino, ftype_of_mode(c->mode));
-				if (atomic_load(&c->istate) & INODE_UNLINKED) {
-					atomic_fetch_and(&c->istate, ~(uint32_t)INODE_UNLINKED);
-					orphan_del(h, c);
-				}
-				inode_unclaim_free(c);
-				c->links = clinks;
-				c->ctime = cct;
-				dir->links = dlinks;
-				dir->mtime = dmt;
-				dir->ctime = dct;
-				inode_write(h, c);
-				inode_write(h, dir);
-				fs_err(-err, "%s", msg);
-			} else if (atomic_load(&c->istate) & INODE_FREEING) {
+			if (err)
+				undo_rollback(&log, err);  /* the name and the links back */
+			else if (atomic_load(&c->istate) & INODE_FREEING)
 				err = inode_free_now(h, c);
-			}
-			int e2 = handle_end_unthrottled(h);
-			err = err ? err : e2;
+			err = first_err(err, handle_end_unthrottled(h));
 		}
 		sync = (dir->flags & FL_DIRSYNC_ANY) != 0;
 		lockset_unlock(&ls);
@@ -997,6 +891,7 @@ struct rename_op {
 	bool sync;                      /* a directory is +S or +D: commit at the end */
 	struct inode *wh;               /* RENAME_WHITEOUT: the new whiteout, or NULL */
 	struct inode_undo wh_undo;      /* how to give it back */
+	struct undo_log *log;           /* in rename_locked(): what to undo on failure */
 };
 
 /* Is dir `d` the directory `s` or below it?  (rename lock held) */
@@ -1062,10 +957,13 @@ static int rename_check(struct rename_op *r)
 }
 
 /* A directory moving from one parent to another: "..", link counts. */
-static int move_dir(struct handle *h, struct inode *d, struct inode *from, struct inode *to,
-		    bool to_loses_dir)
+static int move_dir(struct handle *h, struct undo_log *log, struct inode *d, struct inode *from,
+		    struct inode *to, bool to_loses_dir)
 {
-	int err = dir_retarget(h, d, "..", 2, to->ino, EXT4_FT_DIR);
+	int err;
+
+	undo_name_retargeted(log, d, "..", 2, from->ino, EXT4_FT_DIR, to->ino);
+	err = dir_retarget(h, d, "..", 2, to->ino, EXT4_FT_DIR);
 
 	if (err)
 		return err;
@@ -1082,13 +980,18 @@ static int rename_exchange(struct handle *h, struct rename_op *r)
 	int err;
 
 	if (r->od != r->nd) {
-		if (S_ISDIR(r->s->mode) && (err = move_dir(h, r->s, r->od, r->nd, false)))
+		if (S_ISDIR(r->s->mode) && (err = move_dir(h, r->log, r->s, r->od, r->nd, false)))
 			return err;
-		if (S_ISDIR(r->t->mode) && (err = move_dir(h, r->t, r->nd, r->od, false)))
+		if (S_ISDIR(r->t->mode) && (err = move_dir(h, r->log, r->t, r->nd, r->od, false)))
 			return err;
 	}
-	if ((err = dir_retarget(h, r->od, r->oname, r->olen, r->t->ino, ftype_of_mode(r->t->mode))) ||
-	    (err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode))))
+	undo_name_retargeted(r->log, r->od, r->oname, r->olen, r->s->ino, ftype_of_mode(r->s->mode),
+			     r->t->ino);
+	if ((err = dir_retarget(h, r->od, r->oname, r->olen, r->t->ino, ftype_of_mode(r->t->mode))))
+		return err;
+	undo_name_retargeted(r->log, r->nd, r->nname, r->nlen, r->t->ino, ftype_of_mode(r->t->mode),
+			     r->s->ino);
+	if ((err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode))))
 		return err;
 	r->t->ctime = fs_time(h->fs);
 	return 0;
@@ -1099,23 +1002,32 @@ static int rename_exchange(struct handle *h, struct rename_op *r)
 static int rename_move(struct handle *h, struct rename_op *r)
 {
 	bool sdir = S_ISDIR(r->s->mode);
+	unsigned sft = ftype_of_mode(r->s->mode);
 	int err;
 
-	if (sdir && r->od != r->nd && (err = move_dir(h, r->s, r->od, r->nd, false)))
+	if (sdir && r->od != r->nd && (err = move_dir(h, r->log, r->s, r->od, r->nd, false)))
 		return err;
-	if (r->t)
-		err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
-	else
-		err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino, ftype_of_mode(r->s->mode));
+	if (r->t) {
+		undo_name_retargeted(r->log, r->nd, r->nname, r->nlen, r->t->ino,
+				     ftype_of_mode(r->t->mode), r->s->ino);
+		err = dir_retarget(h, r->nd, r->nname, r->nlen, r->s->ino, sft);
+	} else {
+		undo_name_added(r->log, r->nd, r->nname, r->nlen, r->s->ino);
+		err = dir_add(h, r->nd, r->nname, r->nlen, r->s->ino, sft);
+	}
 	if (err)
 		return err;
-	if (r->wh)
+	if (r->wh) {
+		undo_name_retargeted(r->log, r->od, r->oname, r->olen, r->s->ino, sft, r->wh->ino);
 		err = dir_retarget(h, r->od, r->oname, r->olen, r->wh->ino, EXT4_FT_CHRDEV);
-	else
+	} else {
+		undo_name_removed(r->log, r->od, r->oname, r->olen, r->s->ino, sft);
 		err = dir_remove(h, r->od, r->oname, r->olen, r->s->ino);
+	}
 	if (err)
 		return err;
 	if (r->t) {
+		undo_unlinked(r->log, r->t);
 		if (S_ISDIR(r->t->mode)) {
 			r->t->links = 1;
 			dir_dec_links(r->nd);
@@ -1125,87 +1037,14 @@ static int rename_move(struct handle *h, struct rename_op *r)
 	return err;
 }
 
-/* What a rename changes in the fields of its inodes. */
-struct rename_saved {
-	uint32_t links[4];
-	struct timespec mtime[4], ctime[4];
-};
-
-static void rename_inodes(struct rename_op *r, struct inode *v[4])
+/* Before a rename changes them: the fields of its inodes, in the log. */
+static void rename_save_fields(struct rename_op *r)
 {
-	v[0] = r->od;
-	v[1] = r->nd;
-	v[2] = r->s;
-	v[3] = r->t;
-}
+	struct inode *v[4] = {r->od, r->nd, r->s, r->t};
 
-static void rename_save(struct rename_op *r, struct rename_saved *sv)
-{
-	struct inode *v[4];
-
-	rename_inodes(r, v);
 	for (int i = 0; i < 4; i++)
-		if (v[i]) {
-			sv->links[i] = v[i]->links;
-			sv->mtime[i] = v[i]->mtime;
-			sv->ctime[i] = v[i]->ctime;
-		}
-}
-
-/* Does name in dir point to ino? */
-static bool names(uext4_fs *fs, struct inode *dir, const char *name, size_t len, uint64_t ino)
-{
-	uint64_t found;
-	unsigned ft;
-
-	return dir_lookup_locked(fs, dir, name, len, &found, &ft) == 0 && found == ino;
-}
-
-/*
- * A rename failed part-way: look at each name and ".." it may have
- * changed and put back those that changed, then the link counts and
- * times (errors of the undo are not reported: the cause is).
- */
-static void rename_undo(struct handle *h, struct rename_op *r, const struct rename_saved *sv)
-{
-	uext4_fs *fs = h->fs;
-	bool xchg = r->flags & UEXT4_RENAME_EXCHANGE;
-	struct inode *s = r->s, *t = r->t, *v[4];
-	uint64_t found;
-	unsigned ft;
-
-	if (names(fs, r->nd, r->nname, r->nlen, s->ino)) {
-		if (t)
-			dir_retarget(h, r->nd, r->nname, r->nlen, t->ino, ftype_of_mode(t->mode));
-		else
-			dir_remove(h, r->nd, r->nname, r->nlen, s->ino);
-	}
-	if (xchg && names(fs, r->od, r->oname, r->olen, t->ino))
-		dir_retarget(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
-	else if (r->wh && names(fs, r->od, r->oname, r->olen, r->wh->ino))
-		dir_retarget(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
-	else if (!xchg && dir_lookup_locked(fs, r->od, r->oname, r->olen, &found, &ft) == -ENOENT)
-		dir_add(h, r->od, r->oname, r->olen, s->ino, ftype_of_mode(s->mode));
-	if (r->od != r->nd) {
-		if (S_ISDIR(s->mode) && names(fs, s, "..", 2, r->nd->ino))
-			dir_retarget(h, s, "..", 2, r->od->ino, EXT4_FT_DIR);
-		if (xchg && S_ISDIR(t->mode) && names(fs, t, "..", 2, r->od->ino))
-			dir_retarget(h, t, "..", 2, r->nd->ino, EXT4_FT_DIR);
-	}
-	if (t && !xchg && sv->links[3] && (atomic_load(&t->istate) & INODE_UNLINKED)) {
-		atomic_fetch_and(&t->istate, ~(uint32_t)INODE_UNLINKED);
-		orphan_del(h, t);
-	}
-	rename_inodes(r, v);
-	for (int i = 0; i < 4; i++)
-		if (v[i]) {
-			v[i]->links = sv->links[i];
-			v[i]->mtime = sv->mtime[i];
-			v[i]->ctime = sv->ctime[i];
-		}
-	for (int i = 0; i < 4; i++)
-		if (v[i] && (i == 0 || v[i] != v[i - 1]))
-			inode_write(h, v[i]);
+		if (v[i])
+			undo_fields(r->log, v[i]);
 }
 
 static int rename_write_all(struct handle *h, struct rename_op *r)
@@ -1236,17 +1075,11 @@ static int make_whiteout(struct handle *h, struct rename_op *r)
 		r->wh = NULL;
 		return err;
 	}
+	undo_new_inode(r->log, r->wh, &r->wh_undo);
 	encode_rdev(r->wh, 0);
 	if ((err = inode_write(h, r->wh)) == 0)
 		inode_created(r->wh);
 	return err;
-}
-
-/* A failed rename gives the whiteout back (nobody can reach it any more). */
-static void drop_whiteout(struct handle *h, struct rename_op *r)
-{
-	if (r->wh)
-		give_back_new_inode(h, r->wh, &r->wh_undo);
 }
 
 /* One attempt with everything locked; 1 means "names moved: retry". */
@@ -1255,7 +1088,7 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 	uint64_t now_s, now_t = 0;
 	unsigned ft;
 	struct handle *h;
-	struct rename_saved sv = {0};
+	struct undo_log log;
 	int err = dir_lookup_locked(r->fs, r->od, r->oname, r->olen, &now_s, &ft);
 
 	if (err)
@@ -1271,23 +1104,19 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 		return 0; /* two names of one inode: rename(2) does nothing */
 	if ((err = rename_check(r)) || (err = handle_begin(r->fs, &h)))
 		return err;
-	rename_save(r, &sv);
+	undo_init(&log, h);
+	r->log = &log;
+	rename_save_fields(r);
 	if (r->wh_wanted)
 		err = make_whiteout(h, r);
 	if (!err)
 		err = (r->flags & UEXT4_RENAME_EXCHANGE) ? rename_exchange(h, r) : rename_move(h, r);
 	if (!err)
 		err = rename_write_all(h, r);
-	if (err) {
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "%s", uext4_last_error());
-		rename_undo(h, r, &sv);
-		drop_whiteout(h, r);
-		fs_err(-err, "%s", msg);
-	}
-	int e2 = handle_end(h);
-	return err ? err : e2;
+	if (err)
+		undo_rollback(&log, err);
+	r->log = NULL;
+	return first_err(err, handle_end(h));
 }
 
 static int rename_once_try(struct rename_op *r)
@@ -1359,8 +1188,7 @@ int uext4_rename(uext4_fs *fs, uint64_t olddir, const char *oldname, uint64_t ne
 		err = flags_sync_commit(fs, r.nd, true, err);
 	/* A replaced inode that lost its last link goes here (a failure to
 	 * free it is reported, the rename itself is done). */
-	int e2 = iput(fs, r.t);
-	err = err ? err : e2;
+	err = first_err(err, iput(fs, r.t));
 	iput(fs, r.wh);
 	iput(fs, r.s);
 	iput(fs, r.nd);
