@@ -25,6 +25,7 @@
 #include "lock.h"
 #include "ondisk.h"
 #include "orphan.h"
+#include "shard.h"
 #include "slab.h"
 #include "trans.h"
 #include "xattr.h"
@@ -44,7 +45,7 @@
 #define SLOT_STRIPES (1u << SLOT_STRIPE_BITS)
 
 /*
- * Lock-free hits, as in bcache.c: iget() of a cached
+ * Lock-free hits, as in bcache.c (the same skeleton, shard.h): iget() of a cached
  * inode walks the hash chain inside an epoch section (ebr.h) and takes
  * the reference with a CAS that refuses INODE_REF_DEAD; iput() drops it
  * with one atomic.  The shard lock is taken only to insert, to evict, to
@@ -53,22 +54,15 @@
  * evictor (a clock, under the lock) gives a referenced idle inode a
  * second chance instead of evicting it.  An unhashed inode's memory goes
  * back to the slab only once no lock-free lookup can still be looking at
- * it (the shard's retired lists, reclaim_locked()).
+ * it (the shard's retired lists, shard_reclaim_locked()).
  */
-#define INODE_REF_DEAD (1u << 31)
-/* Retired inodes per shard before asking whether the older ones can go. */
-#define RECLAIM_BATCH 32
+#define INODE_REF_DEAD SHARD_REF_DEAD
 
+/* A shard of the cache: the skeleton (shard.h says what its lock,
+ * RANK_ICACHE_SHARD, protects: the chains, the LRU, nhashed, nlru, the
+ * retired lists and each inode's node), on a cache line of its own. */
 struct icache_shard {
-	struct ulock lock;          /* protects everything below (see struct inode) */
-	struct inode *_Atomic *table; /* hash chains; array immutable */
-	uint32_t nbuckets;
-	uint32_t nlru;              /* inodes on the LRU */
-	uint32_t nhashed;           /* inodes in the hash */
-	struct inode *lru_head, *lru_tail; /* oldest at head */
-	/* Unhashed inodes waiting for lock-free lookups to leave, linked
-	 * by lru_next (lock): */
-	struct ebr_limbo retired;
+	struct shard sh;
 } __attribute__((aligned(CACHELINE)));
 
 /*
@@ -99,10 +93,10 @@ struct icache {
 	struct slot_stripe slots[SLOT_STRIPES];
 };
 
-static struct inode *chain_first(struct icache_shard *s, uint32_t b);
-static struct inode *chain_next(struct inode *n);
-static void retire_locked(struct icache_shard *s, struct inode *n);
-static struct inode *reclaim_locked(struct icache_shard *s);
+static inline struct inode *inode_of(struct shard_node *n)
+{
+	return (struct inode *)((char *)n - offsetof(struct inode, node));
+}
 
 static struct icache_shard *shard_of(struct icache *ic, uint64_t ino)
 {
@@ -111,7 +105,7 @@ static struct icache_shard *shard_of(struct icache *ic, uint64_t ino)
 
 static uint32_t bucket_of(struct icache_shard *s, uint64_t ino)
 {
-	return (uint32_t)((ino / ICACHE_SHARDS) % s->nbuckets);
+	return (uint32_t)((ino / ICACHE_SHARDS) % s->sh.nbuckets);
 }
 
 /*
@@ -160,12 +154,7 @@ struct icache *icache_create(struct uext4_fs *fs, unsigned limit)
 		return NULL;
 	}
 	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &ic->shards[i];
-
-		ulock_init(&s->lock, RANK_ICACHE_SHARD);
-		s->nbuckets = 4096;
-		s->table = calloc(s->nbuckets, sizeof(*s->table));
-		if (!s->table) {
+		if (shard_init(&ic->shards[i].sh, RANK_ICACHE_SHARD, 4096)) {
 			icache_destroy(ic);
 			return NULL;
 		}
@@ -189,57 +178,51 @@ static void inode_free(struct uext4_fs *fs, struct inode *inode)
 	slab_free(fs->icache->slab, inode);
 }
 
-static void slab_free_list(struct icache *ic, struct inode *n)
+static void slab_free_node(void *ic, struct shard_node *n)
 {
-	while (n) {
-		struct inode *next = n->lru_next;
+	slab_free(((struct icache *)ic)->slab, inode_of(n));
+}
 
-		slab_free(ic->slab, n);
-		n = next;
-	}
+/* Inodes linked by lru_next back to the slab (their state released). */
+static void slab_free_list(struct icache *ic, struct shard_node *list)
+{
+	shard_free_list(list, slab_free_node, ic);
 }
 
 /* Killed inodes (linked by lru_next): release their state outside the
  * shard lock (the preallocation takes group locks), then retire them,
  * and free whatever older retirees became safe. */
-static void retire_victims(struct uext4_fs *fs, struct icache_shard *s, struct inode *victims)
+static void retire_victims(struct uext4_fs *fs, struct icache_shard *s, struct shard_node *victims)
 {
-	struct inode *free_now;
+	struct shard_node *free_now;
 
 	if (!victims)
 		return;
-	for (struct inode *n = victims; n; n = n->lru_next)
-		inode_release_state(fs, n);
-	ulock_lock(&s->lock);
+	for (struct shard_node *n = victims; n; n = n->lru_next)
+		inode_release_state(fs, inode_of(n));
+	ulock_lock(&s->sh.lock);
 	while (victims) {
-		struct inode *next = victims->lru_next;
+		struct shard_node *next = victims->lru_next;
 
-		retire_locked(s, victims);
+		shard_retire_locked(&s->sh, victims);
 		victims = next;
 	}
-	free_now = reclaim_locked(s);
-	ulock_unlock(&s->lock);
+	free_now = shard_reclaim_locked(&s->sh);
+	ulock_unlock(&s->sh.lock);
 	slab_free_list(fs->icache, free_now);
 }
 
 void icache_destroy(struct icache *ic)
 {
 	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &ic->shards[i];
+		struct shard *sh = &ic->shards[i].sh;
 
-		for (uint32_t b = 0; s->table && b < s->nbuckets; b++) {
-			struct inode *n, *next;
-
-			for (n = chain_first(s, b); n; n = next) {
-				next = chain_next(n);
-				inode_free(ic->fs, n);
-			}
-		}
-		/* No lookup runs any more: the retired go at once. */
-		slab_free_list(ic, s->retired.new_head);
-		slab_free_list(ic, s->retired.old_head);
-		free(s->table);
-		ulock_destroy(&s->lock);
+		/* What the hashed hold besides memory (the retired released
+		 * theirs when they were killed). */
+		for (uint32_t b = 0; sh->buckets && b < sh->nbuckets; b++)
+			for (struct shard_node *n = shard_chain(sh, b); n; n = shard_next(n))
+				inode_release_state(ic->fs, inode_of(n));
+		shard_destroy(sh, slab_free_node, ic);
 	}
 	slab_destroy(ic->slab);
 	free(ic);
@@ -249,60 +232,18 @@ void icache_destroy(struct icache *ic)
 
 static bool on_lru(struct inode *n)
 {
-	return atomic_load(&n->on_lru);
-}
-
-static void lru_remove(struct icache_shard *s, struct inode *n)
-{
-	if (n->lru_prev)
-		n->lru_prev->lru_next = n->lru_next;
-	else
-		s->lru_head = n->lru_next;
-	if (n->lru_next)
-		n->lru_next->lru_prev = n->lru_prev;
-	else
-		s->lru_tail = n->lru_prev;
-	n->lru_prev = n->lru_next = NULL;
-	s->nlru--;
-	atomic_store(&n->on_lru, false);
-}
-
-static void lru_add_tail(struct icache_shard *s, struct inode *n)
-{
-	n->lru_next = NULL;
-	n->lru_prev = s->lru_tail;
-	if (s->lru_tail)
-		s->lru_tail->lru_next = n;
-	else
-		s->lru_head = n;
-	s->lru_tail = n;
-	s->nlru++;
-	atomic_store(&n->on_lru, true);
+	return shard_on_lru(&n->node);
 }
 
 static void hash_insert(struct icache_shard *s, struct inode *n)
 {
-	struct inode *_Atomic *head = &s->table[bucket_of(s, n->ino)];
-
-	atomic_store_explicit(&n->hnext, atomic_load_explicit(head, memory_order_relaxed),
-			      memory_order_relaxed);
-	/* Release: a lock-free lookup that finds n sees it initialised. */
-	atomic_store_explicit(head, n, memory_order_release);
-	s->nhashed++;
-	lru_add_tail(s, n);
+	shard_hash_insert(&s->sh, bucket_of(s, n->ino), &n->node);
+	shard_lru_add(&s->sh, &n->node);
 }
 
-/* n's own hnext stays: a lookup standing on n goes on along the chain. */
 static void hash_remove(struct icache_shard *s, struct inode *n)
 {
-	struct inode *_Atomic *pp = &s->table[bucket_of(s, n->ino)];
-	struct inode *cur;
-
-	while ((cur = atomic_load_explicit(pp, memory_order_relaxed)) != n)
-		pp = &cur->hnext;
-	atomic_store_explicit(pp, atomic_load_explicit(&n->hnext, memory_order_relaxed),
-			      memory_order_release);
-	s->nhashed--;
+	shard_hash_remove(&s->sh, bucket_of(s, n->ino), &n->node);
 }
 
 /* Inodes cached now and, of them, idle ones (on an LRU): a sum of
@@ -313,60 +254,25 @@ void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle)
 	uint64_t c = 0, u = 0;
 
 	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &fs->icache->shards[i];
+		struct shard *sh = &fs->icache->shards[i].sh;
 
-		ulock_lock(&s->lock);
-		c += s->nhashed;
-		u += s->nlru;
-		ulock_unlock(&s->lock);
+		ulock_lock(&sh->lock);
+		c += sh->nhashed;
+		u += sh->nlru;
+		ulock_unlock(&sh->lock);
 	}
 	*cached = c;
 	if (idle)
 		*idle = u;
 }
 
-static struct inode *chain_first(struct icache_shard *s, uint32_t b)
-{
-	return atomic_load_explicit(&s->table[b], memory_order_acquire);
-}
-
-static struct inode *chain_next(struct inode *n)
-{
-	return atomic_load_explicit(&n->hnext, memory_order_acquire);
-}
-
-static void mark_referenced(struct inode *n)
-{
-	if (!atomic_load_explicit(&n->referenced, memory_order_relaxed))
-		atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
-}
-
 /* Take a reference on a cached inode, or return NULL (shard lock held:
  * a hashed inode is never dead then). */
 static struct inode *lookup_locked(struct icache_shard *s, uint64_t ino)
 {
-	for (struct inode *n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n)) {
-		if (n->ino != ino)
-			continue;
-		atomic_fetch_add(&n->refcount, 1);
-		mark_referenced(n);
-		return n;
-	}
-	return NULL;
-}
+	struct shard_node *n = shard_lookup_locked(&s->sh, bucket_of(s, ino), ino);
 
-/* Unhashed n (refcount INODE_REF_DEAD, state released) waits on the
- * retired list for the lookups that may still hold its address. */
-static void retire_locked(struct icache_shard *s, struct inode *n)
-{
-	n->lru_next = ebr_limbo_head(&s->retired);
-	ebr_limbo_push(&s->retired, n);
-}
-
-/* Inodes safe to give back to the slab now, linked by lru_next. */
-static struct inode *reclaim_locked(struct icache_shard *s)
-{
-	return ebr_limbo_reclaim(&s->retired, RECLAIM_BATCH);
+	return n ? inode_of(n) : NULL;
 }
 
 /* count -> dead (the caller holds the last `count` references, or 0 for
@@ -374,25 +280,11 @@ static struct inode *reclaim_locked(struct icache_shard *s)
  * a reference meanwhile. */
 static bool kill_locked(struct icache_shard *s, struct inode *n, uint32_t count)
 {
-	if (!atomic_compare_exchange_strong(&n->refcount, &count, INODE_REF_DEAD))
+	if (!shard_kill_locked(&s->sh, &n->node, count))
 		return false;
-	if (on_lru(n))
-		lru_remove(s, n);
 	if (!(atomic_load(&n->istate) & INODE_UNHASHED))
 		hash_remove(s, n);
 	return true;
-}
-
-/*
- * The LRU head n is in use: off the list (its next drop to 0 puts it
- * back).  The re-check pairs with iput(), which drops the count and then
- * looks at on_lru (both seq_cst), so one of the two puts it back.
- */
-static void lru_drop_busy(struct icache_shard *s, struct inode *n)
-{
-	lru_remove(s, n);
-	if (atomic_load(&n->refcount) == 0)
-		lru_add_tail(s, n);
 }
 
 /* Unlinked, not yet deleted: its last iput() deletes it, so it must not
@@ -402,34 +294,53 @@ static bool unlinked_pending(struct inode *n)
 	return (atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED;
 }
 
-/*
- * A clock over the LRU beyond the shard's share: idle inodes hit since
- * the last pass go to the tail once more, the others are killed and
- * linked on *victims by lru_next (their state is released and they are
- * retired after the lock is dropped: retire_victims()).
- */
-static void shrink_locked(struct uext4_fs *fs, struct icache_shard *s, struct inode **victims)
+static bool node_unlinked_pending(struct shard_node *n)
 {
-	uint32_t budget = s->nlru + 1;
+	return unlinked_pending(inode_of(n));
+}
 
-	while (s->nlru > fs->icache->max_unused_per_shard && s->lru_head && budget--) {
-		struct inode *n = s->lru_head;
+static bool node_idle(struct shard_node *n)
+{
+	return atomic_load(&n->refcount) == 0;
+}
 
-		if (atomic_load(&n->refcount) != 0) {
-			lru_drop_busy(s, n);
-		} else if (atomic_load_explicit(&n->referenced, memory_order_relaxed)) {
-			atomic_store_explicit(&n->referenced, 0, memory_order_relaxed);
-			lru_remove(s, n);
-			lru_add_tail(s, n);
-		} else if (unlinked_pending(n)) {
-			lru_remove(s, n); /* the iput() that dropped it deletes it */
-		} else if (kill_locked(s, n, 0)) {
-			n->lru_next = *victims;
-			*victims = n;
-		} else {
-			lru_drop_busy(s, n);
-		}
-	}
+struct shrink_ctx {
+	struct icache *ic;
+	struct shard_node *victims;
+};
+
+static bool over_share(struct shard *sh, void *ctx)
+{
+	return sh->nlru > ((struct shrink_ctx *)ctx)->ic->max_unused_per_shard;
+}
+
+/* A killed idle inode leaves the hash; its state is released and it is
+ * retired after the lock is dropped (retire_victims()). */
+static void evict_one(struct shard *sh, struct shard_node *n, void *ctx)
+{
+	struct shrink_ctx *c = ctx;
+	struct inode *inode = inode_of(n);
+
+	if (!(atomic_load(&inode->istate) & INODE_UNHASHED))
+		shard_hash_remove(sh, bucket_of((struct icache_shard *)sh, inode->ino), n);
+	n->lru_next = c->victims;
+	c->victims = n;
+}
+
+/*
+ * A clock over the LRU beyond the shard's share (shard.h): idle inodes
+ * hit since the last pass go to the young end once more, unlinked ones
+ * waiting for their last iput() leave the LRU (that iput() deletes them),
+ * the others are killed and linked on *victims by lru_next (their state
+ * is released and they are retired after the lock is dropped:
+ * retire_victims()).
+ */
+static void shrink_locked(struct uext4_fs *fs, struct icache_shard *s, struct shard_node **victims)
+{
+	struct shrink_ctx c = { fs->icache, *victims };
+
+	shard_clock_locked(&s->sh, over_share, node_idle, node_unlinked_pending, evict_one, &c);
+	*victims = c.victims;
 }
 
 /* --- slot locks (struct slot_stripe) --- */
@@ -907,50 +818,28 @@ static int refuse_unusable(struct uext4_fs *fs, struct inode *n)
  * istate pair with inode_claim_free()'s flag and look at the count. */
 static bool try_grab(struct inode *n)
 {
-	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
-
-	while (!(r & INODE_REF_DEAD))
-		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r + 1,
-							  memory_order_seq_cst,
-							  memory_order_relaxed))
-			return true;
-	return false;
+	return shard_try_grab(&n->node, memory_order_seq_cst);
 }
 
-/*
- * The cached inode ino with a reference, or NULL: no lock.  The epoch
- * section keeps every inode on the chain from being freed while we walk
- * it; one unhashed meanwhile is dead (refused), or our CAS came first and
- * it was not unhashed.  NULL sends the caller to the locked path.
- */
+/* The cached inode ino with a reference, or NULL: no lock
+ * (shard_lookup_lockfree()).  NULL sends the caller to the locked path. */
 static struct inode *lookup_lockfree(struct uext4_fs *fs, uint64_t ino)
 {
 	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n;
+	struct shard_node *n = shard_lookup_lockfree(&s->sh, bucket_of(s, ino), ino,
+						     memory_order_seq_cst);
 
-	ebr_enter();
-	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
-		if (n->ino == ino)
-			break;
-	if (n && !try_grab(n))
-		n = NULL;
-	ebr_exit();
-	if (n)
-		mark_referenced(n);
-	return n;
+	return n ? inode_of(n) : NULL;
 }
 
 struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino)
 {
 	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n;
+	struct shard_node *n = shard_find(&s->sh, bucket_of(s, ino), ino);
 
-	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
-		if (n->ino == ino)
-			break;
-	if (n && (atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD))
+	if (!n || (atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD))
 		return NULL;
-	return n;
+	return inode_of(n);
 }
 
 /*
@@ -990,10 +879,11 @@ static int icache_insert_loaded(struct uext4_fs *fs, struct inode **mine, uint32
 {
 	uint64_t ino = (*mine)->ino;
 	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n, *victims = NULL;
+	struct inode *n;
+	struct shard_node *victims = NULL;
 	int again = 0;
 
-	ulock_lock(&s->lock);
+	ulock_lock(&s->sh.lock);
 	n = lookup_locked(s, ino); /* somebody may have loaded it meanwhile */
 	if (!n && slot_writes(fs, ino) != writes) {
 		again = 1;
@@ -1003,7 +893,7 @@ static int icache_insert_loaded(struct uext4_fs *fs, struct inode **mine, uint32
 		n = *mine;
 		*mine = NULL;
 	}
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	retire_victims(fs, s, victims);
 	*out = n;
 	return again;
@@ -1258,10 +1148,10 @@ int inode_free_now(struct handle *h, struct inode *n)
 static void put_deleted(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s = shard_of(fs->icache, n->ino);
-	struct inode *free_now = NULL;
+	struct shard_node *free_now = NULL;
 	bool killed, at_once = false;
 
-	ulock_lock(&s->lock);
+	ulock_lock(&s->sh.lock);
 	killed = kill_locked(s, n, 1);
 	if (!killed) {
 		atomic_fetch_sub(&n->refcount, 1);
@@ -1270,14 +1160,14 @@ static void put_deleted(struct uext4_fs *fs, struct inode *n)
 		 * to release that takes a lock, so retire it now (one shard
 		 * lock per unlink, not two). */
 		urwlock_destroy(&n->lock);
-		retire_locked(s, n);
-		free_now = reclaim_locked(s);
+		shard_retire_locked(&s->sh, &n->node);
+		free_now = shard_reclaim_locked(&s->sh);
 		at_once = true;
 	}
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	if (killed && !at_once) {
-		n->lru_next = NULL;
-		retire_victims(fs, s, n);
+		n->node.lru_next = NULL;
+		retire_victims(fs, s, &n->node);
 	}
 	slab_free_list(fs->icache, free_now);
 }
@@ -1288,17 +1178,17 @@ static void put_deleted(struct uext4_fs *fs, struct inode *n)
 static void put_idle(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s;
-	struct inode *victims = NULL;
+	struct shard_node *victims = NULL;
 
 	if (on_lru(n))
 		return; /* the common case */
 	s = shard_of(fs->icache, n->ino);
-	ulock_lock(&s->lock);
+	ulock_lock(&s->sh.lock);
 	if (!on_lru(n) && atomic_load(&n->refcount) == 0) {
-		lru_add_tail(s, n);
+		shard_lru_add(&s->sh, &n->node);
 		shrink_locked(fs, s, &victims);
 	}
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	retire_victims(fs, s, victims);
 }
 
@@ -1358,13 +1248,13 @@ void icache_delete_unlinked(struct uext4_fs *fs)
 
 		do {
 			found = NULL;
-			ulock_lock(&s->lock);
-			for (uint32_t b = 0; b < s->nbuckets && !found; b++)
-				for (struct inode *n = chain_first(s, b); n && !found; n = chain_next(n))
-					if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) ==
-					    INODE_UNLINKED)
-						found = lookup_locked(s, n->ino);
-			ulock_unlock(&s->lock);
+			ulock_lock(&s->sh.lock);
+			for (uint32_t b = 0; b < s->sh.nbuckets && !found; b++)
+				for (struct shard_node *n = shard_chain(&s->sh, b); n && !found;
+				     n = shard_next(n))
+					if (unlinked_pending(inode_of(n)))
+						found = lookup_locked(s, n->key);
+			ulock_unlock(&s->sh.lock);
 			if (found) {
 				inode_delete(fs, found, true);
 				atomic_fetch_or(&found->istate, INODE_DELETED);
@@ -1469,9 +1359,9 @@ static struct inode *icache_find(struct uext4_fs *fs, uint64_t ino)
 
 	if (n)
 		return n;
-	ulock_lock(&s->lock); /* a dead copy may hide a live one behind it */
+	ulock_lock(&s->sh.lock); /* a dead copy may hide a live one behind it */
 	n = lookup_locked(s, ino);
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	return n;
 }
 
@@ -1521,18 +1411,19 @@ uint32_t inode_users(struct inode *n)
 static void icache_drop_lookups(struct uext4_fs *fs)
 {
 	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &fs->icache->shards[i];
+		struct shard *sh = &fs->icache->shards[i].sh;
 
-		for (uint32_t b = 0; b < s->nbuckets; b++) {
+		for (uint32_t b = 0; b < sh->nbuckets; b++) {
 			struct inode *found;
 
 			do {
 				found = NULL;
-				ulock_lock(&s->lock);
-				for (struct inode *n = chain_first(s, b); n && !found; n = chain_next(n))
-					if (atomic_exchange(&n->nlookup, 0) > 0)
-						found = n;  /* the count's reference is ours */
-				ulock_unlock(&s->lock);
+				ulock_lock(&sh->lock);
+				for (struct shard_node *n = shard_chain(sh, b); n && !found;
+				     n = shard_next(n))
+					if (atomic_exchange(&inode_of(n)->nlookup, 0) > 0)
+						found = inode_of(n); /* the count's reference is ours */
+				ulock_unlock(&sh->lock);
 				if (found)
 					iput(fs, found);
 			} while (found);
@@ -1938,12 +1829,12 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
 {
 	struct icache_shard *s = shard_of(fs->icache, n->ino);
-	struct inode *old, *victims = NULL;
+	struct shard_node *found, *victims = NULL;
+	struct inode *old;
 
-	ulock_lock(&s->lock);
-	for (old = chain_first(s, bucket_of(s, n->ino)); old; old = chain_next(old))
-		if (old->ino == n->ino)
-			break;
+	ulock_lock(&s->sh.lock);
+	found = shard_find(&s->sh, bucket_of(s, n->ino), n->ino);
+	old = found ? inode_of(found) : NULL;
 	if (old && (atomic_load(&old->istate) & INODE_DELETED)) {
 		/* A freed inode somebody still holds: it leaves the hash now
 		 * and is freed at its last iput(). */
@@ -1955,7 +1846,7 @@ static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
 		hash_insert(s, n);
 		shrink_locked(fs, s, &victims);
 	}
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	retire_victims(fs, s, victims);
 	if (old)
 		return fs_corrupt("inode %llu: allocated while still cached in use "
