@@ -43,6 +43,7 @@
 struct bdev;
 struct bcache;
 struct icache;
+struct inode_slots;
 struct namecache;
 struct trans;
 struct balloc_state;
@@ -229,6 +230,7 @@ struct uext4_fs {
 	struct bdev *dev;
 	struct bcache *bc;
 	struct icache *icache;
+	struct inode_slots *islots; /* inode-table slot locks (inode.c) */
 	struct namecache *nc;       /* name cache (namecache.c), NULL = off */
 	unsigned max_open_files;    /* uext4_opts.max_open_files, set at mount */
 	_Atomic unsigned open_files; /* uext4_file handles open now; atomic */

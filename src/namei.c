@@ -18,6 +18,8 @@
 #include "file.h"
 #include "flags.h"
 #include "ialloc.h"
+#include "icache.h"
+#include "ifree.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"
