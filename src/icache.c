@@ -388,7 +388,7 @@ void igrab(struct inode *n)
  * the legacy list, one mutex for the whole file system) and no second
  * handle.  The claim is a Dekker pair with the lock-free grab: CLAIMING
  * is set, then the count read (both seq_cst), while a grab raises the
- * count, then reads the state (try_grab(), settled_istate()); so either
+ * count, then reads the state (icache_try_grab(), settled_istate() in inode.c); so either
  * the claim sees the new reference and gives up, or the grabber sees
  * CLAIMING, waits for FREEING (set before CLAIMING is cleared) and gets
  * ENOENT, as if its lookup came after the unlink.  A grabber that meets
@@ -426,7 +426,7 @@ static void put_deleted(struct uext4_fs *fs, struct inode *n)
 	if (!killed) {
 		atomic_fetch_sub(&n->refcount, 1);
 	} else if (!n->pa) {
-		/* inode_delete() gave the preallocation back: nothing left
+		/* inode_free_unlinked() (ifree.c) gave the preallocation back: nothing left
 		 * to release that takes a lock, so retire it now (one shard
 		 * lock per unlink, not two). */
 		urwlock_destroy(&n->lock);
