@@ -11,9 +11,10 @@
  * default ICACHE_MAX_UNUSED).  Hits take no lock (see "Lock-free hits"
  * below).  The last iput() of an unlinked inode frees it through the
  * host's free_unlinked (struct icache_host: the layers that own orphans
- * and truncation), so the cache calls nothing above its own layer.
+ * and truncation), and an inode leaving the cache gives its block
+ * preallocation back through the host's release_prealloc, so the cache
+ * calls nothing in the layers above it nor the allocators beside it.
  */
-#include "balloc.h"
 #include "error.h"
 #include "icache.h"
 #include "internal.h"
@@ -132,7 +133,7 @@ struct icache *icache_create(struct uext4_fs *fs, unsigned limit, const struct i
 static void inode_release_state(struct uext4_fs *fs, struct inode *inode)
 {
 	if (inode->pa)
-		balloc_release_prealloc(fs, inode);
+		fs->icache->host->release_prealloc(fs, inode);
 	urwlock_destroy(&inode->lock);
 }
 

@@ -11,7 +11,7 @@
 #include "shard.h"
 
 /*
- * What the cache needs from the layers above, as the journal gets it
+ * What the cache needs from outside itself, as the journal gets it
  * through struct journal_host: mount fills it in.  free_unlinked: the
  * last reference of an inode with no links is going (force: at unmount,
  * whoever still holds it); free its blocks, xattrs and number.  0 or the
@@ -19,6 +19,10 @@
  */
 struct icache_host {
 	int (*free_unlinked)(struct uext4_fs *fs, struct inode *inode, bool force);
+	/* An inode leaving the cache with inode->pa set gives back the blocks
+	 * the allocator set aside for it (balloc.c; takes group locks, so
+	 * never called under a shard lock). */
+	void (*release_prealloc)(struct uext4_fs *fs, struct inode *inode);
 };
 
 struct icache;

@@ -239,9 +239,11 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 }
 
 /* The caches and group table of a mount (none of it written back). */
-/* What the inode cache calls above itself: freeing an unlinked inode. */
+/* What the inode cache calls outside itself: freeing an unlinked inode,
+ * giving back an evicted inode's block preallocation. */
 static const struct icache_host mount_icache_host = {
 	.free_unlinked = inode_free_unlinked,
+	.release_prealloc = balloc_release_prealloc,
 };
 
 static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
