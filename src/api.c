@@ -16,6 +16,8 @@
 #include "error.h"
 #include "file.h"
 #include "flags.h"
+#include "icache.h"
+#include "ifree.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -8,22 +8,18 @@
  *
  * What protects what:
  *   struct bcache         immutable after bcache_create().
- *   shard->lock           (RANK_BCACHE_SHARD) every change of the hash
- *                         chains (buckets[], buf.hnext: atomics, because
- *                         lookups read them without the lock), the LRU
- *                         (lru_head/lru_tail, nlru, buf.lru_prev/lru_next,
- *                         bc_buf.on_lru: written under the lock, read
- *                         without it by brelse()), the retired lists, and
- *                         shard->bytes (written under the lock, atomic so
- *                         bcache_counters() can read it without it).
+ *   shard->sh             the shard skeleton (shard.h, which says what its
+ *                         lock, RANK_BCACHE_SHARD, protects): hash chains,
+ *                         LRU, retired lists, and the node of each buffer
+ *                         (refcount, on_lru, referenced, links).  Its lock
+ *                         also guards the dirty list and shard->bytes
+ *                         (written under it, atomic so bcache_counters()
+ *                         can read it without it).
  *   shard counters        atomics updated with relaxed ordering; summed
  *                         by bcache_counters().
- *   buf.refcount          atomic.  Taken lock-free by a lookup with a CAS
- *                         that refuses BUF_REF_DEAD; dropped lock-free.
- *                         0 -> BUF_REF_DEAD (the buffer is going) happens
- *                         only under the shard lock, together with the
- *                         unhashing, so a locked lookup never meets it.
- *   bc_buf.referenced     atomic: set by a hit, cleared by the evictor.
+ *   buf.refcount          (node.refcount) atomic, as shard.h says: taken
+ *                         lock-free, 0 -> BUF_REF_DEAD only under the
+ *                         shard lock with the unhashing.
  *   buf.state             atomic bits.  BUF_UPTODATE is set with release
  *                         order after data is filled, and tested with acquire
  *                         order, so a reader that sees it sees the data.
@@ -40,7 +36,7 @@
  * walk the hash chain inside an epoch section (ebr.h) and take the
  * reference with a CAS "if not dead"; brelse() drops it with one atomic.
  * Neither takes the shard lock, and a hit does not move the buffer in the
- * LRU: it sets bc_buf.referenced instead, and the evictor (a clock with
+ * LRU: it sets node.referenced instead, and the evictor (a clock with
  * second chance, under the lock) moves a referenced buffer back to the
  * head once instead of evicting it.  A buffer that is in use (refcount >
  * 0) or dirty when the evictor meets it is taken off the LRU; its next
@@ -75,6 +71,7 @@
 #include "internal.h"
 #include "lock.h"
 #include "ondisk.h"
+#include "shard.h"
 #include "slab.h"
 #include "trans.h"
 
@@ -88,34 +85,19 @@
 #define BC_DEFAULT_LIMIT (256ull << 20)
 #define BC_MAX_BUCKETS (1u << 20)
 /* In refcount: the buffer is unhashed and waits to be freed. */
-#define BUF_REF_DEAD (1u << 31)
-/* Retired buffers per shard before asking whether the older ones can go. */
-#define RECLAIM_BATCH 32
+#define BUF_REF_DEAD SHARD_REF_DEAD
 
-/* A buffer plus what only the cache needs to know about it. */
-struct bc_buf {
-	struct buf b;
-	_Atomic bool on_lru;            /* written under the shard lock */
-	_Atomic uint8_t referenced;     /* hit since the evictor last passed */
-};
-
+/* The hash chains, LRU and retired lists are the shard skeleton's (sh,
+ * shard.h); the rest is the buffer cache's own. */
 struct bc_shard {
-	struct ulock lock;
-	struct buf *_Atomic *buckets; /* nbuckets chains; array immutable, chains: lock */
-	uint32_t nbuckets;      /* power of two, immutable */
-	struct buf *lru_head;   /* most recently released; lock */
-	struct buf *lru_tail;   /* next to evict; lock */
-	uint64_t nlru;          /* length of the LRU; lock */
-	/* Unhashed buffers waiting for lock-free lookups to leave, linked
-	 * by lru_next (lock): */
-	struct ebr_limbo retired;
+	struct shard sh;        /* first: over_limit() converts back */
 	uint64_t limit;         /* bytes, immutable */
-	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under lock */
+	_Atomic uint64_t bytes; /* bytes of buffers hashed here; written under sh.lock */
 	_Atomic uint64_t reads[UEXT4_META_NKINDS];
 	_Atomic uint64_t writes[UEXT4_META_NKINDS];
 	_Atomic uint64_t hits, misses, evictions;
-	struct buf *dirty_head; /* buffers with BUF_ONLIST; lock */
-	_Atomic uint64_t ndirty; /* length of dirty list; written under lock */
+	struct buf *dirty_head; /* buffers with BUF_ONLIST; sh.lock */
+	_Atomic uint64_t ndirty; /* length of dirty list; written under sh.lock */
 } __attribute__((aligned(CACHELINE)));
 
 /* Private state bit: on its shard's dirty list (holding a reference). */
@@ -133,9 +115,11 @@ struct bcache {
 	struct bc_shard *shards;
 };
 
-static inline struct bc_buf *to_bc_buf(struct buf *b)
+static void free_node(void *bc, struct shard_node *n);
+
+static inline struct buf *buf_of(struct shard_node *n)
 {
-	return (struct bc_buf *)b;
+	return (struct buf *)((char *)n - offsetof(struct buf, node));
 }
 
 static inline uint64_t hash_block(uint64_t blocknr)
@@ -151,9 +135,9 @@ static struct bc_shard *shard_of(struct bcache *bc, uint64_t h)
 	return &bc->shards[h >> bc->shard_shift];
 }
 
-static struct buf *_Atomic *bucket_of(struct bc_shard *s, uint64_t h)
+static uint32_t bucket_of(struct bc_shard *s, uint64_t h)
 {
-	return &s->buckets[(h >> 20) & (s->nbuckets - 1)];
+	return (uint32_t)(h >> 20) & (s->sh.nbuckets - 1);
 }
 
 static void count_add(_Atomic uint64_t *c, uint64_t n)
@@ -181,16 +165,12 @@ static uint32_t choose_nshards(uint64_t limit_blocks)
 	return n;
 }
 
-static int shard_init(struct bc_shard *s, uint64_t limit, uint64_t limit_blocks)
+static int shard_init_bc(struct bc_shard *s, uint64_t limit, uint64_t limit_blocks)
 {
 	memset(s, 0, sizeof(*s));
-	s->nbuckets = pow2_at_least(MAX(limit_blocks, 16), BC_MAX_BUCKETS);
-	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
-	if (!s->buckets)
-		return -ENOMEM;
 	s->limit = limit;
-	ulock_init(&s->lock, RANK_BCACHE_SHARD);
-	return 0;
+	return shard_init(&s->sh, RANK_BCACHE_SHARD,
+			  pow2_at_least(MAX(limit_blocks, 16), BC_MAX_BUCKETS));
 }
 
 static bool valid_block_size(uint32_t bs)
@@ -218,7 +198,7 @@ struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem
 	bc->mem_limit = mem_limit;
 	bc->nshards = choose_nshards(mem_limit / block_size);
 	bc->shard_shift = 64 - (uint32_t)__builtin_ctz(bc->nshards);
-	bc->buf_alloc_size = (sizeof(struct bc_buf) + CACHELINE - 1) / CACHELINE * CACHELINE +
+	bc->buf_alloc_size = (sizeof(struct buf) + CACHELINE - 1) / CACHELINE * CACHELINE +
 			     block_size;
 	shard_limit = mem_limit / bc->nshards;
 	shard_blocks = shard_limit / block_size;
@@ -229,11 +209,9 @@ struct bcache *bcache_create(struct bdev *dev, uint32_t block_size, uint64_t mem
 	if (!bc->shards)
 		goto nomem;
 	for (i = 0; i < bc->nshards; i++) {
-		if (shard_init(&bc->shards[i], shard_limit, shard_blocks) < 0) {
-			while (i--) {
-				ulock_destroy(&bc->shards[i].lock);
-				free(bc->shards[i].buckets);
-			}
+		if (shard_init_bc(&bc->shards[i], shard_limit, shard_blocks) < 0) {
+			while (i--)
+				shard_destroy(&bc->shards[i].sh, free_node, bc);
 			goto nomem;
 		}
 	}
@@ -253,34 +231,34 @@ nomem:
 static struct buf *buf_alloc(struct bcache *bc, uint64_t blocknr)
 {
 	size_t hdr = bc->buf_alloc_size - bc->block_size;
-	struct bc_buf *bb = slab_alloc(bc->slab);
+	struct buf *b = slab_alloc(bc->slab);
 
-	if (!bb)
+	if (!b)
 		return NULL;
-	bb->b.blocknr = blocknr;
-	bb->b.data = (uint8_t *)bb + hdr;
-	atomic_init(&bb->b.refcount, 1);
-	atomic_init(&bb->b.state, 0);
-	bb->b.kind = UEXT4_META_OTHER;
-	ulock_init(&bb->b.lock, RANK_BUF);
-	return &bb->b;
+	b->blocknr = blocknr;
+	b->data = (uint8_t *)b + hdr;
+	atomic_init(&b->refcount, 1);
+	atomic_init(&b->state, 0);
+	b->kind = UEXT4_META_OTHER;
+	ulock_init(&b->lock, RANK_BUF);
+	return b;
 }
 
 static void buf_free(struct bcache *bc, struct buf *b)
 {
 	ulock_destroy(&b->lock);
-	slab_free(bc->slab, to_bc_buf(b));
+	slab_free(bc->slab, b);
+}
+
+static void free_node(void *bc, struct shard_node *n)
+{
+	buf_free(bc, buf_of(n));
 }
 
 /* Free a list of buffers linked by lru_next (outside any lock). */
-static void buf_free_list(struct bcache *bc, struct buf *list)
+static void buf_free_list(struct bcache *bc, struct shard_node *list)
 {
-	while (list) {
-		struct buf *next = list->lru_next;
-
-		buf_free(bc, list);
-		list = next;
-	}
+	shard_free_list(list, free_node, bc);
 }
 
 /* ------------------------------------------------------------- shard ops
@@ -288,73 +266,28 @@ static void buf_free_list(struct bcache *bc, struct buf *list)
 
 static struct buf *hash_lookup(struct bc_shard *s, uint64_t h, uint64_t blocknr)
 {
-	struct buf *b = atomic_load_explicit(bucket_of(s, h), memory_order_relaxed);
+	struct shard_node *n = shard_find(&s->sh, bucket_of(s, h), blocknr);
 
-	for (; b; b = atomic_load_explicit(&b->hnext, memory_order_relaxed))
-		if (b->blocknr == blocknr)
-			return b;
-	return NULL;
+	return n ? buf_of(n) : NULL;
 }
 
 static void hash_insert(struct bcache *bc, struct bc_shard *s, uint64_t h, struct buf *b)
 {
-	struct buf *_Atomic *head = bucket_of(s, h);
-
-	atomic_store_explicit(&b->hnext, atomic_load_explicit(head, memory_order_relaxed),
-			      memory_order_relaxed);
-	/* Release: a lock-free lookup that finds b sees it initialised. */
-	atomic_store_explicit(head, b, memory_order_release);
+	shard_hash_insert(&s->sh, bucket_of(s, h), &b->node);
 	atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) +
 			      bc->block_size, memory_order_relaxed);
 }
 
-/* b's own hnext is left as it is: a lookup standing on b goes on along
- * the chain. */
 static void hash_remove(struct bcache *bc, struct bc_shard *s, struct buf *b)
 {
-	struct buf *_Atomic *pp = bucket_of(s, hash_block(b->blocknr));
-	struct buf *cur;
-
-	while ((cur = atomic_load_explicit(pp, memory_order_relaxed)) && cur != b)
-		pp = &cur->hnext;
-	if (cur)
-		atomic_store_explicit(pp, atomic_load_explicit(&b->hnext, memory_order_relaxed),
-				      memory_order_release);
+	shard_hash_remove(&s->sh, bucket_of(s, hash_block(b->blocknr)), &b->node);
 	atomic_store_explicit(&s->bytes, atomic_load_explicit(&s->bytes, memory_order_relaxed) -
 			      bc->block_size, memory_order_relaxed);
 }
 
 static bool on_lru(struct buf *b)
 {
-	return atomic_load(&to_bc_buf(b)->on_lru);
-}
-
-static void lru_add_head(struct bc_shard *s, struct buf *b)
-{
-	b->lru_prev = NULL;
-	b->lru_next = s->lru_head;
-	if (s->lru_head)
-		s->lru_head->lru_prev = b;
-	else
-		s->lru_tail = b;
-	s->lru_head = b;
-	s->nlru++;
-	atomic_store(&to_bc_buf(b)->on_lru, true);
-}
-
-static void lru_remove(struct bc_shard *s, struct buf *b)
-{
-	if (b->lru_prev)
-		b->lru_prev->lru_next = b->lru_next;
-	else
-		s->lru_head = b->lru_next;
-	if (b->lru_next)
-		b->lru_next->lru_prev = b->lru_prev;
-	else
-		s->lru_tail = b->lru_prev;
-	b->lru_prev = b->lru_next = NULL;
-	s->nlru--;
-	atomic_store(&to_bc_buf(b)->on_lru, false);
+	return shard_on_lru(&b->node);
 }
 
 /* Take a reference on a hashed buffer (never dead under the lock). */
@@ -369,120 +302,80 @@ static bool idle_and_clean(struct buf *b)
 	       !(atomic_load_explicit(&b->state, memory_order_acquire) & BUF_DIRTY);
 }
 
-/* Unhashed b waits on the shard's retired list until lock-free lookups
- * that might hold its address are gone (its refcount is BUF_REF_DEAD). */
-static void retire_locked(struct bc_shard *s, struct buf *b)
+static bool node_idle_and_clean(struct shard_node *n)
 {
-	b->lru_next = ebr_limbo_head(&s->retired);
-	ebr_limbo_push(&s->retired, b);
+	return idle_and_clean(buf_of(n));
 }
 
-/* Buffers now safe to free (returned linked by lru_next): the older
- * batch once its stamp is safe, after which the newer batch starts to
- * wait. */
-static struct buf *reclaim_locked(struct bc_shard *s)
+/* Buffers now safe to free (linked by lru_next): the older batch once
+ * its stamp is safe, after which the newer batch starts to wait. */
+static struct shard_node *reclaim_locked(struct bc_shard *s)
 {
-	return ebr_limbo_reclaim(&s->retired, RECLAIM_BATCH);
+	return shard_reclaim_locked(&s->sh);
+}
+
+/* A dead buffer leaves the hash and waits on the retired list until
+ * lock-free lookups that might hold its address are gone. */
+static void unhash_and_retire(struct bcache *bc, struct bc_shard *s, struct buf *b)
+{
+	hash_remove(bc, s, b);
+	shard_retire_locked(&s->sh, &b->node);
 }
 
 /* Unhash an idle buffer if nobody takes a reference first (0 -> dead). */
 static bool kill_if_idle_locked(struct bcache *bc, struct bc_shard *s, struct buf *b)
 {
-	uint32_t zero = 0;
-
-	if (!atomic_compare_exchange_strong(&b->refcount, &zero, BUF_REF_DEAD))
+	if (!shard_kill_locked(&s->sh, &b->node, 0))
 		return false;
-	if (on_lru(b))
-		lru_remove(s, b);
-	hash_remove(bc, s, b);
-	retire_locked(s, b);
+	unhash_and_retire(bc, s, b);
 	return true;
 }
 
-/*
- * The LRU tail b is in use or dirty: take it off the list (its next drop
- * to 0 puts it back).  The re-check pairs with brelse(), which drops the
- * count and then looks at on_lru (both seq_cst): if the drop came first,
- * it is put back here; else brelse() sees it off and puts it back.
- */
-static void lru_drop_busy(struct bc_shard *s, struct buf *b)
+struct evict_ctx {
+	struct bcache *bc;
+	struct bc_shard *s;
+};
+
+static bool over_limit(struct shard *sh, void *ctx)
 {
-	lru_remove(s, b);
-	if (idle_and_clean(b))
-		lru_add_head(s, b);
+	struct bc_shard *s = ((struct evict_ctx *)ctx)->s;
+
+	return atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit;
+}
+
+static void evict_one(struct shard *sh, struct shard_node *n, void *ctx)
+{
+	struct evict_ctx *e = ctx;
+
+	unhash_and_retire(e->bc, e->s, buf_of(n));
+	count_add(&e->s->evictions, 1);
 }
 
 /*
- * A clock over the LRU while the shard is over its limit: idle buffers
- * hit since the last pass get a second chance at the head, the others are
- * unhashed and retired.  Each buffer is looked at about once per call.
- * Returns the buffers that are safe to free, linked by lru_next.
+ * A clock over the LRU while the shard is over its limit (shard.h): idle
+ * clean buffers hit since the last pass get a second chance, busy or
+ * dirty ones leave the LRU (their next drop to 0 puts them back), the
+ * others are unhashed and retired.  Returns the buffers that are safe to
+ * free, linked by lru_next.
  */
-static struct buf *evict_locked(struct bcache *bc, struct bc_shard *s)
+static struct shard_node *evict_locked(struct bcache *bc, struct bc_shard *s)
 {
-	uint64_t budget = s->nlru + 1;
+	struct evict_ctx e = { bc, s };
 
-	while (atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit && s->lru_tail &&
-	       budget--) {
-		struct buf *b = s->lru_tail;
-
-		if (!idle_and_clean(b)) {
-			lru_drop_busy(s, b);
-		} else if (atomic_load_explicit(&to_bc_buf(b)->referenced, memory_order_relaxed)) {
-			atomic_store_explicit(&to_bc_buf(b)->referenced, 0, memory_order_relaxed);
-			lru_remove(s, b);
-			lru_add_head(s, b);
-		} else if (kill_if_idle_locked(bc, s, b)) {
-			count_add(&s->evictions, 1);
-		} else {
-			lru_drop_busy(s, b);
-		}
-	}
+	shard_clock_locked(&s->sh, over_limit, node_idle_and_clean, NULL, evict_one, &e);
 	return reclaim_locked(s);
 }
 
 /* ------------------------------------------------------------- lock-free */
 
-static void mark_referenced(struct buf *b)
-{
-	if (!atomic_load_explicit(&to_bc_buf(b)->referenced, memory_order_relaxed))
-		atomic_store_explicit(&to_bc_buf(b)->referenced, 1, memory_order_relaxed);
-}
-
-/* A reference on b unless it is dead (being freed). */
-static bool try_grab(struct buf *b)
-{
-	uint32_t r = atomic_load_explicit(&b->refcount, memory_order_relaxed);
-
-	while (!(r & BUF_REF_DEAD))
-		if (atomic_compare_exchange_weak_explicit(&b->refcount, &r, r + 1,
-							  memory_order_acquire,
-							  memory_order_relaxed))
-			return true;
-	return false;
-}
-
-/*
- * The cached buffer of blocknr with a reference, or NULL: no lock.  The
- * epoch section keeps every buffer on the chain from being freed while we
- * walk it; a buffer unhashed meanwhile may still be met, but it is dead
- * (refused) or, if our CAS came first, was not unhashed at all.
- */
+/* The cached buffer of blocknr with a reference, or NULL: no lock
+ * (shard_lookup_lockfree()). */
 static struct buf *lookup_lockfree(struct bc_shard *s, uint64_t h, uint64_t blocknr)
 {
-	struct buf *b;
+	struct shard_node *n = shard_lookup_lockfree(&s->sh, bucket_of(s, h), blocknr,
+						     memory_order_acquire);
 
-	ebr_enter();
-	b = atomic_load_explicit(bucket_of(s, h), memory_order_acquire);
-	for (; b; b = atomic_load_explicit(&b->hnext, memory_order_acquire))
-		if (b->blocknr == blocknr)
-			break;
-	if (b && !try_grab(b))
-		b = NULL;
-	ebr_exit();
-	if (b)
-		mark_referenced(b);
-	return b;
+	return n ? buf_of(n) : NULL;
 }
 
 /* ------------------------------------------------------------- API */
@@ -500,7 +393,8 @@ static int get_buf_fresh(struct bcache *bc, uint64_t blocknr, struct buf **out, 
 {
 	uint64_t h = hash_block(blocknr);
 	struct bc_shard *s = shard_of(bc, h);
-	struct buf *b, *fresh_buf, *victims;
+	struct buf *b, *fresh_buf;
+	struct shard_node *victims;
 
 	b = lookup_lockfree(s, h, blocknr);
 	if (fresh)
@@ -515,18 +409,18 @@ static int get_buf_fresh(struct bcache *bc, uint64_t blocknr, struct buf **out, 
 	if (!fresh_buf)
 		return fs_err(ENOMEM, "buffer cache: out of memory for block %llu",
 			      (unsigned long long)blocknr);
-	ulock_lock(&s->lock);
+	ulock_lock(&s->sh.lock);
 	b = hash_lookup(s, h, blocknr);
 	if (b) {
 		grab_locked(b);
-		mark_referenced(b);
+		shard_mark_referenced(&b->node);
 		victims = NULL;
 	} else {
 		hash_insert(bc, s, h, fresh_buf);
-		lru_add_head(s, fresh_buf);
+		shard_lru_add(&s->sh, &fresh_buf->node);
 		victims = evict_locked(bc, s);
 	}
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	buf_free_list(bc, victims);
 	if (b)
 		buf_free(bc, fresh_buf);
@@ -612,14 +506,13 @@ bool bcache_uptodate(struct bcache *bc, uint64_t blocknr)
 {
 	uint64_t h = hash_block(blocknr);
 	struct bc_shard *s = shard_of(bc, h);
+	struct shard_node *n;
 	struct buf *b;
 	bool ret;
 
 	ebr_enter();
-	b = atomic_load_explicit(bucket_of(s, h), memory_order_acquire);
-	for (; b; b = atomic_load_explicit(&b->hnext, memory_order_acquire))
-		if (b->blocknr == blocknr)
-			break;
+	n = shard_find(&s->sh, bucket_of(s, h), blocknr);
+	b = n ? buf_of(n) : NULL;
 	ret = b && !(atomic_load(&b->refcount) & BUF_REF_DEAD) && buf_uptodate(b);
 	ebr_exit();
 	return ret;
@@ -690,19 +583,19 @@ static void buf_went_idle(struct bcache *bc, struct buf *b)
 	struct bc_shard *s = shard_of(bc, hash_block(b->blocknr));
 	/* Over the limit: an insert found only busy buffers to evict. */
 	bool over = atomic_load_explicit(&s->bytes, memory_order_relaxed) > s->limit;
-	struct buf *to_free;
+	struct shard_node *to_free;
 
 	if ((st & BUF_UPTODATE) && (on_lru(b) || (st & BUF_DIRTY)) && !over)
 		return; /* the common case: nothing to do */
-	ulock_lock(&s->lock);
+	ulock_lock(&s->sh.lock);
 	if (!(atomic_load(&b->state) & BUF_UPTODATE)) {
 		/* Failed read, unused bget(), forgotten block. */
 		kill_if_idle_locked(bc, s, b);
 	} else if (!on_lru(b) && idle_and_clean(b)) {
-		lru_add_head(s, b);
+		shard_lru_add(&s->sh, &b->node);
 	}
 	to_free = evict_locked(bc, s); /* and reclaims */
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 	buf_free_list(bc, to_free);
 }
 
@@ -735,33 +628,13 @@ void brelse(struct bcache *bc, struct buf *b)
 	ebr_exit();
 }
 
-/* Every buffer of a list linked by hnext (bcache_destroy() only). */
-static void free_chain(struct bcache *bc, struct buf *b)
-{
-	while (b) {
-		struct buf *next = atomic_load_explicit(&b->hnext, memory_order_relaxed);
-
-		buf_free(bc, b);
-		b = next;
-	}
-}
-
 void bcache_destroy(struct bcache *bc)
 {
 	if (!bc)
 		return;
-	for (uint32_t i = 0; i < bc->nshards; i++) {
-		struct bc_shard *s = &bc->shards[i];
-
-		/* Dirty buffers would be written back here (write path). */
-		for (uint32_t j = 0; j < s->nbuckets; j++)
-			free_chain(bc, atomic_load_explicit(&s->buckets[j], memory_order_relaxed));
-		/* No lookup runs any more: the retired can go at once. */
-		buf_free_list(bc, s->retired.new_head);
-		buf_free_list(bc, s->retired.old_head);
-		free(s->buckets);
-		ulock_destroy(&s->lock);
-	}
+	/* Dirty buffers would be written back here (write path). */
+	for (uint32_t i = 0; i < bc->nshards; i++)
+		shard_destroy(&bc->shards[i].sh, free_node, bc);
 	free(bc->shards);
 	slab_destroy(bc->slab);
 	free(bc);
@@ -864,7 +737,7 @@ void bcache_mark_dirty(struct bcache *bc, struct buf *b)
 	if (old & BUF_ONLIST)
 		return;
 	s = shard_of(bc, hash_block(b->blocknr));
-	ulock_lock(&s->lock);
+	ulock_lock(&s->sh.lock);
 	/* Re-check under the lock: two threads may dirty one block at once. */
 	old = atomic_fetch_or_explicit(&b->state, BUF_ONLIST, memory_order_acq_rel);
 	if (!(old & BUF_ONLIST)) {
@@ -875,7 +748,7 @@ void bcache_mark_dirty(struct bcache *bc, struct buf *b)
 				      atomic_load_explicit(&s->ndirty, memory_order_relaxed) + 1,
 				      memory_order_relaxed);
 	}
-	ulock_unlock(&s->lock);
+	ulock_unlock(&s->sh.lock);
 }
 
 void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
@@ -883,9 +756,10 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 	for (uint32_t i = 0; i < count; i++) {
 		uint64_t blk = blocknr + i, h = hash_block(blk);
 		struct bc_shard *s = shard_of(bc, h);
-		struct buf *b, *to_free = NULL;
+		struct buf *b;
+		struct shard_node *to_free = NULL;
 
-		ulock_lock(&s->lock);
+		ulock_lock(&s->sh.lock);
 		b = hash_lookup(s, h, blk);
 		if (b) {
 			/* A closing commit may still copy it: first. */
@@ -898,7 +772,7 @@ void bcache_forget(struct bcache *bc, uint64_t blocknr, uint32_t count)
 			if (kill_if_idle_locked(bc, s, b)) /* idle: drop it now */
 				to_free = reclaim_locked(s);
 		}
-		ulock_unlock(&s->lock);
+		ulock_unlock(&s->sh.lock);
 		buf_free_list(bc, to_free);
 	}
 }
@@ -933,11 +807,11 @@ size_t bcache_take_dirty(struct bcache *bc, struct buf ***out)
 		struct bc_shard *s = &bc->shards[i];
 		struct buf *list, *drop = NULL;
 
-		ulock_lock(&s->lock);
+		ulock_lock(&s->sh.lock);
 		list = s->dirty_head;
 		s->dirty_head = NULL;
 		atomic_store_explicit(&s->ndirty, 0, memory_order_relaxed);
-		ulock_unlock(&s->lock);
+		ulock_unlock(&s->sh.lock);
 		while (list) {
 			struct buf *b = list, **nv;
 			uint32_t old;

@@ -56,6 +56,7 @@
 #include "error.h"
 #include "file.h"
 #include "ialloc.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

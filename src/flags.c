@@ -18,6 +18,7 @@
 #include "caller.h"
 #include "error.h"
 #include "flags.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -30,6 +30,7 @@
 #include "bcache.h"
 #include "error.h"
 #include "file.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "ondisk.h"

@@ -1,31 +1,24 @@
 /*
- * inode.c - the in-memory inode cache and the on-disk inode layout.
- *
- * Inodes are cached in a sharded hash table.  Loading reads the inode
- * table block through the buffer cache WITHOUT holding a shard lock, so a
- * slow read never blocks lookups of other inodes; if two threads load the
- * same inode at once, the first to insert wins and the other frees its
- * copy.  Unreferenced inodes stay cached on a per-shard LRU until the
- * shard holds more than its share of the limit (uext4_opts.inode_cache,
- * default ICACHE_MAX_UNUSED).  Hits take no
- * lock (see "Lock-free hits" below).
+ * inode.c - the on-disk inode: loading (iget(): decode and check a slot of
+ * the inode table, then hand the copy to the inode cache, icache.c),
+ * encoding and writing back, creating, and the slot locks that keep a
+ * load from seeing half a write.  A load reads the inode-table block
+ * through the buffer cache WITHOUT holding a cache lock, so a slow read
+ * never blocks lookups of other inodes.
  */
 #include "caller.h"
-#include "balloc.h"
 #include "bcache.h"
 #include "csum.h"
 #include "dir.h"
-#include "ebr.h"
 #include "error.h"
-#include "file.h"
 #include "flags.h"
 #include "ialloc.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"
 #include "ondisk.h"
 #include "orphan.h"
-#include "slab.h"
 #include "trans.h"
 #include "xattr.h"
 
@@ -36,40 +29,10 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#define ICACHE_SHARD_BITS 8
-#define ICACHE_SHARDS (1u << ICACHE_SHARD_BITS)
-#define ICACHE_MAX_UNUSED (64 * 1024)
 #define INODE_READAHEAD_BLOCKS 32
 #define SLOT_STRIPE_BITS 10
 #define SLOT_STRIPES (1u << SLOT_STRIPE_BITS)
 
-/*
- * Lock-free hits, as in bcache.c: iget() of a cached
- * inode walks the hash chain inside an epoch section (ebr.h) and takes
- * the reference with a CAS that refuses INODE_REF_DEAD; iput() drops it
- * with one atomic.  The shard lock is taken only to insert, to evict, to
- * free a deleted inode, and when an inode the evictor took off the LRU
- * (it was in use) goes idle again.  A hit sets inode.referenced; the
- * evictor (a clock, under the lock) gives a referenced idle inode a
- * second chance instead of evicting it.  An unhashed inode's memory goes
- * back to the slab only once no lock-free lookup can still be looking at
- * it (the shard's retired lists, reclaim_locked()).
- */
-#define INODE_REF_DEAD (1u << 31)
-/* Retired inodes per shard before asking whether the older ones can go. */
-#define RECLAIM_BATCH 32
-
-struct icache_shard {
-	struct ulock lock;          /* protects everything below (see struct inode) */
-	struct inode *_Atomic *table; /* hash chains; array immutable */
-	uint32_t nbuckets;
-	uint32_t nlru;              /* inodes on the LRU */
-	uint32_t nhashed;           /* inodes in the hash */
-	struct inode *lru_head, *lru_tail; /* oldest at head */
-	/* Unhashed inodes waiting for lock-free lookups to leave, linked
-	 * by lru_next (lock): */
-	struct ebr_limbo retired;
-} __attribute__((aligned(CACHELINE)));
 
 /*
  * What protects the bytes of an inode's slot in its inode-table buffer:
@@ -91,345 +54,27 @@ struct slot_stripe {
 	uint32_t writes;            /* under lock */
 } __attribute__((aligned(CACHELINE)));
 
-struct icache {
-	struct uext4_fs *fs;        /* read-only after create */
-	struct slab *slab;          /* struct inode + raw inode objects */
-	uint32_t max_unused_per_shard; /* LRU length beyond which a shard evicts; read-only */
-	struct icache_shard shards[ICACHE_SHARDS];
-	struct slot_stripe slots[SLOT_STRIPES];
+/* A mount's stripes (fs->islots); the table itself is read-only. */
+struct inode_slots {
+	struct slot_stripe stripes[SLOT_STRIPES];
 };
 
-static struct inode *chain_first(struct icache_shard *s, uint32_t b);
-static struct inode *chain_next(struct inode *n);
-static void retire_locked(struct icache_shard *s, struct inode *n);
-static struct inode *reclaim_locked(struct icache_shard *s);
-
-static struct icache_shard *shard_of(struct icache *ic, uint64_t ino)
+struct inode_slots *inode_slots_create(void)
 {
-	return &ic->shards[(ino * 0x9E3779B97F4A7C15ull) >> (64 - ICACHE_SHARD_BITS)];
-}
+	struct inode_slots *t = aligned_alloc(CACHELINE, sizeof(*t));
 
-static uint32_t bucket_of(struct icache_shard *s, uint64_t ino)
-{
-	return (uint32_t)((ino / ICACHE_SHARDS) % s->nbuckets);
-}
-
-/*
- * Unused inodes kept per shard: `limit` in all (uext4_opts.inode_cache),
- * else what UEXT4_ICACHE_UNUSED says (tests: a tiny cache evicts all the
- * time), else ICACHE_MAX_UNUSED.  Only idle inodes are evicted: inodes
- * with a reference (open files, operations under way) stay beyond it.
- * Dirty inodes pin nothing: a change is encoded into the inode-table
- * buffer at once (itable_update()), which the commit writes.
- */
-static uint32_t unused_per_shard(unsigned limit)
-{
-	const char *env = getenv("UEXT4_ICACHE_UNUSED");
-	unsigned long n = ICACHE_MAX_UNUSED;
-
-	if (limit)
-		return limit / ICACHE_SHARDS ? limit / ICACHE_SHARDS : 1;
-
-	if (env && *env) {
-		char *end;
-
-		n = strtoul(env, &end, 10);
-		if (*end || n > (1ul << 30))
-			n = ICACHE_MAX_UNUSED;
-	}
-	return (uint32_t)(n / ICACHE_SHARDS);
-}
-
-struct icache *icache_create(struct uext4_fs *fs, unsigned limit)
-{
-	struct icache *ic = aligned_alloc(CACHELINE, sizeof(*ic));
-
-	if (!ic)
+	if (!t)
 		return NULL;
-	memset(ic, 0, sizeof(*ic));
-	ic->fs = fs;
-	ic->max_unused_per_shard = unused_per_shard(limit);
-	for (unsigned i = 0; i < SLOT_STRIPES; i++)
-		atomic_flag_clear(&ic->slots[i].lock);
-	/* The idle inodes it keeps, and as many in use. */
-	ic->slab = slab_create(sizeof(struct inode) + fs->inode_size,
-			       (size_t)ic->max_unused_per_shard * ICACHE_SHARDS * 2 *
-				       (sizeof(struct inode) + fs->inode_size));
-	if (!ic->slab) {
-		free(ic);
-		return NULL;
+	for (unsigned i = 0; i < SLOT_STRIPES; i++) {
+		atomic_flag_clear(&t->stripes[i].lock);
+		t->stripes[i].writes = 0;
 	}
-	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &ic->shards[i];
-
-		ulock_init(&s->lock, RANK_ICACHE_SHARD);
-		s->nbuckets = 4096;
-		s->table = calloc(s->nbuckets, sizeof(*s->table));
-		if (!s->table) {
-			icache_destroy(ic);
-			return NULL;
-		}
-	}
-	return ic;
+	return t;
 }
 
-/* What an inode holds besides its memory (dead or never hashed: no
- * thread uses it any more, though a lookup may still read its key). */
-static void inode_release_state(struct uext4_fs *fs, struct inode *inode)
+void inode_slots_destroy(struct inode_slots *t)
 {
-	if (inode->pa)
-		balloc_release_prealloc(fs, inode);
-	urwlock_destroy(&inode->lock);
-}
-
-/* A copy that was never hashed: nobody else can have seen it. */
-static void inode_free(struct uext4_fs *fs, struct inode *inode)
-{
-	inode_release_state(fs, inode);
-	slab_free(fs->icache->slab, inode);
-}
-
-static void slab_free_list(struct icache *ic, struct inode *n)
-{
-	while (n) {
-		struct inode *next = n->lru_next;
-
-		slab_free(ic->slab, n);
-		n = next;
-	}
-}
-
-/* Killed inodes (linked by lru_next): release their state outside the
- * shard lock (the preallocation takes group locks), then retire them,
- * and free whatever older retirees became safe. */
-static void retire_victims(struct uext4_fs *fs, struct icache_shard *s, struct inode *victims)
-{
-	struct inode *free_now;
-
-	if (!victims)
-		return;
-	for (struct inode *n = victims; n; n = n->lru_next)
-		inode_release_state(fs, n);
-	ulock_lock(&s->lock);
-	while (victims) {
-		struct inode *next = victims->lru_next;
-
-		retire_locked(s, victims);
-		victims = next;
-	}
-	free_now = reclaim_locked(s);
-	ulock_unlock(&s->lock);
-	slab_free_list(fs->icache, free_now);
-}
-
-void icache_destroy(struct icache *ic)
-{
-	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &ic->shards[i];
-
-		for (uint32_t b = 0; s->table && b < s->nbuckets; b++) {
-			struct inode *n, *next;
-
-			for (n = chain_first(s, b); n; n = next) {
-				next = chain_next(n);
-				inode_free(ic->fs, n);
-			}
-		}
-		/* No lookup runs any more: the retired go at once. */
-		slab_free_list(ic, s->retired.new_head);
-		slab_free_list(ic, s->retired.old_head);
-		free(s->table);
-		ulock_destroy(&s->lock);
-	}
-	slab_destroy(ic->slab);
-	free(ic);
-}
-
-/* --- LRU, eviction and deferred freeing (shard lock held) --- */
-
-static bool on_lru(struct inode *n)
-{
-	return atomic_load(&n->on_lru);
-}
-
-static void lru_remove(struct icache_shard *s, struct inode *n)
-{
-	if (n->lru_prev)
-		n->lru_prev->lru_next = n->lru_next;
-	else
-		s->lru_head = n->lru_next;
-	if (n->lru_next)
-		n->lru_next->lru_prev = n->lru_prev;
-	else
-		s->lru_tail = n->lru_prev;
-	n->lru_prev = n->lru_next = NULL;
-	s->nlru--;
-	atomic_store(&n->on_lru, false);
-}
-
-static void lru_add_tail(struct icache_shard *s, struct inode *n)
-{
-	n->lru_next = NULL;
-	n->lru_prev = s->lru_tail;
-	if (s->lru_tail)
-		s->lru_tail->lru_next = n;
-	else
-		s->lru_head = n;
-	s->lru_tail = n;
-	s->nlru++;
-	atomic_store(&n->on_lru, true);
-}
-
-static void hash_insert(struct icache_shard *s, struct inode *n)
-{
-	struct inode *_Atomic *head = &s->table[bucket_of(s, n->ino)];
-
-	atomic_store_explicit(&n->hnext, atomic_load_explicit(head, memory_order_relaxed),
-			      memory_order_relaxed);
-	/* Release: a lock-free lookup that finds n sees it initialised. */
-	atomic_store_explicit(head, n, memory_order_release);
-	s->nhashed++;
-	lru_add_tail(s, n);
-}
-
-/* n's own hnext stays: a lookup standing on n goes on along the chain. */
-static void hash_remove(struct icache_shard *s, struct inode *n)
-{
-	struct inode *_Atomic *pp = &s->table[bucket_of(s, n->ino)];
-	struct inode *cur;
-
-	while ((cur = atomic_load_explicit(pp, memory_order_relaxed)) != n)
-		pp = &cur->hnext;
-	atomic_store_explicit(pp, atomic_load_explicit(&n->hnext, memory_order_relaxed),
-			      memory_order_release);
-	s->nhashed--;
-}
-
-/* Inodes cached now and, of them, idle ones (on an LRU): a sum of
- * per-shard counts, each read under its shard's lock (tests and stats;
- * never on a hot path). */
-void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle)
-{
-	uint64_t c = 0, u = 0;
-
-	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &fs->icache->shards[i];
-
-		ulock_lock(&s->lock);
-		c += s->nhashed;
-		u += s->nlru;
-		ulock_unlock(&s->lock);
-	}
-	*cached = c;
-	if (idle)
-		*idle = u;
-}
-
-static struct inode *chain_first(struct icache_shard *s, uint32_t b)
-{
-	return atomic_load_explicit(&s->table[b], memory_order_acquire);
-}
-
-static struct inode *chain_next(struct inode *n)
-{
-	return atomic_load_explicit(&n->hnext, memory_order_acquire);
-}
-
-static void mark_referenced(struct inode *n)
-{
-	if (!atomic_load_explicit(&n->referenced, memory_order_relaxed))
-		atomic_store_explicit(&n->referenced, 1, memory_order_relaxed);
-}
-
-/* Take a reference on a cached inode, or return NULL (shard lock held:
- * a hashed inode is never dead then). */
-static struct inode *lookup_locked(struct icache_shard *s, uint64_t ino)
-{
-	for (struct inode *n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n)) {
-		if (n->ino != ino)
-			continue;
-		atomic_fetch_add(&n->refcount, 1);
-		mark_referenced(n);
-		return n;
-	}
-	return NULL;
-}
-
-/* Unhashed n (refcount INODE_REF_DEAD, state released) waits on the
- * retired list for the lookups that may still hold its address. */
-static void retire_locked(struct icache_shard *s, struct inode *n)
-{
-	n->lru_next = ebr_limbo_head(&s->retired);
-	ebr_limbo_push(&s->retired, n);
-}
-
-/* Inodes safe to give back to the slab now, linked by lru_next. */
-static struct inode *reclaim_locked(struct icache_shard *s)
-{
-	return ebr_limbo_reclaim(&s->retired, RECLAIM_BATCH);
-}
-
-/* count -> dead (the caller holds the last `count` references, or 0 for
- * an idle inode), and out of the hash and the LRU; false if somebody took
- * a reference meanwhile. */
-static bool kill_locked(struct icache_shard *s, struct inode *n, uint32_t count)
-{
-	if (!atomic_compare_exchange_strong(&n->refcount, &count, INODE_REF_DEAD))
-		return false;
-	if (on_lru(n))
-		lru_remove(s, n);
-	if (!(atomic_load(&n->istate) & INODE_UNHASHED))
-		hash_remove(s, n);
-	return true;
-}
-
-/*
- * The LRU head n is in use: off the list (its next drop to 0 puts it
- * back).  The re-check pairs with iput(), which drops the count and then
- * looks at on_lru (both seq_cst), so one of the two puts it back.
- */
-static void lru_drop_busy(struct icache_shard *s, struct inode *n)
-{
-	lru_remove(s, n);
-	if (atomic_load(&n->refcount) == 0)
-		lru_add_tail(s, n);
-}
-
-/* Unlinked, not yet deleted: its last iput() deletes it, so it must not
- * leave the cache unnoticed (see iput()). */
-static bool unlinked_pending(struct inode *n)
-{
-	return (atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED;
-}
-
-/*
- * A clock over the LRU beyond the shard's share: idle inodes hit since
- * the last pass go to the tail once more, the others are killed and
- * linked on *victims by lru_next (their state is released and they are
- * retired after the lock is dropped: retire_victims()).
- */
-static void shrink_locked(struct uext4_fs *fs, struct icache_shard *s, struct inode **victims)
-{
-	uint32_t budget = s->nlru + 1;
-
-	while (s->nlru > fs->icache->max_unused_per_shard && s->lru_head && budget--) {
-		struct inode *n = s->lru_head;
-
-		if (atomic_load(&n->refcount) != 0) {
-			lru_drop_busy(s, n);
-		} else if (atomic_load_explicit(&n->referenced, memory_order_relaxed)) {
-			atomic_store_explicit(&n->referenced, 0, memory_order_relaxed);
-			lru_remove(s, n);
-			lru_add_tail(s, n);
-		} else if (unlinked_pending(n)) {
-			lru_remove(s, n); /* the iput() that dropped it deletes it */
-		} else if (kill_locked(s, n, 0)) {
-			n->lru_next = *victims;
-			*victims = n;
-		} else {
-			lru_drop_busy(s, n);
-		}
-	}
+	free(t);
 }
 
 /* --- slot locks (struct slot_stripe) --- */
@@ -469,7 +114,7 @@ static void slot_wait(struct slot_stripe *st)
 
 static struct slot_stripe *slot_lock(struct uext4_fs *fs, uint64_t ino)
 {
-	struct slot_stripe *st = &fs->icache->slots[slot_stripe_of(fs, ino)];
+	struct slot_stripe *st = &fs->islots->stripes[slot_stripe_of(fs, ino)];
 	uint64_t t0;
 
 	if (!atomic_flag_test_and_set_explicit(&st->lock, memory_order_acquire)) {
@@ -502,6 +147,12 @@ static uint32_t slot_writes(struct uext4_fs *fs, uint64_t ino)
 
 	slot_unlock(st, false);
 	return w;
+}
+
+/* Was a slot of ino's stripe written since the count was `writes`? */
+static bool slot_changed(struct uext4_fs *fs, uint64_t ino, uint32_t writes)
+{
+	return slot_writes(fs, ino) != writes;
 }
 
 /* --- on-disk layout --- */
@@ -832,14 +483,14 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uin
 
 	if (err)
 		return err;
-	n = slab_alloc(fs->icache->slab);
+	n = icache_alloc(fs);
 	if (!n)
 		return fs_err(ENOMEM, "out of memory for inode %llu", (unsigned long long)ino);
 	n->ino = ino;
 	inode_table_readahead(fs, ino, blk);
 	err = bread(fs->bc, blk, UEXT4_META_INODE_TABLE, &b);
 	if (err) {
-		slab_free(fs->icache->slab, n);
+		icache_free_memory(fs, n);
 		return err;
 	}
 	st = slot_lock(fs, ino);
@@ -850,7 +501,7 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uin
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
 	    (err = check_in_use(fs, n, blk)) || (err = check_inode_body(fs, n, blk)) ||
 	    (err = xattr_check_ibody(fs, n))) {
-		slab_free(fs->icache->slab, n);
+		icache_free_memory(fs, n);
 		return err;
 	}
 	urwlock_init(&n->lock, RANK_INODE);
@@ -902,56 +553,6 @@ static int refuse_unusable(struct uext4_fs *fs, struct inode *n)
 	return fs_err(ENOENT, "inode %llu was deleted (its number is being reused)", ino);
 }
 
-/* A reference on n unless it is dead (being freed).  seq_cst (a locked
- * instruction on x86 either way): the grab and the caller's look at
- * istate pair with inode_claim_free()'s flag and look at the count. */
-static bool try_grab(struct inode *n)
-{
-	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
-
-	while (!(r & INODE_REF_DEAD))
-		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r + 1,
-							  memory_order_seq_cst,
-							  memory_order_relaxed))
-			return true;
-	return false;
-}
-
-/*
- * The cached inode ino with a reference, or NULL: no lock.  The epoch
- * section keeps every inode on the chain from being freed while we walk
- * it; one unhashed meanwhile is dead (refused), or our CAS came first and
- * it was not unhashed.  NULL sends the caller to the locked path.
- */
-static struct inode *lookup_lockfree(struct uext4_fs *fs, uint64_t ino)
-{
-	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n;
-
-	ebr_enter();
-	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
-		if (n->ino == ino)
-			break;
-	if (n && !try_grab(n))
-		n = NULL;
-	ebr_exit();
-	if (n)
-		mark_referenced(n);
-	return n;
-}
-
-struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino)
-{
-	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n;
-
-	for (n = chain_first(s, bucket_of(s, ino)); n; n = chain_next(n))
-		if (n->ino == ino)
-			break;
-	if (n && (atomic_load_explicit(&n->refcount, memory_order_acquire) & INODE_REF_DEAD))
-		return NULL;
-	return n;
-}
 
 /*
  * One reference on the final inode only: an eviction releases the
@@ -963,7 +564,7 @@ bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *
 {
 	uint32_t state;
 
-	if (!try_grab(n))
+	if (!icache_try_grab(n))
 		return false;
 	state = settled_istate(n);
 	if (!(state & (INODE_DELETED | INODE_FREEING | INODE_CREATING))) {
@@ -975,39 +576,6 @@ bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *
 	return !(state & (INODE_DELETED | INODE_FREEING | INODE_CREATING));
 }
 
-/*
- * Put a loaded copy in the cache unless one is there already (the first
- * to insert wins).  Also refused: a copy of a slot written since it was
- * copied (its stripe's count moved), as when the inode it showed was
- * created, freed and dropped from the cache meanwhile; cached, the stale
- * copy would stand for a free number.  Every write of a slot is done by
- * a cached inode of that number (hashed from before its first write until
- * after its last), so when none is cached an unchanged count means the
- * copy is still the slot's contents.  1 = copy refused: load again.
- */
-static int icache_insert_loaded(struct uext4_fs *fs, struct inode **mine, uint32_t writes,
-				struct inode **out)
-{
-	uint64_t ino = (*mine)->ino;
-	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n, *victims = NULL;
-	int again = 0;
-
-	ulock_lock(&s->lock);
-	n = lookup_locked(s, ino); /* somebody may have loaded it meanwhile */
-	if (!n && slot_writes(fs, ino) != writes) {
-		again = 1;
-	} else if (!n) {
-		hash_insert(s, *mine);
-		shrink_locked(fs, s, &victims);
-		n = *mine;
-		*mine = NULL;
-	}
-	ulock_unlock(&s->lock);
-	retire_victims(fs, s, victims);
-	*out = n;
-	return again;
-}
 
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 {
@@ -1015,7 +583,7 @@ int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	uint32_t writes = 0;
 	int err;
 
-	n = lookup_lockfree(fs, ino);
+	n = icache_lookup(fs, ino);
 	/* Each round that loads again follows a write of a slot of the
 	 * stripe by another thread, which made progress. */
 	while (!n) {
@@ -1023,9 +591,9 @@ int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 
 		if ((err = load_inode(fs, ino, &mine, &writes)))
 			return err;
-		again = icache_insert_loaded(fs, &mine, writes, &n);
+		again = icache_insert_loaded(fs, &mine, slot_changed, writes, &n);
 		if (mine)
-			inode_free(fs, mine);
+			icache_free_copy(fs, mine);
 		if (!again)
 			break;
 	}
@@ -1035,370 +603,11 @@ int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out)
 	return 0;
 }
 
-void igrab(struct inode *n)
-{
-	/* The caller holds a reference, so this is never the 0 -> 1 step. */
-	atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
-}
-
-/*
- * Before an unlink drops the last link of a file that nobody holds open:
- * would freeing it meet corruption in its extent tree or block map?  The
- * tree is walked read-only, one mapping per extent or hole (a block map:
- * its indirect blocks), as the free reads them right after, from the
- * cache, so that the unlink
- * can refuse with the image unchanged instead of leaving an unlinked
- * inode it cannot free, as the kernel's iget refuses an inode whose root
- * fails ext4_ext_check_inode().  Caller holds n->lock.
- */
-int inode_check_freeable(struct uext4_fs *fs, struct inode *n)
-{
-	return inode_check_map_from(fs, n, 0);
-}
-
-/*
- * Is n's bit set in its group's inode bitmap?  Read once per cached inode:
- * the read takes the group lock and the bitmap buffer, which every thread
- * working in that group shares (a shrinking truncate or an unlink each
- * did, and at 16 threads on 2 CPUs a preempted holder made the others
- * wait for milliseconds).
- */
-static int inode_check_bitmap_bit(struct uext4_fs *fs, struct inode *n)
-{
-	uint32_t st = atomic_load_explicit(&n->istate, memory_order_relaxed);
-	int err;
-
-	if ((st & (INODE_BITMAP_OK | INODE_DELETED)) == INODE_BITMAP_OK)
-		return 0;
-	if (!(err = ialloc_check_allocated(fs, n->ino)) && !(st & INODE_DELETED))
-		atomic_fetch_or_explicit(&n->istate, INODE_BITMAP_OK, memory_order_relaxed);
-	return err;
-}
-
-int inode_check_map_from(struct uext4_fs *fs, struct inode *n, uint64_t lblk)
-{
-	int err;
-
-	if ((err = inode_check_bitmap_bit(fs, n)) || (err = xattr_check_block(fs, n)))
-		return err;
-	if (inode_has_inline_data(n) || !(S_ISREG(n->mode) || S_ISDIR(n->mode)))
-		return 0;
-	return file_check_map_from(fs, n, lblk);
-}
-
-/*
- * Freeing n failed (a corrupt block map or xattr): as the kernel's evict,
- * give up on it.  It leaves its orphan list (orphan_drop_failed(), so that
- * no mount wedges on it) and stays allocated for e2fsck; it is not tried
- * again at a later iput() or at unmount.  The error is recorded on the
- * file system (the unlink that dropped the last link may have returned
- * long ago); orphan cleanup records it itself, after its pass.  Caller
- * holds n->lock for writing and no handle.
- */
-static void delete_failed(struct uext4_fs *fs, struct inode *n, int err)
-{
-	char why[256];
-
-	snprintf(why, sizeof(why), "%s", uext4_last_error());
-	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_UNLINKED);
-	orphan_drop_failed(fs, n);
-	if (orphan_cleanup_running(fs))
-		fs_err(-err, "%s", why);
-	else
-		FS_ERROR(fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed (%s): "
-			 "left allocated for e2fsck", (unsigned long long)n->ino, why);
-}
-
-/*
- * Free n's blocks, xattrs and number in h: n has no links and its lock is
- * held for writing.  Marked deleted before its number is free: a create
- * that takes the number next must find this cached copy marked (seed of
- * icache_insert_new()'s unhashing).
- */
-static int free_in(struct handle *h, struct inode *n)
-{
-	int err = 0;
-
-	if (!inode_has_inline_data(n) &&
-	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
-		err = inode_truncate_blocks(h, n, 0);
-	if (!err)
-		err = xattr_release_inode(h, n);
-	if (!err)
-		err = orphan_del(h, n);
-	if (!err) {
-		struct timespec now = fs_time(h->fs);
-
-		n->dtime = (uint32_t)now.tv_sec;
-		n->size = 0;
-		n->ctime = now;
-		err = inode_write(h, n);
-	}
-	if (!err) {
-		atomic_fetch_or(&n->istate, INODE_DELETED);
-		err = ialloc_free(h, n->ino, S_ISDIR(n->mode));
-	}
-	return err;
-}
-
-/* Freeing n failed after it was marked deleted: only the number's bitmap
- * bit is left, a leak e2fsck repairs. */
-static void report_number_leak(struct uext4_fs *fs, struct inode *n, int err)
-{
-	char why[256];
-
-	snprintf(why, sizeof(why), "%s", uext4_last_error());
-	FS_ERROR(fs, -err, n->ino, 0, "inode %llu: unlinked, but freeing it failed (%s): "
-		 "its number stays allocated for e2fsck", (unsigned long long)n->ino, why);
-}
-
-/*
- * The last reference to an inode with no links is going: free its blocks,
- * xattrs and number (the file was unlinked while open, or just now).  The
- * caller holds no inode lock and no handle (api.c drops its locks before
- * its last iput()).  Unmount passes `force`: files still open then are
- * freed all the same, as nobody uses them any more.  0 or the error of a
- * failed free (delete_failed()).
- */
-static int inode_delete(struct uext4_fs *fs, struct inode *n, bool force)
-{
-	struct handle *h;
-	int err, err2;
-
-	urw_wrlock(&n->lock);
-	/* A lock-free iget() may have taken a reference since the caller
-	 * saw its own as the last: then that holder has an open file, whose
-	 * writes must not land in a freed inode, and its iput() frees it.
-	 * Else the claim makes every later grab refuse it. */
-	if (n->links != 0 || fs->read_only || (!inode_claim_free(n) && !force)) {
-		urw_unlock(&n->lock);
-		return 0;
-	}
-	if (n->pa)
-		balloc_release_prealloc(fs, n);
-	err = handle_begin(fs, &h);
-	if (err) {
-		delete_failed(fs, n, err);
-		inode_unclaim_free(n);
-		urw_unlock(&n->lock);
-		return err;
-	}
-	err = free_in(h, n);
-	err2 = handle_end(h);
-	if (err && !(atomic_load(&n->istate) & INODE_DELETED)) {
-		delete_failed(fs, n, err);
-		inode_unclaim_free(n);
-	} else if (err) {
-		report_number_leak(fs, n, err);
-	}
-	urw_unlock(&n->lock);
-	return err ? err : err2;
-}
-
-/*
- * Unlink and rmdir free an inode in the handle that takes its last link
- * when they hold its only reference (not open, no lookup count): the
- * removal and the free commit together, so it needs no orphan entry (on
- * the legacy list, one mutex for the whole file system) and no second
- * handle.  The claim is a Dekker pair with the lock-free grab: CLAIMING
- * is set, then the count read (both seq_cst), while a grab raises the
- * count, then reads the state (try_grab(), settled_istate()); so either
- * the claim sees the new reference and gives up, or the grabber sees
- * CLAIMING, waits for FREEING (set before CLAIMING is cleared) and gets
- * ENOENT, as if its lookup came after the unlink.  A grabber that meets
- * a claim which gives up goes on with the inode.  Caller holds n->lock
- * for writing.
- */
-bool inode_claim_free(struct inode *n)
-{
-	bool only = false;
-
-	atomic_fetch_or(&n->istate, INODE_CLAIMING);
-	if (atomic_load(&n->refcount) == 1) {
-		atomic_fetch_or(&n->istate, INODE_FREEING);
-		only = true;
-	}
-	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_CLAIMING);
-	return only;
-}
-
-void inode_unclaim_free(struct inode *n)
-{
-	atomic_fetch_and(&n->istate, ~(uint32_t)INODE_FREEING);
-}
-
-/*
- * Free a claimed inode (inode_claim_free()) in h, whose changes dropped
- * its last link.  If that fails before it is marked deleted, it is left
- * as any unlinked inode: on an orphan list, freed (or the failure
- * reported) at its last iput().  0, or the error of a number left
- * allocated.
- */
-int inode_free_now(struct handle *h, struct inode *n)
-{
-	int err;
-
-	if (n->pa)
-		balloc_release_prealloc(h->fs, n);
-	err = free_in(h, n);
-	if (err && (atomic_load(&n->istate) & INODE_DELETED)) {
-		report_number_leak(h->fs, n, err);
-		return err;
-	}
-	if (err) {
-		orphan_add(h, n);
-		inode_write(h, n);
-		inode_unclaim_free(n);
-	}
-	return 0;
-}
-
-/* The last reference of a deleted inode: it leaves the cache, unless a
- * lookup took a reference meanwhile (then that one's iput() frees it). */
-static void put_deleted(struct uext4_fs *fs, struct inode *n)
-{
-	struct icache_shard *s = shard_of(fs->icache, n->ino);
-	struct inode *free_now = NULL;
-	bool killed, at_once = false;
-
-	ulock_lock(&s->lock);
-	killed = kill_locked(s, n, 1);
-	if (!killed) {
-		atomic_fetch_sub(&n->refcount, 1);
-	} else if (!n->pa) {
-		/* inode_delete() gave the preallocation back: nothing left
-		 * to release that takes a lock, so retire it now (one shard
-		 * lock per unlink, not two). */
-		urwlock_destroy(&n->lock);
-		retire_locked(s, n);
-		free_now = reclaim_locked(s);
-		at_once = true;
-	}
-	ulock_unlock(&s->lock);
-	if (killed && !at_once) {
-		n->lru_next = NULL;
-		retire_victims(fs, s, n);
-	}
-	slab_free_list(fs->icache, free_now);
-}
-
-/* Our reference was the last of a live inode: if the evictor took it off
- * the LRU while it was in use, it goes back on (and the shard may shrink).
- * Inside an epoch section: n may be evicted as soon as the count is 0. */
-static void put_idle(struct uext4_fs *fs, struct inode *n)
-{
-	struct icache_shard *s;
-	struct inode *victims = NULL;
-
-	if (on_lru(n))
-		return; /* the common case */
-	s = shard_of(fs->icache, n->ino);
-	ulock_lock(&s->lock);
-	if (!on_lru(n) && atomic_load(&n->refcount) == 0) {
-		lru_add_tail(s, n);
-		shrink_locked(fs, s, &victims);
-	}
-	ulock_unlock(&s->lock);
-	retire_victims(fs, s, victims);
-}
-
-int iput(struct uext4_fs *fs, struct inode *n)
-{
-	int err = 0;
-	uint32_t r, old;
-
-	if (!n)
-		return 0;
-	/* Not the last reference: one CAS. */
-	r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
-	while (r > 1) {
-		if (atomic_compare_exchange_weak_explicit(&n->refcount, &r, r - 1,
-							  memory_order_release,
-							  memory_order_relaxed))
-			return 0;
-	}
-	if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) == INODE_UNLINKED)
-		err = inode_delete(fs, n, false);
-	if (atomic_load(&n->istate) & INODE_DELETED) {
-		put_deleted(fs, n);
-		return err;
-	}
-	ebr_enter();
-	old = atomic_fetch_sub(&n->refcount, 1);
-	/* The look at istate above and this drop are not one step: a lookup
-	 * may have taken a reference in between, unlinked the inode and put
-	 * its reference back, leaving ours the last one of an unlinked
-	 * inode.  The drop reads what that put wrote, so its UNLINKED is
-	 * seen here; take the inode back and put it as the last holder
-	 * (shrink_locked() leaves such an inode cached meanwhile). */
-	if (old == 1 && unlinked_pending(n) && try_grab(n)) {
-		ebr_exit();
-		return iput(fs, n);
-	}
-	if (old == 1)
-		put_idle(fs, n);
-	ebr_exit();
-	return err;
-}
-
-static void icache_drop_lookups(struct uext4_fs *fs);
-
-/*
- * Unmount: inodes whose last link went while they were still open (a
- * frontend that never released them) or looked up (the lookup counts end
- * first) are freed now, so nothing leaks; the orphan list covers a crash
- * instead.
- */
-void icache_delete_unlinked(struct uext4_fs *fs)
-{
-	icache_drop_lookups(fs);
-	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &fs->icache->shards[i];
-		struct inode *found;
-
-		do {
-			found = NULL;
-			ulock_lock(&s->lock);
-			for (uint32_t b = 0; b < s->nbuckets && !found; b++)
-				for (struct inode *n = chain_first(s, b); n && !found; n = chain_next(n))
-					if ((atomic_load(&n->istate) & (INODE_UNLINKED | INODE_DELETED)) ==
-					    INODE_UNLINKED)
-						found = lookup_locked(s, n->ino);
-			ulock_unlock(&s->lock);
-			if (found) {
-				inode_delete(fs, found, true);
-				atomic_fetch_or(&found->istate, INODE_DELETED);
-				iput(fs, found);
-			}
-		} while (found);
-	}
-}
-
-/*
- * The frontend's lookup counts (FUSE: every entry the kernel is given by
- * LOOKUP, CREATE, MKNOD, MKDIR, SYMLINK, LINK and READDIRPLUS counts one;
- * FORGET takes back nlookup).  While the kernel counts an inode it may
- * still send requests for it by number (with the writeback cache, the
- * SETATTR of its ctime right after its UNLINK), so the inode holds
- * one reference then, exactly like an open file: unlinked, it stays on
- * its orphan list, allocated, its number not reused, until the count
- * reaches 0 (or unmount, icache_drop_lookups()) and the last iput()
- * frees it.  The count is an atomic per inode; the reference is taken at
- * 0 -> 1 by a caller that already holds one (igrab) and dropped at -> 0.
- * A count may only go down after the frontend handed it out, i.e. after
- * the increment returned, so the two steps never cross.  The root is not
- * counted: it is never freed, and the kernel counts it without a lookup.
- */
-static void lookup_count_add(struct inode *n)
-{
-	if (atomic_fetch_add_explicit(&n->nlookup, 1, memory_order_relaxed) == 0)
-		igrab(n);
-}
 
 void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st)
 {
 	if (n->ino != EXT4_ROOT_INO)
-		lookup_count_add(n);
+		icache_lookup_count_add(n);
 	if (st) {
 		urw_rdlock(&n->lock);
 		inode_to_stat(fs, n, st);
@@ -1460,85 +669,6 @@ int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st)
 	return 0;
 }
 
-/* A cached inode, referenced, or NULL: never loads (a count implies it
- * is cached). */
-static struct inode *icache_find(struct uext4_fs *fs, uint64_t ino)
-{
-	struct icache_shard *s = shard_of(fs->icache, ino);
-	struct inode *n = lookup_lockfree(fs, ino);
-
-	if (n)
-		return n;
-	ulock_lock(&s->lock); /* a dead copy may hide a live one behind it */
-	n = lookup_locked(s, ino);
-	ulock_unlock(&s->lock);
-	return n;
-}
-
-/* Take k off the count (never below 0: a frontend that forgets more than
- * it was given is wrong, not a reason to drop a reference twice); true if
- * this took it to 0, which hands the count's reference to the caller. */
-static bool lookup_count_sub(struct inode *n, uint64_t k)
-{
-	uint64_t old = atomic_load_explicit(&n->nlookup, memory_order_relaxed), new;
-
-	do {
-		if (old == 0)
-			return false;
-		new = old > k ? old - k : 0;
-	} while (!atomic_compare_exchange_weak_explicit(&n->nlookup, &old, new,
-							memory_order_relaxed,
-							memory_order_relaxed));
-	return new == 0;
-}
-
-void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup)
-{
-	struct inode *n;
-
-	if (ino == EXT4_ROOT_INO || nlookup == 0 || !(n = icache_find(fs, ino)))
-		return;
-	if (lookup_count_sub(n, nlookup))
-		iput(fs, n);
-	/* The last reference of an unlinked inode frees it (its error, if
-	 * any, is recorded on the file system by iput()). */
-	iput(fs, n);
-}
-
-uint32_t inode_users(struct inode *n)
-{
-	uint32_t r = atomic_load_explicit(&n->refcount, memory_order_relaxed);
-
-	return r - (atomic_load_explicit(&n->nlookup, memory_order_relaxed) > 0 && r > 0);
-}
-
-/*
- * Unmount: the kernel sends no FORGET for what it still holds (the
- * connection is gone), so every count ends here; an unlinked inode that
- * only a count kept is freed by its last iput(), as at a FORGET.  One
- * pass per shard: a count set to 0 is not met again.
- */
-static void icache_drop_lookups(struct uext4_fs *fs)
-{
-	for (unsigned i = 0; i < ICACHE_SHARDS; i++) {
-		struct icache_shard *s = &fs->icache->shards[i];
-
-		for (uint32_t b = 0; b < s->nbuckets; b++) {
-			struct inode *found;
-
-			do {
-				found = NULL;
-				ulock_lock(&s->lock);
-				for (struct inode *n = chain_first(s, b); n && !found; n = chain_next(n))
-					if (atomic_exchange(&n->nlookup, 0) > 0)
-						found = n;  /* the count's reference is ours */
-				ulock_unlock(&s->lock);
-				if (found)
-					iput(fs, found);
-			} while (found);
-		}
-	}
-}
 
 /* Device numbers: old 16-bit encoding in i_block[0], new one in i_block[1]. */
 static uint64_t decode_rdev(const struct ext4_inode *r)
@@ -1935,34 +1065,6 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 	}
 }
 
-static int icache_insert_new(struct uext4_fs *fs, struct inode *n)
-{
-	struct icache_shard *s = shard_of(fs->icache, n->ino);
-	struct inode *old, *victims = NULL;
-
-	ulock_lock(&s->lock);
-	for (old = chain_first(s, bucket_of(s, n->ino)); old; old = chain_next(old))
-		if (old->ino == n->ino)
-			break;
-	if (old && (atomic_load(&old->istate) & INODE_DELETED)) {
-		/* A freed inode somebody still holds: it leaves the hash now
-		 * and is freed at its last iput(). */
-		hash_remove(s, old);
-		atomic_fetch_or(&old->istate, INODE_UNHASHED);
-		old = NULL;
-	}
-	if (!old) {
-		hash_insert(s, n);
-		shrink_locked(fs, s, &victims);
-	}
-	ulock_unlock(&s->lock);
-	retire_victims(fs, s, victims);
-	if (old)
-		return fs_corrupt("inode %llu: allocated while still cached in use "
-				  "(inode bitmap out of step with the directory tree)",
-				  (unsigned long long)n->ino);
-	return 0;
-}
 
 static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 			    struct inode **out, struct ialloc_undo *ia, uint8_t *save);
@@ -2002,7 +1104,7 @@ static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 	*out = NULL;
 	if (err)
 		return err;
-	n = slab_alloc(fs->icache->slab);
+	n = icache_alloc(fs);
 	if (!n) {
 		ialloc_free_undo(h, ino, S_ISDIR(mode), ia);
 		return fs_err(ENOMEM, "out of memory for new inode %llu", (unsigned long long)ino);
@@ -2016,7 +1118,7 @@ static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 	init_new_fields(fs, dir, n, mode);
 	if ((err = icache_insert_new(fs, n))) {
 		urwlock_destroy(&n->lock);
-		slab_free(fs->icache->slab, n);
+		icache_free_memory(fs, n);
 		return err; /* the number stays taken: it is in use elsewhere */
 	}
 	if ((err = inode_write_saving(h, n, save)) == 0) {

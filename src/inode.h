@@ -1,51 +1,21 @@
 /*
- * inode.h - the inode cache and inode writes (inode.c); struct inode is in internal.h.
+ * inode.h - the on-disk inode (inode.c): loading, writing, creating;
+ * struct inode is in internal.h, the cache that holds it in icache.h.
  */
 #ifndef UEXT4_INODE_H
 #define UEXT4_INODE_H
 
 #include "internal.h"
 
-struct icache;
-/* limit: most idle inodes kept (uext4_opts.inode_cache); 0 = default. */
-struct icache *icache_create(struct uext4_fs *fs, unsigned limit);
-/* Inodes hashed in the cache now, and how many of them are idle. */
-void icache_counts(struct uext4_fs *fs, uint64_t *cached, uint64_t *idle);
-void icache_destroy(struct icache *ic);
-/* Get an inode (loading and verifying it); drop with iput(). */
+/* The slot locks of a mount's inode table (fs->islots), or NULL. */
+struct inode_slots *inode_slots_create(void);
+void inode_slots_destroy(struct inode_slots *t);
+/* Get an inode (loading and verifying it); drop with iput() (icache.h). */
 int iget(struct uext4_fs *fs, uint64_t ino, struct inode **out);
-/* Drop a reference.  The last one of an inode with no links frees it;
- * if that fails (corrupt inode) the error is recorded with fs_error()
- * (not during orphan cleanup, which records it itself), the inode is
- * taken off its orphan list and left allocated for e2fsck, and iput()
- * returns the error for a caller that can still report it (unlink); else
- * 0. */
-int iput(struct uext4_fs *fs, struct inode *inode);
-/* Would freeing inode meet corruption in its extent tree (read-only walk,
- * for an unlink about to drop the last link)?  0 or the error. */
-int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);
-/* An unlink about to take the last link of an inode it holds the only
- * reference of (inode locked for writing): claim it to be freed in the
- * same handle (iget() refuses it from now on); false if another holder
- * came.  inode_unclaim_free() if the unlink fails; else, once the link is
- * gone, inode_free_now() in that handle. */
-bool inode_claim_free(struct inode *inode);
-void inode_unclaim_free(struct inode *inode);
-int inode_free_now(struct handle *h, struct inode *inode);
-/* The same walk from logical block lblk on: what a shrinking truncate to
- * lblk will free (checked before it goes on the orphan list, so that a
- * corrupt tree is refused before anything is written). */
-int inode_check_map_from(struct uext4_fs *fs, struct inode *inode, uint64_t lblk);
-/* The reference-free path walk (api.c), inside the caller's epoch section
- * (ebr.h), which keeps the result from being freed until it leaves: the
- * cached inode ino, not dead, without a reference, or NULL (not cached). */
-struct inode *icache_peek(struct uext4_fs *fs, uint64_t ino);
 /* Copy the attributes of a peeked inode (holding one reference, under its
  * lock, as a stat does); false if it was dead or unusable (deleted, being
  * created) meanwhile. */
 bool inode_stat_peeked(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
-/* Another reference to an inode the caller already holds. */
-void igrab(struct inode *inode);
 /* One more lookup of ino handed to the frontend (uext4_lookup_ref());
  * st (may be NULL) is filled from the same inode.  0 or -errno, no count. */
 int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
@@ -54,11 +24,6 @@ int inode_lookup_ref(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
 int inode_lookup_handle(struct uext4_fs *fs, uint64_t ino, struct uext4_stat *st);
 /* inode_lookup_ref() of an inode the caller already holds: cannot fail. */
 void inode_lookup_ref_held(struct uext4_fs *fs, struct inode *n, struct uext4_stat *st);
-/* The frontend dropped nlookup of them (uext4_forget()); at 0 the held
- * reference goes, which frees an unlinked inode. */
-void inode_forget(struct uext4_fs *fs, uint64_t ino, uint64_t nlookup);
-/* References other than the lookup count's: "does anybody hold it open?" */
-uint32_t inode_users(struct inode *inode);
 void inode_to_stat(struct uext4_fs *fs, const struct inode *inode, struct uext4_stat *st);
 
 /* Legacy orphan list: the inode's on-disk i_dtime holds the next orphan's
@@ -112,8 +77,6 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
  * directory's attribute stripe lock (dir_touch_shared()).
  */
 int inode_write(struct handle *h, struct inode *inode);
-/* Unmount: free inodes that lost their last link but were never released. */
-void icache_delete_unlinked(struct uext4_fs *fs);
 /* Current time, for timestamps: the coarse clock, as the kernel's. */
 struct timespec fs_now(void);
 /* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time

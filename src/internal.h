@@ -23,6 +23,7 @@
 #include "../include/uext4.h"
 #include "lock.h"
 #include "ondisk.h"
+#include "shard.h"
 
 #ifndef EUCLEAN
 #define EUCLEAN 117
@@ -42,6 +43,7 @@
 struct bdev;
 struct bcache;
 struct icache;
+struct inode_slots;
 struct namecache;
 struct trans;
 struct balloc_state;
@@ -94,9 +96,11 @@ enum csum_kind {
 };
 
 struct buf {
-	uint64_t blocknr;
+	/* The buffer cache's bookkeeping (bcache.c, shard.h says what
+	 * protects it); its key is blocknr, immutable while the buffer
+	 * exists. */
+	SHARD_NODE_ALIAS(blocknr);  /* refcount: 0 = idle; SHARD_REF_DEAD = being freed */
 	uint8_t *data;              /* block_size bytes; immutable pointer */
-	_Atomic uint32_t refcount;  /* atomic; 0 = idle; BUF_REF_DEAD = being freed */
 	_Atomic uint32_t state;     /* BUF_* bits, atomic */
 	uint8_t kind;               /* enum uext4_meta_kind of the first read */
 	struct ulock lock;          /* serialises reading in (and xattr block changes) */
@@ -121,11 +125,7 @@ struct buf {
 #ifdef UEXT4_LOCKDEP
 	_Atomic uint32_t access_tid; /* last transaction that took write access */
 #endif
-	/* Written under the owning shard's lock; hnext is also read without
-	 * it by lock-free lookups (bcache.c): */
-	struct buf *_Atomic hnext;
-	struct buf *lru_prev, *lru_next;
-	struct buf *dirty_next;     /* shard's dirty list */
+	struct buf *dirty_next;     /* shard's dirty list (its lock) */
 };
 
 /* A transaction handle (trans.c, see trans.h). */
@@ -230,6 +230,7 @@ struct uext4_fs {
 	struct bdev *dev;
 	struct bcache *bc;
 	struct icache *icache;
+	struct inode_slots *islots; /* inode-table slot locks (inode.c) */
 	struct namecache *nc;       /* name cache (namecache.c), NULL = off */
 	unsigned max_open_files;    /* uext4_opts.max_open_files, set at mount */
 	_Atomic unsigned open_files; /* uext4_file handles open now; atomic */
@@ -313,7 +314,10 @@ static inline uint32_t group_of_ino(const struct uext4_fs *fs, uint64_t ino)
  * in-inode xattrs.
  */
 struct inode {
-	uint64_t ino;
+	/* The inode cache's bookkeeping (shard.h says what
+	 * protects it; refcount SHARD_REF_DEAD = being freed); its key is
+	 * ino, immutable while the inode exists. */
+	SHARD_NODE_ALIAS(ino);
 	/* Protects the fields from mode to pa, but for two exceptions.  A
 	 * directory's mtime and ctime: creates and unlinks of files that stay
 	 * in one htree leaf hold the directory's lock for READING only, and change
@@ -348,20 +352,10 @@ struct inode {
 	uint32_t orphan_slot;
 	struct inode *orphan_prev, *orphan_next;
 	_Atomic uint32_t orphan_next_ino;
-	/* Cache bookkeeping (inode.c): refcount is atomic (0 = idle,
-	 * INODE_REF_DEAD = being freed); hnext, lru_* are written under the
-	 * icache shard lock, hnext is also read by lock-free lookups;
-	 * on_lru is written under the lock and read without it; referenced
-	 * is set by lookups, cleared by the evictor. */
-	_Atomic uint32_t refcount;
-	_Atomic bool on_lru;
-	_Atomic uint8_t referenced;
 	/* The frontend's lookup count (the FUSE kernel's nlookup), atomic, no
 	 * lock: while it is > 0 it holds one reference (taken at 0 -> 1,
 	 * dropped at -> 0; inode_lookup_ref(), inode_forget()). */
 	_Atomic uint64_t nlookup;
-	struct inode *_Atomic hnext;
-	struct inode *lru_prev, *lru_next;
 	/* fs->inode_size bytes: encoded from the fields and copied to the
 	 * inode-table buffer under the slot lock of the inode's number
 	 * (inode.c, itable_update()), which serialises the writers of a

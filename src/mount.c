@@ -13,6 +13,8 @@
 #include "csum.h"
 #include "error.h"
 #include "file.h"
+#include "icache.h"
+#include "ifree.h"
 #include "inode.h"
 #include "internal.h"
 #include "journal.h"
@@ -237,11 +239,19 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 }
 
 /* The caches and group table of a mount (none of it written back). */
+/* What the inode cache calls outside itself: freeing an unlinked inode,
+ * giving back an evicted inode's block preallocation. */
+static const struct icache_host mount_icache_host = {
+	.free_unlinked = inode_free_unlinked,
+	.release_prealloc = balloc_release_prealloc,
+};
+
 static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
 {
 	fs->bc = bcache_create(fs->dev, fs->block_size, o->cache_bytes);
-	fs->icache = fs->bc ? icache_create(fs, o->inode_cache) : NULL;
-	if (!fs->icache)
+	fs->icache = fs->bc ? icache_create(fs, o->inode_cache, &mount_icache_host) : NULL;
+	fs->islots = inode_slots_create();
+	if (!fs->icache || !fs->islots)
 		return fs_err(ENOMEM, "out of memory for the caches");
 	fs->nc = namecache_create(o); /* NULL (off, or no memory): lookups read dirs */
 	return super_load_group_descs(fs);
@@ -254,6 +264,8 @@ static void drop_caches(struct uext4_fs *fs)
 	if (fs->icache)
 		icache_destroy(fs->icache);
 	fs->icache = NULL;
+	inode_slots_destroy(fs->islots);
+	fs->islots = NULL;
 	if (fs->bc)
 		bcache_destroy(fs->bc);
 	fs->bc = NULL;
@@ -448,6 +460,8 @@ int super_umount(struct uext4_fs *fs)
 	if (fs->icache)
 		icache_destroy(fs->icache);
 	fs->icache = NULL;
+	inode_slots_destroy(fs->islots);
+	fs->islots = NULL;
 	if (fs->balloc)
 		balloc_destroy(fs);
 	free(fs->bad_blocks);

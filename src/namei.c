@@ -16,6 +16,8 @@
 #include "dir.h"
 #include "error.h"
 #include "flags.h"
+#include "icache.h"
+#include "ifree.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -38,6 +38,7 @@
 #include "csum.h"
 #include "error.h"
 #include "file.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -36,6 +36,7 @@
 #include "blockdev.h"
 #include "error.h"
 #include "file.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

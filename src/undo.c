@@ -8,6 +8,7 @@
 #include "error.h"
 #include "file.h"
 #include "ialloc.h"
+#include "icache.h"
 #include "internal.h"
 #include "orphan.h"
 #include "xattr.h"

@@ -33,6 +33,7 @@
 
 #include "bcache.h"
 #include "blockdev.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -18,7 +18,7 @@
  * Unmount, e2fsck -fn.
  */
 #include "uext4.h"
-#include "inode.h"
+#include "icache.h"
 #include "t.h"
 
 #define LIMIT 1000

@@ -15,6 +15,7 @@
  *
  * Prints "key=value" lines the script parses; exit 0 ok, 1 failure.
  */
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -14,6 +14,7 @@
  *     neighbours belong to other threads.
  * Then checks that both lists are empty and every file has its size.
  */
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -27,6 +27,7 @@
 #include "bcache.h"
 #include "dir.h"
 #include "file.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -16,6 +16,7 @@
 #include "blockdev.h"
 #include "data.h"
 #include "file.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "ondisk.h"

@@ -18,6 +18,7 @@
  * Prints the random seed (UNIT_WRITE_SEED=n repeats a run).
  */
 /* run-in: release asan tsan */
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "ondisk.h"

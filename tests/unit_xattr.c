@@ -20,6 +20,7 @@
  */
 /* run-in: release asan tsan */
 #include "error.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "ondisk.h"

@@ -33,6 +33,7 @@
  */
 /* run-in: release asan tsan */
 #include "bcache.h"
+#include "icache.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"

@@ -26,6 +26,7 @@
  * the grab was handed is held, and a claim that gives up must not make
  * the grab fail.
  */
+#include "icache.h"
 #include "inode.h"
 #include "uext4.h"
 
