@@ -98,15 +98,20 @@ static void delete_failed(struct uext4_fs *fs, struct inode *n, int err)
  * that takes the number next must find this cached copy marked (seed of
  * icache_insert_new()'s unhashing).
  */
-static int free_in(struct handle *h, struct inode *n)
+int inode_release_contents(struct handle *h, struct inode *n)
 {
 	int err = 0;
 
 	if (!inode_has_inline_data(n) &&
 	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
 		err = inode_truncate_blocks(h, n, 0);
-	if (!err)
-		err = xattr_release_inode(h, n);
+	return err ? err : xattr_release_inode(h, n);
+}
+
+static int free_in(struct handle *h, struct inode *n)
+{
+	int err = inode_release_contents(h, n);
+
 	if (!err)
 		err = orphan_del(h, n);
 	if (!err) {

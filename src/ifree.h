@@ -13,6 +13,9 @@
  * force: at unmount, though still open.  0 or the error of a failed free,
  * recorded on the file system. */
 int inode_free_unlinked(struct uext4_fs *fs, struct inode *inode, bool force);
+/* Give back inode's blocks (a truncate to 0) and xattrs in h, as a free
+ * does first (the undo of a new inode too).  0 or the error. */
+int inode_release_contents(struct handle *h, struct inode *inode);
 /* Would freeing inode meet corruption in its extent tree (read-only walk,
  * for an unlink about to drop the last link)?  0 or the error. */
 int inode_check_freeable(struct uext4_fs *fs, struct inode *inode);

@@ -6,12 +6,11 @@
 
 #include "dir.h"
 #include "error.h"
-#include "file.h"
 #include "ialloc.h"
 #include "icache.h"
+#include "ifree.h"
 #include "internal.h"
 #include "orphan.h"
-#include "xattr.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
@@ -109,13 +108,8 @@ void undo_new_inode(struct undo_log *log, struct inode *n, const struct inode_un
  * in the inode table and the descriptor fields as they were (u). */
 static int discard_new_inode(struct handle *h, struct inode *n, const struct inode_undo *u)
 {
-	int err = 0;
+	int err = inode_release_contents(h, n);
 
-	if (!inode_has_inline_data(n) &&
-	    (S_ISREG(n->mode) || S_ISDIR(n->mode) || S_ISLNK(n->mode)))
-		err = inode_truncate_blocks(h, n, 0);
-	if (!err)
-		err = xattr_release_inode(h, n);
 	if (err)
 		return err;
 	n->links = 0;
