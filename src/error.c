@@ -25,9 +25,9 @@
  * (s_last_orphan) and which holds the aborted transaction's changes.
  */
 #include "blockdev.h"
+#include "clock.h"
 #include "csum.h"
 #include "error.h"
-#include "inode.h"
 #include "internal.h"
 #include "lock.h"
 #include "ondisk.h"

@@ -8,6 +8,7 @@
  */
 #include "caller.h"
 #include "bcache.h"
+#include "clock.h"
 #include "csum.h"
 #include "dir.h"
 #include "error.h"
@@ -715,26 +716,6 @@ void inode_to_stat(struct uext4_fs *fs, const struct inode *n, struct uext4_stat
 }
 
 /* ================================================================ write side */
-
-/*
- * The kernel's clock for inode times: current_time() reads the coarse
- * real-time clock (one jiffy steps), and so must we.  With the FUSE
- * writeback cache the kernel stamps the mtime and ctime of the regular
- * files it writes, and we stamp everything else; were our clock the
- * precise one, a file the kernel stamps just after we made another could
- * look older than it (fstests generic/423).  The nanoseconds still go to
- * the *_extra fields.  The kernel's own ext4 stores coarse times too,
- * except (multigrain timestamps, Linux 6.13+) for a change right after a
- * stat of the same inode within one tick, which it stamps finely so that
- * the change shows; here two changes within one tick may share a time.
- */
-struct timespec fs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	return ts;
-}
 
 struct timespec ext4_time_fit(struct timespec ts, bool extra)
 {

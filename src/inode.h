@@ -77,8 +77,6 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
  * directory's attribute stripe lock (dir_touch_shared()).
  */
 int inode_write(struct handle *h, struct inode *inode);
-/* Current time, for timestamps: the coarse clock, as the kernel's. */
-struct timespec fs_now(void);
 /* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
  * (reproducible images), else fs_now(); as fs_fit_time() gives it. */
 struct timespec fs_time(const struct uext4_fs *fs);
