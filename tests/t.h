@@ -156,6 +156,34 @@ static inline int t_fsck_clean(const char *img)
 	return 0;
 }
 
+/* Skip the test (T_SKIP, naming the first one missing) unless each of the
+ * space-separated tools is installed. */
+static inline void t_need_tools(const char *tools)
+{
+	char buf[256], *save, *t;
+
+	snprintf(buf, sizeof(buf), "%s", tools);
+	for (t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (t_sh("command -v %s > /dev/null", t) != 0) {
+			printf("SKIP: %s missing\n", t);
+			exit(T_SKIP);
+		}
+	}
+}
+
+/* A new directory $TMPDIR/NAME.XXXXXX (or under /tmp) in buf; the test fails
+ * without one. */
+static inline void t_tmpdir(char *buf, size_t len, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+	if (!mkdtemp(buf)) {
+		fprintf(stderr, "FAIL: mkdtemp %s: %s\n", buf, strerror(errno));
+		exit(T_FAIL);
+	}
+}
+
 /* Whether the kernel's ext4 can be compared with: root, loop devices, and
  * UEXT4_NO_LOOP unset or 0 (as lib.sh's can_loop). */
 static inline int t_can_loop(void)

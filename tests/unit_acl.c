@@ -328,10 +328,7 @@ int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 
-	if (t_sh("mke2fs -V >/dev/null 2>&1") || t_sh("e2fsck -V >/dev/null 2>&1")) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
+	t_need_tools("mke2fs e2fsck");
 	snprintf(img, sizeof(img), "%s/unit_acl.%d.img", tmp, (int)getpid());
 	snprintf(trial_img, sizeof(trial_img), "%s/unit_acl.%d.trial", tmp, (int)getpid());
 	run_flavour("inode256", "-t ext4 -I 256");

@@ -796,10 +796,7 @@ static const struct variant variants[] = {
 int main(void)
 {
 	seed = t_seed("unit_alloc", "UNIT_ALLOC_SEED");
-	if (t_sh("mke2fs -V >/dev/null 2>&1") != 0 || t_sh("e2fsck -V >/dev/null 2>&1") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return 77;
-	}
+	t_need_tools("mke2fs e2fsck");
 	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
 		const struct variant *var = &variants[v];
 		struct uext4_fs *fs;

@@ -967,19 +967,12 @@ int main(void)
 {
 	const char *b = getenv("UNIT_DIR_BIG");
 	size_t big = b ? strtoul(b, NULL, 10) : DEFAULT_BIG;
-	char tmp[] = "/tmp/unit_dir.XXXXXX";
+	char tmp[256];
 
 	rng_state = t_seed("unit_dir", "UNIT_DIR_SEED");
 	printf("unit_dir: big dir %zu entries\n", big);
-	if (t_sh("command -v mke2fs >/dev/null && command -v debugfs >/dev/null && "
-		"command -v e2fsck >/dev/null")) {
-		printf("SKIP: mke2fs, debugfs or e2fsck missing\n");
-		return 77;
-	}
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	t_need_tools("mke2fs debugfs e2fsck");
+	t_tmpdir(tmp, sizeof(tmp), "unit_dir");
 	test_dirhash_vectors(tmp);
 	test_corruption(tmp);
 	for (size_t i = 0; i < sizeof(flavours) / sizeof(flavours[0]); i++)

@@ -754,15 +754,10 @@ static void test_corruption(void)
 
 int main(void)
 {
-	if (system("mke2fs -V >/dev/null 2>&1") != 0 || system("debugfs -V >/dev/null 2>&1") != 0) {
-		printf("SKIP: mke2fs/debugfs not installed\n");
-		return 77;
-	}
+	t_need_tools("mke2fs debugfs");
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rng = t_seed("unit_file", "UEXT4_SEED");
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_file.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		die("mkdtemp");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_file");
 	test_ext4_4k();
 	test_ext4_1k();
 	test_blockmap_1k();

@@ -961,16 +961,8 @@ int main(void)
 	uint64_t seed = t_seed("unit_journal", "UNIT_JOURNAL_SEED");
 
 	rng_state = seed;
-	if (t_sh("command -v mke2fs >/dev/null && command -v debugfs >/dev/null && "
-	       "command -v e2fsck >/dev/null")) {
-		printf("SKIP: mke2fs/debugfs/e2fsck not installed\n");
-		return T_SKIP;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_journal.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	t_need_tools("mke2fs debugfs e2fsck");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_journal");
 	atexit(remove_tmpdir);     /* also on the exit(T_FAIL) paths */
 	for (size_t c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
 		struct image im, small;

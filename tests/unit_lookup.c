@@ -210,11 +210,7 @@ int main(void)
 	uint64_t held;
 	int err, rc;
 
-	snprintf(tmpdir, sizeof(tmpdir), "%s/unit_lookup.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_lookup");
 	snprintf(img, sizeof(img), "%s/l.img", tmpdir);
 	if (t_sh("mke2fs -q -F -t ext4 -b 4096 %s 32M >/dev/null 2>&1", img)) {
 		printf("SKIP: mke2fs failed\n");

@@ -616,12 +616,7 @@ int main(void)
 
 	printf("unit_namecache: seed %llu (replay: NC_SEED=%llu)\n", (unsigned long long)seed,
 	       (unsigned long long)seed);
-	snprintf(tmpdir, sizeof(tmpdir), "%s/unit_namecache.XXXXXX",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_namecache");
 	snprintf(img, sizeof(img), "%s/n.img", tmpdir);
 	snprintf(img_inline, sizeof(img_inline), "%s/i.img", tmpdir);
 	if (t_make_image(img, "64M", "-t ext4") ||

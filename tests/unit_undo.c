@@ -773,18 +773,9 @@ static void run_flavour(const char *flavour, const char *mkfs, const char *size)
 
 int main(int argc, char **argv)
 {
-	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-
-	if (t_sh("mke2fs -V >/dev/null 2>&1") || t_sh("e2fsck -V >/dev/null 2>&1")) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
+	t_need_tools("mke2fs e2fsck");
 	only = argc > 1 ? argv[1] : NULL;
-	snprintf(dirpath, sizeof(dirpath), "%s/uext4-undo.XXXXXX", tmp);
-	if (!mkdtemp(dirpath)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	t_tmpdir(dirpath, sizeof(dirpath), "uext4-undo");
 	snprintf(base_img, sizeof(base_img), "%s/base.img", dirpath);
 	snprintf(trial_img, sizeof(trial_img), "%s/trial.img", dirpath);
 	snprintf(pre_img, sizeof(pre_img), "%s/pre.img", dirpath);

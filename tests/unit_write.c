@@ -942,17 +942,9 @@ int main(void)
 	uint64_t seed = t_seed("unit_write", "UNIT_WRITE_SEED");
 
 	rng_state = seed;
-	if (t_sh("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_write.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
-	can_kernel_mount = geteuid() == 0 && getenv("UNIT_WRITE_NO_KERNEL") == NULL &&
-			   access("/dev/loop-control", F_OK) == 0;
+	t_need_tools("mke2fs e2fsck");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_write");
+	can_kernel_mount = t_can_loop() && getenv("UNIT_WRITE_NO_KERNEL") == NULL;
 	printf("kernel comparison: %s\n", can_kernel_mount ? "yes" : "no (needs root and loop)");
 
 	random_scenario("ext4-4k", "-t ext4 -b 4096", "64M", 4096, 3 << 20, 3, 300);

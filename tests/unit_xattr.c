@@ -745,14 +745,8 @@ int main(int argc, char **argv)
 		printf("SKIP: needs root (trusted.* xattrs, loop mounts)\n");
 		return 77;
 	}
-	if (t_sh("command -v setfacl >/dev/null && command -v mke2fs >/dev/null && "
-		"command -v debugfs >/dev/null")) {
-		printf("SKIP: needs setfacl (package acl), mke2fs and debugfs\n");
-		return 77;
-	}
-	strcpy(tmpdir, "/tmp/unit_xattr.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return perror("mkdtemp"), 1;
+	t_need_tools("setfacl mke2fs debugfs");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_xattr");
 	snprintf(srcdir, sizeof(srcdir), "%s/src", tmpdir);
 	snprintf(mntdir, sizeof(mntdir), "%s/mnt", tmpdir);
 	mkdir(srcdir, 0755);

@@ -1126,15 +1126,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("unit_xattrw: seed %llu\n", (unsigned long long)seed);
-	if (t_sh("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/uxattrw.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		printf("FAIL mkdtemp\n");
-		return T_FAIL;
-	}
+	t_need_tools("mke2fs e2fsck");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "uxattrw");
 	if (!seed)
 		seed = 1;
 	make_names();
