@@ -27,16 +27,11 @@ export UEXT4_CACHE
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
-# bad MSG: a check failed; the test goes on, and ends failing if FAILS > 0
-# (finish).  A test that runs cases names the current one in CASE.
+# bad MSG: a check failed; the test goes on, and ends failing if FAILS > 0.
+# A test that runs cases names the current one in CASE.
 FAILS=0
 bad() { echo "FAIL${CASE:+ [$CASE]}: $*"; FAILS=$((FAILS + 1)); }
 note() { echo "== $*"; }
-# finish [MSG]: the end of a test: it fails if a check failed, else MSG.
-finish() {
-	[ "$FAILS" = 0 ] || fail "$FAILS check(s) failed${1:+ ($1)}"
-	echo "${1:-PASS}"
-}
 
 # What a test needs of the machine: each skips the test, saying what is
 # missing.
