@@ -22,21 +22,18 @@
 # damaged image (see save_case).
 # run-in: release asan-long
 set -u
-cd "$(dirname "$0")/.." || exit 1
-TOP=$PWD
-UEXT4=${UEXT4:-build/uext4}
+RUN_BY_RUNSH=${UEXT4_BUILD:-}
+. "$(dirname "$0")/lib.sh"
+cd "$TOP" || exit 1
 UEXT4_ASAN=${UEXT4_ASAN:-build/asan/uext4}
-case $UEXT4 in /*) ;; *) UEXT4=$TOP/$UEXT4 ;; esac
 case $UEXT4_ASAN in /*) ;; *) UEXT4_ASAN=$TOP/$UEXT4_ASAN ;; esac
 
-for t in mke2fs debugfs e2fsck dd od timeout; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[ -x "$UEXT4" ] || { echo "SKIP: $UEXT4 not built"; exit 77; }
+need mke2fs debugfs e2fsck dd od timeout
+[ -x "$UEXT4" ] || skip "$UEXT4 not built"
 
 BINS=("$UEXT4")
 # Under run.sh (UEXT4_BUILD set) the asan mode covers the ASan binary.
-if [ -n "${UEXT4_BUILD:-}" ]; then UEXT4_ASAN=$UEXT4; fi
+if [ -n "$RUN_BY_RUNSH" ]; then UEXT4_ASAN=$UEXT4; fi
 if [ -x "$UEXT4_ASAN" ] && [ "$UEXT4_ASAN" != "$UEXT4" ]; then
 	BINS+=("$UEXT4_ASAN")
 fi
@@ -52,6 +49,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san:print_sta
 cleanup() {
 	mountpoint -q "$MNT" 2>/dev/null && fusermount3 -u "$MNT" 2>/dev/null
 	rm -rf "$T"
+	cleanup_mounts
 }
 trap cleanup EXIT
 

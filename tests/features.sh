@@ -15,17 +15,13 @@
 # Environment: UEXT4 (default build/uext4), UEXT4_ASAN (default
 # build/asan/uext4, also run when it exists).
 set -u
-cd "$(dirname "$0")/.." || exit 1
-TOP=$PWD
-UEXT4=${UEXT4:-build/uext4}
+. "$(dirname "$0")/lib.sh"
+cd "$TOP" || exit 1
 UEXT4_ASAN=${UEXT4_ASAN:-build/asan/uext4}
-case $UEXT4 in /*) ;; *) UEXT4=$TOP/$UEXT4 ;; esac
 case $UEXT4_ASAN in /*) ;; *) UEXT4_ASAN=$TOP/$UEXT4_ASAN ;; esac
 
-for t in mke2fs debugfs timeout; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[ -x "$UEXT4" ] || { echo "SKIP: $UEXT4 not built"; exit 77; }
+need mke2fs debugfs timeout
+[ -x "$UEXT4" ] || skip "$UEXT4 not built"
 BINS=("$UEXT4")
 [ -x "$UEXT4_ASAN" ] && [ "$UEXT4_ASAN" != "$UEXT4" ] && BINS+=("$UEXT4_ASAN")
 
@@ -38,6 +34,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san:print_sta
 cleanup() {
 	mountpoint -q "$MNT" 2>/dev/null && fusermount3 -u "$MNT" 2>/dev/null
 	rm -rf "$T"
+	cleanup_mounts
 }
 trap cleanup EXIT
 
