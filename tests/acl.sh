@@ -34,13 +34,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-
-[ "$(id -u)" = 0 ] || skip "needs root (setpriv to other users, loop mounts)"
-can_loop || skip "no loop device for the kernel's ext4"
-[ -e /dev/fuse ] || skip "no /dev/fuse"
-for t in getfacl setfacl setpriv python3; do
-	command -v $t > /dev/null || skip "no $t (Debian packages acl, util-linux, python3)"
-done
+need_root "setpriv to other users, loop mounts"
+need_loop "no loop device for the kernel's ext4"
+need_fuse
+need getfacl:acl setfacl:acl setpriv:util-linux python3
 
 work=$(mktemp_dir)
 chmod 755 "$work"

@@ -15,6 +15,7 @@
  * FS_IOC_GETFLAGS / uext4_get_flags() reported while they were set.
  */
 #include "uext4.h"
+#include "t.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -356,9 +357,8 @@ static void report(const char *name, int r)
 static void must(const char *what, int r)
 {
 	if (r < 0) {
-		fprintf(stderr, "chattr helper: setting up: %s: %s (%s)\n", what, strerror(-r),
-			uext4_last_error());
-		exit(2);
+		t_fail_call(what, r);
+		exit(T_FAIL);
 	}
 }
 

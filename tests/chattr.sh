@@ -30,18 +30,9 @@
 # Every image ends e2fsck -fn clean.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v chattr > /dev/null && command -v lsattr > /dev/null || skip "chattr/lsattr missing"
-command -v setpriv > /dev/null || skip "setpriv (util-linux) missing"
-can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-HELPER=$UEXT4_BUILD/tests/chattr
-[ -x "$HELPER" ] || fail "$HELPER not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-FAILS=0
+fuse_test chattr lsattr setpriv:util-linux
+need_loop
+need_helper HELPER chattr
 km=$T/k fm=$T/f
 mkdir -p "$km" "$fm"
 
@@ -331,6 +322,6 @@ grep -q 'Operation not permitted' "$T/cli.err" || bad "uext4 rm of +i: $(cat "$T
 "$UEXT4" chattr "$T/u3.img" +D /t/f_a 2> /dev/null && bad "uext4 chattr +D on a file worked"
 fsck_clean "$T/u3.img" "CLI image"
 
-if ls "$T"/san* > /dev/null 2>&1; then cat "$T"/san*; bad "sanitizer reports"; fi
+san_check
 [ "$FAILS" = 0 ] || fail "$FAILS check(s) failed"
 echo "chattr: OK"

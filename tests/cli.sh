@@ -8,8 +8,8 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cli_tree.inc"
 setup_traps
-command -v setfattr > /dev/null || skip "setfattr (attr package) missing"
-[ "$(id -u)" = 0 ] || skip "needs root for device nodes and chown"
+need setfattr:attr
+need_root "device nodes and chown"
 export TZ=UTC LC_ALL=C
 
 T=$(mktemp_dir)
@@ -18,7 +18,6 @@ IMG=$T/cli.img
 make_tree "$SRC"
 mke2fs -q -F -t ext4 -d "$SRC" "$IMG" 64M || fail "mke2fs"
 note "image $IMG from $SRC"
-FAILS=0
 
 # --- ls: names, per directory
 note "ls matches ls -A for every directory"

@@ -11,14 +11,13 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cli_tree.inc"
 setup_traps
-command -v setfattr > /dev/null || skip "setfattr (attr package) missing"
-[ "$(id -u)" = 0 ] || skip "needs root for device nodes and chown"
+need setfattr:attr
+need_root "device nodes and chown"
 export TZ=UTC LC_ALL=C
 
 T=$(mktemp_dir)
 SRC=$T/src
 IMG=$T/rw.img
-FAILS=0
 ok() { "$UEXT4" "$@" > "$T/out" 2> "$T/err" || bad "uext4 $*: exit $?: $(cat "$T/err")"; }
 # err_case EXIT PATTERN ARGS...: exit status and a stderr line matching PATTERN
 err_case() {

@@ -60,10 +60,7 @@ struct writer {
 
 static uint64_t rnd(uint64_t *s)
 {
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
+	return t_rnd(s);
 }
 
 static void op_failed(struct run *r, unsigned id, const char *what, int err)

@@ -10,22 +10,14 @@
 # run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/commit_concur
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
-command -v e2fsck > /dev/null || skip "e2fsck missing"
-command -v mke2fs > /dev/null || skip "mke2fs missing"
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
-	[ -w /dev/shm ]; then
-	export TMPDIR=/dev/shm
-fi
+helper_test BIN commit_concur e2fsck mke2fs
+scratch_on_tmpfs
 dir=$(mktemp_dir)
-SEED=${COW_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))}
+test_seed commit_concur COW_SEED
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) COMMITS=40 STATES=25 ;;
 *) COMMITS=150 STATES=60 ;;
 esac
-echo "commit_concur.sh: seed $SEED (COW_SEED=$SEED replays)"
 rc=0
 run() { # run NAME SIZE MKE2FS-OPTIONS...
 	local name=$1 size=$2

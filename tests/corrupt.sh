@@ -22,21 +22,18 @@
 # damaged image (see save_case).
 # run-in: release asan-long
 set -u
-cd "$(dirname "$0")/.." || exit 1
-TOP=$PWD
-UEXT4=${UEXT4:-build/uext4}
+RUN_BY_RUNSH=${UEXT4_BUILD:-}
+. "$(dirname "$0")/lib.sh"
+cd "$TOP" || exit 1
 UEXT4_ASAN=${UEXT4_ASAN:-build/asan/uext4}
-case $UEXT4 in /*) ;; *) UEXT4=$TOP/$UEXT4 ;; esac
 case $UEXT4_ASAN in /*) ;; *) UEXT4_ASAN=$TOP/$UEXT4_ASAN ;; esac
 
-for t in mke2fs debugfs e2fsck dd od timeout; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[ -x "$UEXT4" ] || { echo "SKIP: $UEXT4 not built"; exit 77; }
+need mke2fs debugfs e2fsck dd od timeout
+[ -x "$UEXT4" ] || skip "$UEXT4 not built"
 
 BINS=("$UEXT4")
 # Under run.sh (UEXT4_BUILD set) the asan mode covers the ASan binary.
-if [ -n "${UEXT4_BUILD:-}" ]; then UEXT4_ASAN=$UEXT4; fi
+if [ -n "$RUN_BY_RUNSH" ]; then UEXT4_ASAN=$UEXT4; fi
 if [ -x "$UEXT4_ASAN" ] && [ "$UEXT4_ASAN" != "$UEXT4" ]; then
 	BINS+=("$UEXT4_ASAN")
 fi
@@ -52,6 +49,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san:print_sta
 cleanup() {
 	mountpoint -q "$MNT" 2>/dev/null && fusermount3 -u "$MNT" 2>/dev/null
 	rm -rf "$T"
+	cleanup_mounts
 }
 trap cleanup EXIT
 
@@ -62,7 +60,6 @@ if [ -n "${CORRUPT_NO_FUSE:-}" ] || [ ! -e /dev/fuse ] || ! command -v fusermoun
 fi
 
 CHECKS=0
-FAILS=0
 CASES=0
 CASE=""
 IMG=""
@@ -70,7 +67,6 @@ NUMS=""        # numbers of which one must appear in the message
 KEYWORDS='corrupt|checksum'
 BS=1024
 
-fail() { echo "FAIL [$CASE]: $*"; FAILS=$((FAILS + 1)); }
 pass() { CHECKS=$((CHECKS + 1)); }
 
 # ---- byte helpers ---------------------------------------------------------
@@ -88,12 +84,12 @@ peek16() { od -A n -t u2 -j "$2" -N 2 "$1" | tr -d ' '; }
 peek32() { od -A n -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
 
 dbg() { debugfs -R "$2" "$1" 2>/dev/null; }
-dbgw() { debugfs -w -R "$2" "$1" >/dev/null 2>&1 || fail "debugfs -w '$2' failed"; }
+dbgw() { debugfs -w -R "$2" "$1" >/dev/null 2>&1 || bad "debugfs -w '$2' failed"; }
 # fix_inode_csum IMG PATH: after a raw edit (-n: debugfs must not verify the
 # checksum it is about to recompute).
 fix_inode_csum() {
 	debugfs -n -w -R "set_inode_field $2 checksum calc" "$1" 2>&1 | grep -q "Checksum set" ||
-		fail "debugfs could not recompute the checksum of $2"
+		bad "debugfs could not recompute the checksum of $2"
 }
 ino_of() { dbg "$1" "stat $2" | awk '/^Inode:/ {print $2; exit}'; }
 bmap() { dbg "$1" "bmap $2 $3"; }
@@ -191,11 +187,11 @@ run_cli() {
 crash_checks() {
 	local what=$1
 	if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then
-		fail "$what: hang (timed out after 20 s)"; return 1
+		bad "$what: hang (timed out after 20 s)"; return 1
 	fi
-	if [ $RC -ge 128 ]; then fail "$what: crash (exit $RC): $ERR"; return 1; fi
+	if [ $RC -ge 128 ]; then bad "$what: crash (exit $RC): $ERR"; return 1; fi
 	if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/err" || sanitizer_report; then
-		fail "$what: sanitizer report: $ERR"; return 1
+		bad "$what: sanitizer report: $ERR"; return 1
 	fi
 	return 0
 }
@@ -215,15 +211,15 @@ expect_fail() {
 		what="$(basename "$(dirname "$bin")")/$(basename "$bin") $*"
 		cli_argv "$@"; run_cli "$bin" "${ARGV[@]}"
 		crash_checks "$what" || continue
-		if [ $RC -eq 0 ]; then fail "$what: succeeded on a corrupt image"; continue; fi
-		if [ -z "$ERR" ]; then fail "$what: exit $RC without a message"; continue; fi
+		if [ $RC -eq 0 ]; then bad "$what: succeeded on a corrupt image"; continue; fi
+		if [ -z "$ERR" ]; then bad "$what: exit $RC without a message"; continue; fi
 		if ! echo "$ERR" | grep -qiE "$KEYWORDS"; then
-			fail "$what: message does not name the problem (/$KEYWORDS/): $ERR"; continue
+			bad "$what: message does not name the problem (/$KEYWORDS/): $ERR"; continue
 		fi
 		if [ -n "$NUMS" ]; then
 			ok=0
 			for n in $NUMS; do echo "$ERR" | grep -qw -- "$n" && ok=1; done
-			[ $ok = 1 ] || { fail "$what: message names none of [$NUMS]: $ERR"; continue; }
+			[ $ok = 1 ] || { bad "$what: message names none of [$NUMS]: $ERR"; continue; }
 		fi
 		[ -n "${VERBOSE:-}" ] && echo "    $what -> $RC: $ERR"
 		pass
@@ -239,7 +235,7 @@ expect_robust() {
 		what="$(basename "$(dirname "$bin")")/$(basename "$bin") $*"
 		cli_argv "$@"; run_cli "$bin" "${ARGV[@]}"
 		crash_checks "$what" || continue
-		if [ $RC -ne 0 ] && [ -z "$ERR" ]; then fail "$what: exit $RC without a message"; continue; fi
+		if [ $RC -ne 0 ] && [ -z "$ERR" ]; then bad "$what: exit $RC without a message"; continue; fi
 		pass
 	done
 }
@@ -258,10 +254,10 @@ expect_fail_or_same() {
 		cli_argv "$@"; run_cli "$bin" "${ARGV[@]}"
 		crash_checks "$what" || continue
 		if [ $RC -ne 0 ]; then
-			[ -n "$ERR" ] || { fail "$what: exit $RC without a message"; continue; }
+			[ -n "$ERR" ] || { bad "$what: exit $RC without a message"; continue; }
 			[ -n "${VERBOSE:-}" ] && echo "    $what -> $RC: $ERR"
 		elif [ "$(cat "$T/out")" != "$want" ]; then
-			fail "$what: succeeded with a different answer than the clean image"; continue
+			bad "$what: succeeded with a different answer than the clean image"; continue
 		else
 			[ -n "${VERBOSE:-}" ] && echo "    $what -> 0, same answer as the clean image (fallback)"
 		fi
@@ -276,7 +272,7 @@ expect_ok() {
 		what="$(basename "$(dirname "$bin")")/$(basename "$bin") $*"
 		cli_argv "$@"; run_cli "$bin" "${ARGV[@]}"
 		crash_checks "$what" || continue
-		[ $RC -eq 0 ] || { fail "$what: healthy path failed ($RC): $ERR"; continue; }
+		[ $RC -eq 0 ] || { bad "$what: healthy path failed ($RC): $ERR"; continue; }
 		pass
 	done
 }
@@ -288,7 +284,7 @@ fuse_mount() {
 }
 fuse_umount() {
 	mountpoint -q "$MNT" && { fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"; }
-	sanitizer_report && fail "FUSE server: sanitizer report"
+	sanitizer_report && bad "FUSE server: sanitizer report"
 }
 
 # fuse_op OP PATH: run a shell tool on the mounted path.
@@ -312,22 +308,22 @@ fuse_expect_eio() {
 	local hspec=${3:-/hello.txt=hello world}
 	local healthy=${hspec%%=*} want=${hspec#*=}
 	if ! fuse_mount; then
-		fail "FUSE mount refused an image with one damaged file: $(cat "$T/mout")"
+		bad "FUSE mount refused an image with one damaged file: $(cat "$T/mout")"
 		sanitizer_report
 		return
 	fi
 	fuse_op "$1" "$2"
 	if [ $FRC -eq 0 ]; then
-		fail "FUSE $1 $2 succeeded on a damaged structure"
+		bad "FUSE $1 $2 succeeded on a damaged structure"
 	elif ! echo "$FERR" | grep -qE 'Input/output error|Structure needs cleaning'; then
-		fail "FUSE $1 $2: expected EIO/EUCLEAN, got: $FERR"
+		bad "FUSE $1 $2: expected EIO/EUCLEAN, got: $FERR"
 	else
 		pass
 	fi
 	if [ "$(timeout 20 cat "$MNT$healthy" 2>&1)" = "$want" ]; then
 		pass
 	else
-		fail "FUSE stopped serving $healthy after the error"
+		bad "FUSE stopped serving $healthy after the error"
 	fi
 	fuse_umount
 }
@@ -337,18 +333,18 @@ fuse_expect_refused() {
 	[ $FUSE = 1 ] || return 0
 	if fuse_mount; then
 		if mountpoint -q "$MNT"; then
-			fail "FUSE mounted an image with a damaged ${CASE%%:*}"
+			bad "FUSE mounted an image with a damaged ${CASE%%:*}"
 			fuse_umount
 			return
 		fi
-		fail "uext4 mount exited 0 but nothing is mounted"
+		bad "uext4 mount exited 0 but nothing is mounted"
 	else
 		local rc=$?
-		[ $rc -lt 124 ] || fail "uext4 mount crashed or hung (exit $rc)"
-		[ -s "$T/mout" ] || fail "uext4 mount failed without a message"
+		[ $rc -lt 124 ] || bad "uext4 mount crashed or hung (exit $rc)"
+		[ -s "$T/mout" ] || bad "uext4 mount failed without a message"
 		[ $rc -lt 124 ] && [ -s "$T/mout" ] && pass
 	fi
-	sanitizer_report && fail "uext4 mount: sanitizer report"
+	sanitizer_report && bad "uext4 mount: sanitizer report"
 }
 
 # ---- cases ------------------------------------------------------------------
@@ -369,7 +365,7 @@ write_probes() {
 			# shellcheck disable=SC2086
 			run_cli "$bin" $argv
 			crash_checks "$what" || continue
-			if [ $RC -ne 0 ] && [ -z "$ERR" ]; then fail "$what: exit $RC without a message"; continue; fi
+			if [ $RC -ne 0 ] && [ -z "$ERR" ]; then bad "$what: exit $RC without a message"; continue; fi
 			pass
 		done
 	done
@@ -384,7 +380,7 @@ save_case() {
 	local f
 	f=$SWEEP_SAVE/corrupt-$(printf '%02d' "${TO_SAVE%% *}").img
 	mkdir -p "$SWEEP_SAVE" && cp --sparse=always "$IMG" "$f" && echo "${TO_SAVE#* }" > "$f.desc" ||
-		fail "cannot save the image to $f"
+		bad "cannot save the image to $f"
 	TO_SAVE=""
 }
 
@@ -437,7 +433,7 @@ group_desc_cases() {
 		begin C "group descriptor: $f past the end"
 		dbgw "$IMG" "set_bg 0 $f 0xFFFFFF00"
 		debugfs -n -w -R "set_bg 0 checksum calc" "$IMG" 2>&1 | grep -q "Checksum set" ||
-			fail "debugfs could not recompute the descriptor checksum"
+			bad "debugfs could not recompute the descriptor checksum"
 		NUMS="4294967040"
 		KEYWORDS='corrupt.*outside|corrupt.*past|corrupt.*beyond'
 		if [ $f = inode_table ]; then
@@ -608,7 +604,7 @@ first_htree_name() {
 htree_cases() {
 	local ino r x b name
 	name=/bigdir/$(first_htree_name "$T/C.img")
-	[ "$name" = /bigdir/ ] && { fail "cannot find a name in the first htree leaf"; return; }
+	[ "$name" = /bigdir/ ] && { bad "cannot find a name in the first htree leaf"; return; }
 	echo "htree cases look up $name"
 	for b in N C; do
 		begin $b "htree ($b): root count > limit"
@@ -776,8 +772,8 @@ expect_usage() {
 		what="$(basename "$(dirname "$bin")")/$(basename "$bin") $desc"
 		run_cli "$bin" "$@"
 		crash_checks "$what" || continue
-		if [ $RC -ne 1 ] && [ $RC -ne 2 ]; then fail "$what: exit $RC, want 1 or 2"; continue; fi
-		[ -n "$ERR" ] || { fail "$what: no message on stderr"; continue; }
+		if [ $RC -ne 1 ] && [ $RC -ne 2 ]; then bad "$what: exit $RC, want 1 or 2"; continue; fi
+		[ -n "$ERR" ] || { bad "$what: no message on stderr"; continue; }
 		[ -n "${VERBOSE:-}" ] && echo "    $what -> $RC: $(echo "$ERR" | head -1)"
 		pass
 	done
@@ -811,7 +807,7 @@ argument_cases() {
 		for bin in "$UEXT4"; do
 			run_cli "$bin" mount -o ro "$T/zero.img" "$MNT"
 			crash_checks "mount zero.img" && {
-				if [ $RC -eq 0 ]; then fail "mount of a zero-filled image succeeded"; fuse_umount
+				if [ $RC -eq 0 ]; then bad "mount of a zero-filled image succeeded"; fuse_umount
 				else pass; fi
 			}
 		done

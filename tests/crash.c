@@ -1052,10 +1052,7 @@ static void check_state(struct ctx *c, const struct cstate *s, size_t idx, const
 
 static uint64_t rng_next(uint64_t *x)
 {
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
+	return t_rnd(x);
 }
 
 static void add_state(struct cstate **v, size_t *n, size_t *cap, uint32_t k, size_t pieces,

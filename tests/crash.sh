@@ -17,23 +17,16 @@
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/crash
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
-command -v e2fsck > /dev/null || skip "e2fsck missing"
-# Scratch on tmpfs when there is one: each state is an image file rewritten.
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
-	[ -w /dev/shm ]; then
-	export TMPDIR=/dev/shm
-fi
+helper_test BIN crash e2fsck
+scratch_on_tmpfs
 dir=$(mktemp_dir)
-SEED=${CRASH_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))}
+test_seed crash CRASH_SEED
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) MAX=${CRASH_MAX_STATES:-40} ;;
 *) MAX=${CRASH_MAX_STATES:-200} ;;
 esac
 CONFIGS=${CRASH_CONFIGS:-4k 1k nocsum legacy}
-echo "crash.sh: seed $SEED (CRASH_SEED=$SEED replays), at most $MAX states per workload"
+echo "crash.sh: at most $MAX states per workload"
 
 config() { # config NAME -> "SIZE WORKLOADS | MKE2FS-OPTIONS"
 	case $1 in

@@ -39,11 +39,10 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 [ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v python3 > /dev/null || skip "python3 missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
+need python3
+need_built "$UEXT4"
 WRITER=$(dirname "$0")/diskfull_writer.py
-T=$(mktemp_dir)
-san_logs_in "$T"
+test_dir
 SEED=${DISKFULL_SEED:-$RANDOM}
 echo "seed $SEED (DISKFULL_SEED=$SEED replays)"
 SRC=$T/src
@@ -52,7 +51,6 @@ RESERVE_PCT=6
 IMG=$T/d.img
 MNT=$T/mnt
 mkdir "$MNT"
-FAILS=0
 
 umount_clean() { # umount_clean WHAT: uext4 umount exits 0, e2fsck -fn clean
 	local out rc
@@ -271,6 +269,6 @@ else
 	echo "NOTE: not root: cases 3 and 4 (bdi limits in sysfs) are skipped"
 fi
 
-if ls "$T"/san* > /dev/null 2>&1; then bad "sanitizer reports"; cat "$T"/san*; fi
+san_check
 [ $FAILS = 0 ] || fail "$FAILS check(s) failed"
 echo "PASS"

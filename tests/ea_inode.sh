@@ -30,13 +30,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs e2fsck debugfs dumpe2fs python3 base64; do
-	command -v "$t" > /dev/null || skip "$t missing"
-done
+need mke2fs e2fsck debugfs dumpe2fs python3 base64
 export LC_ALL=C
 
 T=$(mktemp_dir)
-FAILS=0
 SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
 echo "seed $SEED"
 u() { "$UEXT4" "$@" > "$T/out" 2> "$T/err" || bad "uext4 $*: exit $?: $(head -3 "$T/err")"; }

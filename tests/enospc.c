@@ -60,10 +60,7 @@ struct filler {
 
 static uint64_t rnd(struct filler *f)
 {
-	f->rng ^= f->rng << 13;
-	f->rng ^= f->rng >> 7;
-	f->rng ^= f->rng << 17;
-	return f->rng;
+	return t_rnd(&f->rng);
 }
 
 #define BAD(...) do {                                                     \
@@ -260,15 +257,8 @@ static int umount_fs(void)
 
 static int fsck(void)
 {
-	char cmd[4200];
-	snprintf(cmd, sizeof(cmd), "e2fsck -fn '%s' > /tmp/enospc-fsck.$$ 2>&1 || "
-		 "{ cat /tmp/enospc-fsck.$$; rm -f /tmp/enospc-fsck.$$; exit 1; }; "
-		 "rm -f /tmp/enospc-fsck.$$", g_img);
-	int st = system(cmd);
-	if (st != 0) {
-		BAD("e2fsck -fn %s is not clean", g_img);
+	if (!t_fsck_clean(g_img))
 		return -1;
-	}
 	printf("e2fsck -fn: clean\n");
 	return 0;
 }

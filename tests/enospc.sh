@@ -7,11 +7,9 @@
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/enospc
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN enospc
 dir=$(mktemp_dir)
-SEED=${ENOSPC_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))}
+test_seed enospc ENOSPC_SEED
 rc=0
 run() { # run NAME MODE SIZE MKE2FS-OPTIONS...
 	local name=$1 mode=$2 size=$3 img=$dir/$1.img

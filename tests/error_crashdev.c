@@ -19,13 +19,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int make_image(const char *path)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t ext4 '%s' 8M > /dev/null 2>&1", path);
-	return system(cmd);
-}
-
 static void error_on_recorder(const char *img)
 {
 	struct uext4_opts mo = { .commit_secs = 3600 };
@@ -59,7 +52,7 @@ int main(void)
 	if (fd < 0)
 		return T_FAIL;
 	close(fd);
-	if (make_image(img) != 0) {
+	if (t_make_image(img, "8M", "-t ext4") != 0) {
 		printf("SKIP: mke2fs not available\n");
 		unlink(img);
 		return T_SKIP;

@@ -38,14 +38,11 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs debugfs dumpe2fs e2fsck tune2fs cmp; do
-	command -v $t > /dev/null || skip "$t missing"
-done
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
+need mke2fs debugfs dumpe2fs e2fsck tune2fs cmp
+need_built "$UEXT4"
 export TZ=UTC LC_ALL=C
 T=$(mktemp_dir)
 IMAGES=$TOP/tests/images
-FAILS=0
 ok() { echo "ok: $*"; }
 HAVE_FUSE=0
 [ -c /dev/fuse ] && command -v fusermount3 > /dev/null && HAVE_FUSE=1

@@ -79,19 +79,12 @@ struct outcome {
 
 /* ------------------------------------------------------------ helpers */
 
-static int run_cmd(const char *cmd)
-{
-	int st = system(cmd);
-
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static int copy_file(const char *from, const char *to)
 {
 	char cmd[600];
 
 	snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s", from, to);
-	return run_cmd(cmd);
+	return t_sh("%s", cmd);
 }
 
 static int write_file(uext4_fs *fs, const char *name, const void *data, size_t len, bool sync)
@@ -144,7 +137,7 @@ static int make_pristine(struct pristine *p, int journal)
 		 journal ? 'J' : 'N');
 	snprintf(cmd, sizeof(cmd), "rm -f %s; mke2fs -q -F -t ext4 %s -b 4096 %s 16M >/dev/null 2>&1",
 		 p->path, journal ? "" : "-O ^has_journal", p->path);
-	if (run_cmd(cmd))
+	if (t_sh("%s", cmd))
 		return -1;
 	memset(xa, 'x', sizeof(xa));
 	if ((err = uext4_mount(p->path, &mo, &fs)))
@@ -538,7 +531,7 @@ static const char *panic_cell(const struct pristine *p, const char *img, int jou
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 70)
 		return "errors=panic did not exit 70 at the failed commit";
 	snprintf(cmd, sizeof(cmd), "grep -q 'panic (errors=panic): .*injected write error' %s", msg);
-	if (run_cmd(cmd))
+	if (t_sh("%s", cmd))
 		return "errors=panic did not say why it stopped";
 	unlink(msg);
 	return check_image(img, journal ? "panic-J" : "panic-N", true, true, false);
@@ -551,7 +544,7 @@ static bool dumpe2fs_says_errors(const char *img)
 
 	snprintf(cmd, sizeof(cmd),
 		 "dumpe2fs -h %s 2>/dev/null | grep -q '^Filesystem state:.*with errors'", img);
-	return run_cmd(cmd) == 0;
+	return t_sh("%s", cmd) == 0;
 }
 
 static int errors_cells(const struct pristine *pj, const struct pristine *pn, const char *img)

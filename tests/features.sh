@@ -15,17 +15,13 @@
 # Environment: UEXT4 (default build/uext4), UEXT4_ASAN (default
 # build/asan/uext4, also run when it exists).
 set -u
-cd "$(dirname "$0")/.." || exit 1
-TOP=$PWD
-UEXT4=${UEXT4:-build/uext4}
+. "$(dirname "$0")/lib.sh"
+cd "$TOP" || exit 1
 UEXT4_ASAN=${UEXT4_ASAN:-build/asan/uext4}
-case $UEXT4 in /*) ;; *) UEXT4=$TOP/$UEXT4 ;; esac
 case $UEXT4_ASAN in /*) ;; *) UEXT4_ASAN=$TOP/$UEXT4_ASAN ;; esac
 
-for t in mke2fs debugfs timeout; do
-	command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-[ -x "$UEXT4" ] || { echo "SKIP: $UEXT4 not built"; exit 77; }
+need mke2fs debugfs timeout
+[ -x "$UEXT4" ] || skip "$UEXT4 not built"
 BINS=("$UEXT4")
 [ -x "$UEXT4_ASAN" ] && [ "$UEXT4_ASAN" != "$UEXT4" ] && BINS+=("$UEXT4_ASAN")
 
@@ -38,6 +34,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/san:print_sta
 cleanup() {
 	mountpoint -q "$MNT" 2>/dev/null && fusermount3 -u "$MNT" 2>/dev/null
 	rm -rf "$T"
+	cleanup_mounts
 }
 trap cleanup EXIT
 
@@ -45,8 +42,6 @@ FUSE=1
 [ -e /dev/fuse ] && command -v fusermount3 >/dev/null || FUSE=0
 
 CHECKS=0
-FAILS=0
-fail() { echo "FAIL [$CASE]: $*"; FAILS=$((FAILS + 1)); }
 pass() { CHECKS=$((CHECKS + 1)); }
 
 sanitizer_report() {
@@ -63,8 +58,8 @@ run_cli() {
 	timeout -k 5 20 "$bin" "$@" >"$T/out" 2>"$T/err" </dev/null
 	RC=$?
 	ERR=$(head -c 2000 "$T/err")
-	if [ $RC -ge 124 ]; then fail "$bin $*: crash or hang (exit $RC): $ERR"; return 1; fi
-	if sanitizer_report; then fail "$bin $*: sanitizer report"; return 1; fi
+	if [ $RC -ge 124 ]; then bad "$bin $*: crash or hang (exit $RC): $ERR"; return 1; fi
+	if sanitizer_report; then bad "$bin $*: sanitizer report"; return 1; fi
 	return 0
 }
 
@@ -77,7 +72,7 @@ mkimg() {
 		return 1
 	fi
 	if [ -n "${2:-}" ] && ! debugfs -w -R "feature $2" "$IMG" >"$T/dbg" 2>&1; then
-		fail "debugfs feature $2 failed: $(cat "$T/dbg")"
+		bad "debugfs feature $2 failed: $(cat "$T/dbg")"
 		return 1
 	fi
 	return 0
@@ -85,7 +80,7 @@ mkimg() {
 
 # unchanged SUM: the image still has md5 SUM (reading it wrote nothing).
 unchanged() {
-	if [ "$(md5sum < "$IMG")" = "$1" ]; then pass; else fail "the image changed while being read"; fi
+	if [ "$(md5sum < "$IMG")" = "$1" ]; then pass; else bad "the image changed while being read"; fi
 }
 
 # refused NAME: `uext4 info` fails and names the feature; so does a mount.
@@ -94,9 +89,9 @@ refused() {
 	sum0=$(md5sum < "$IMG")
 	for bin in "${BINS[@]}"; do
 		run_cli "$bin" info "$IMG" || continue
-		if [ $RC -eq 0 ]; then fail "$bin info accepted an image with $name"; continue; fi
+		if [ $RC -eq 0 ]; then bad "$bin info accepted an image with $name"; continue; fi
 		if ! grep -qF -- "$name" "$T/err"; then
-			fail "$bin info: message does not name '$name': $ERR"; continue
+			bad "$bin info: message does not name '$name': $ERR"; continue
 		fi
 		echo "    $(basename "$bin") info -> exit $RC: $ERR"
 		pass
@@ -104,10 +99,10 @@ refused() {
 	[ $FUSE = 1 ] || return 0
 	timeout -k 5 20 "$UEXT4" mount -o ro "$IMG" "$MNT" >"$T/mout" 2>&1 </dev/null
 	if mountpoint -q "$MNT"; then
-		fail "FUSE mounted an image with $name"
+		bad "FUSE mounted an image with $name"
 		fusermount3 -u "$MNT"
 	elif ! grep -qF -- "$name" "$T/mout"; then
-		fail "uext4 mount: message does not name '$name': $(cat "$T/mout")"
+		bad "uext4 mount: message does not name '$name': $(cat "$T/mout")"
 	else
 		pass
 	fi
@@ -121,13 +116,13 @@ accepted() {
 	e2fsck -fn "$IMG" >/dev/null 2>&1 && clean0=1
 	for bin in "${BINS[@]}"; do
 		run_cli "$bin" info "$IMG" || continue
-		if [ $RC -ne 0 ]; then fail "$bin info refused a supported image: $ERR"; continue; fi
+		if [ $RC -ne 0 ]; then bad "$bin info refused a supported image: $ERR"; continue; fi
 		if [ -n "$name" ] && ! grep -qw -- "$name" "$T/out"; then
-			fail "$bin info does not list feature '$name'"; continue
+			bad "$bin info does not list feature '$name'"; continue
 		fi
 		run_cli "$bin" cat "$IMG" /hello.txt || continue
 		if [ $RC -ne 0 ] || [ "$(cat "$T/out")" != "hello world" ]; then
-			fail "$bin cat /hello.txt failed ($RC): $ERR"; continue
+			bad "$bin cat /hello.txt failed ($RC): $ERR"; continue
 		fi
 		pass
 	done
@@ -137,7 +132,7 @@ accepted() {
 	# 1.47.0 miscounts quota usage on -O quota/project images.
 	if [ $clean0 = 1 ]; then
 		if e2fsck -fn "$IMG" >"$T/fsck" 2>&1; then pass; else
-			fail "e2fsck -fn after reading the image: $(tail -3 "$T/fsck")"
+			bad "e2fsck -fn after reading the image: $(tail -3 "$T/fsck")"
 		fi
 	else
 		echo "    note: e2fsck -fn rejects this image as made; checked that it is unchanged instead"

@@ -28,32 +28,8 @@
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v python3 > /dev/null || skip "python3 missing"
-command -v setfacl > /dev/null || skip "setfacl (acl package) missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-SEED=${FUSE_CACHE_SEED:-$RANDOM}
-echo "fuse_cache: seed $SEED (FUSE_CACHE_SEED=$SEED replays)"
-FAILS=0
-
-# rw_mount IMAGE DIR: read-write uext4 mount in the foreground (FUSE_PID).
-rw_mount() {
-	local i
-	"$UEXT4" mount -f -o writeback "$1" "$2" > "$2.log" 2>&1 &
-	FUSE_PID=$!
-	MOUNTS+=("$2")
-	for ((i = 0; i < 300; i++)); do
-		[ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] && return 0
-		kill -0 "$FUSE_PID" 2> /dev/null || break
-		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
-	done
-	cat "$2.log"
-	return 1
-}
+fuse_test python3 setfacl:acl
+test_seed fuse_cache FUSE_CACHE_SEED
 
 cat > "$T/append.py" << 'PY'
 # append.py FILE TAG N: N O_APPEND writes of a 97-byte record each.
@@ -178,7 +154,7 @@ PY
 img=$T/u.img mnt=$T/m
 mkdir -p "$mnt" "$T/k"
 mke2fs -q -F -t ext4 -O orphan_file "$img" 128M || fail "mke2fs"
-rw_mount "$img" "$mnt" || fail "read-write mount"
+fuse_mount_fg "$img" "$mnt" writeback || fail "read-write mount"
 
 note "1. O_APPEND from two processes"
 N=$((2000 + SEED % 1000))
@@ -256,7 +232,7 @@ else
 fi
 
 note "5. fsync/fdatasync, then kill -9 of the server"
-rw_mount "$img" "$mnt" || fail "read-write mount"
+fuse_mount_fg "$img" "$mnt" writeback || fail "read-write mount"
 conn=$(mountpoint -d "$mnt" | cut -d: -f2)
 mkdir "$mnt/sync" || bad "mkdir"
 python3 "$T/fsync.py" "$mnt/sync" "$SEED" "$T/fsync.log" || bad "fsync.py"
@@ -274,7 +250,7 @@ fuse_umount "$mnt"
 note "6. SIGTERM to the server with a file open and not synced"
 # The file is still open when the session ends: the kernel never releases
 # it, so its handle is not freed (LeakSanitizer would say so).
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 rw_mount "$img" "$mnt" ||
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 fuse_mount_fg "$img" "$mnt" writeback ||
 	fail "read-write mount"
 # The writer keeps the file open until the server has exited, so only the
 # server's stop (not the close's flush) can have written the pages.
@@ -326,9 +302,6 @@ fsck_clean "$img" || bad "e2fsck after the directory round"
 got=$("$UEXT4" ls "$img" /d | sort | tr '\n' ' ')
 [ "$got" = "c e z " ] || bad "the image's /d after unmount: '$got'"
 
-if ls "$T"/san* > /dev/null 2>&1; then
-	cat "$T"/san*
-	bad "sanitizer reports"
-fi
+san_check
 [ $FAILS = 0 ] || { echo "fuse_cache: $FAILS failures (seed $SEED)"; exit 1; }
 echo "fuse_cache: OK (seed $SEED)"

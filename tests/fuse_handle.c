@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "t.h"
+
 #define HANDLE_MAX 128  /* MAX_HANDLE_SZ */
 
 static int save(const char *dir, const char *out, char **names, int n)
@@ -32,7 +34,7 @@ static int save(const char *dir, const char *out, char **names, int n)
 
 	if (dfd < 0 || !f) {
 		perror(dfd < 0 ? dir : out);
-		return 1;
+		return T_FAIL;
 	}
 	for (int i = 0; i < n; i++) {
 		union {
@@ -44,7 +46,7 @@ static int save(const char *dir, const char *out, char **names, int n)
 		h.fh.handle_bytes = HANDLE_MAX;
 		if (name_to_handle_at(dfd, names[i], &h.fh, &mount_id, 0)) {
 			fprintf(stderr, "name_to_handle_at %s: %s\n", names[i], strerror(errno));
-			return 1;
+			return T_FAIL;
 		}
 		fprintf(f, "%s %d ", names[i], h.fh.handle_type);
 		for (unsigned j = 0; j < h.fh.handle_bytes; j++)
@@ -109,7 +111,7 @@ static int open_all(const char *dir, const char *in)
 
 	if (mfd < 0 || !f) {
 		perror(mfd < 0 ? dir : in);
-		return 1;
+		return T_FAIL;
 	}
 	while (fscanf(f, "%255s %d %257s", name, &type, hex) == 3)
 		open_one(mfd, name, type, hex);

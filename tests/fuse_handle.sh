@@ -17,26 +17,11 @@
 # e2fsck -fn is clean after each.  Needs root (CAP_DAC_READ_SEARCH).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-can_loop || skip "needs root (open_by_handle_at) and a loop device (the kernel's ext4 is the oracle)"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-HELPER=$UEXT4_BUILD/tests/fuse_handle
-[ -x "$HELPER" ] || fail "$HELPER not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-FAILS=0
+fuse_test
+need_loop "needs root (open_by_handle_at) and a loop device (the kernel's ext4 is the oracle)"
+need_helper HELPER fuse_handle
 NAMES=". f d d/sub d/sub/h big/x big/x/y gone"
 
-mount_kernel() { kmount "$1" "$2" rw || fail "kernel mount of $1"; }
-umount_kernel() { umount "$1" || fail "umount $1"; }
-mount_uext4() {
-	"$UEXT4" mount "$1" "$2" || fail "uext4 mount $1"
-	MOUNTS+=("$2")
-}
-# uext4 umount returns once the server has written everything back.
-umount_uext4() { "$UEXT4" umount "$1" || { fusermount3 -u "$1"; fail "uext4 umount $1"; }; }
 
 # check_opened KIND STEP DIR OUT: every name but gone opened as the inode
 # it names in DIR; gone (and a forged handle) is ESTALE.  Writes the

@@ -18,15 +18,8 @@
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v python3 > /dev/null || skip "python3 missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-SEED=${FUSE_KILL_SEED:-$RANDOM}
-echo "fuse_kill: seed $SEED (FUSE_KILL_SEED=$SEED replays the kill points and contents)"
+fuse_test python3
+test_seed fuse_kill FUSE_KILL_SEED
 
 cat > "$T/work.py" << 'EOF'
 # work.py MNT LOG SEED ID: one writer; stops at the first error (server gone).
@@ -149,7 +142,6 @@ recover() {
 	wait "$pid"
 }
 
-FAILS=0
 
 round() { # round N
 	local n=$1 img=$T/r$1.img mnt=$T/m$1 log=$T/r$1.log pid want i w pids=() got conn
@@ -203,9 +195,6 @@ round() { # round N
 }
 
 for n in 1 2 3; do round "$n"; done
-if ls "$T"/san* > /dev/null 2>&1; then
-	cat "$T"/san*
-	bad "sanitizer reports"
-fi
+san_check
 [ $FAILS = 0 ] || { echo "fuse_kill: $FAILS failures (seed $SEED)"; exit 1; }
 echo "fuse_kill: 3 rounds pass (seed $SEED)"

@@ -29,33 +29,9 @@
 # run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v python3 > /dev/null || skip "python3 missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-SEED=${FUSE_LOOKUP_SEED:-$RANDOM}
-echo "fuse_lookup: seed $SEED (FUSE_LOOKUP_SEED=$SEED replays)"
+fuse_test python3
+test_seed fuse_lookup FUSE_LOOKUP_SEED
 RANDOM=$SEED
-FAILS=0
-
-# rw_mount IMAGE DIR: read-write uext4 mount, default options, in the
-# foreground (FUSE_PID), its output in DIR.log.
-rw_mount() {
-	local i
-	"$UEXT4" mount -f "$1" "$2" > "$2.log" 2>&1 &
-	FUSE_PID=$!
-	MOUNTS+=("$2")
-	for ((i = 0; i < 300; i++)); do
-		[ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] && return 0
-		kill -0 "$FUSE_PID" 2> /dev/null || break
-		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
-	done
-	cat "$2.log"
-	return 1
-}
 
 cat > "$T/work.py" << 'PY'
 # work.py MNT SEED OUT: step 1; writes the kept files' expected content
@@ -164,7 +140,7 @@ PY
 img=$T/u.img mnt=$T/m
 mkdir -p "$mnt"
 mke2fs -q -F -t ext4 -O orphan_file "$img" 128M || fail "mke2fs"
-rw_mount "$img" "$mnt" || fail "read-write mount"
+fuse_mount_fg "$img" "$mnt" || fail "read-write mount"
 
 note "1. unlink after close and while open, with creates reusing numbers"
 timeout 200 python3 "$T/work.py" "$mnt" "$SEED" "$T/kept" || bad "work.py"
@@ -230,9 +206,6 @@ sys.exit(1 if bad or n == 0 else 0)
 PY
 fuse_umount "$mnt"
 
-if ls "$T"/san* > /dev/null 2>&1; then
-	cat "$T"/san*
-	bad "sanitizer reports"
-fi
+san_check
 [ $FAILS = 0 ] || { echo "fuse_lookup: $FAILS failures (seed $SEED)"; exit 1; }
 echo "fuse_lookup: OK (seed $SEED)"

@@ -12,13 +12,7 @@
 # is clean.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v python3 > /dev/null || skip "python3 missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
+fuse_test python3
 mkdir "$T/m"
 mke2fs -q -F -t ext4 "$T/a.img" 32M || fail "mke2fs"
 "$UEXT4" mount "$T/a.img" "$T/m" > "$T/mount.log" 2>&1 || { cat "$T/mount.log"; fail "uext4 mount"; }
@@ -55,8 +49,5 @@ EOF
 got=$(debugfs -R "cat /f" "$T/a.img" 2> /dev/null | md5sum | cut -d' ' -f1)
 [ "$got" = "$(cat "$T/expect.md5")" ] || fail "the image holds other data than was written through the mapping"
 fsck_clean "$T/a.img" || fail "e2fsck after the uext4 mount"
-if ls "$T"/san* > /dev/null 2>&1; then
-	cat "$T"/san*
-	fail "sanitizer reports"
-fi
+san_check || fail "sanitizer reports"
 echo "fuse_mmap: OK (shared writable mmap of a direct-io file, data on disk, image clean)"

@@ -9,10 +9,9 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cli_tree.inc"
 setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v setfattr > /dev/null || skip "setfattr (attr package) missing"
-[ "$(id -u)" = 0 ] || skip "needs root for device nodes and chown"
+need_fuse
+need setfattr:attr
+need_root "device nodes and chown"
 export TZ=UTC LC_ALL=C
 
 T=$(mktemp_dir)
@@ -24,7 +23,6 @@ MNT=$T/mnt
 mkdir "$MNT"
 make_tree "$SRC"
 mke2fs -q -F -t ext4 -d "$SRC" "$IMG" 64M || fail "mke2fs"
-FAILS=0
 
 for loop in pool st mt uring; do  # uring falls back to st where the kernel cannot
 	note "mount -o loop=$loop"
@@ -104,8 +102,6 @@ rc=$?
 note "e2fsck -fn"
 fsck_clean "$IMG" || bad "e2fsck"
 note "no sanitizer reports (daemon included)"
-for f in "$T"/san.*; do
-	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
-done
+san_check
 [ $FAILS = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

@@ -40,20 +40,13 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v setfattr > /dev/null || skip "setfattr (attr package) missing"
-[ "$(id -u)" = 0 ] || skip "needs root for device nodes, chown and trusted.* xattrs"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-[ -x "$WALK" ] || fail "$WALK not built"
+need_fuse
+need setfattr:attr
+need_root "device nodes, chown and trusted.* xattrs"
+need_built "$UEXT4" "$WALK"
 export TZ=UTC LC_ALL=C
 
-# Scratch space on tmpfs when there is one: / here is mounted with discard,
-# which makes every rm -r of the test trees take seconds.
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
-	[ -w /dev/shm ]; then
-	export TMPDIR=/dev/shm
-fi
+scratch_on_tmpfs
 T=$(mktemp_dir)
 # The daemon's stderr is gone once it detaches: sanitizer reports go to files.
 san_logs_in "$T"
@@ -61,9 +54,7 @@ case "$UEXT4_BUILD" in
 *asan* | *tsan*) KINDS=${FUSE_RW_KINDS:-default} ;;
 *) KINDS=${FUSE_RW_KINDS:-default 1k} ;;
 esac
-SEED=${FUSE_RW_SEED:-$RANDOM}
-echo "fuse_rw: seed $SEED (FUSE_RW_SEED=$SEED reproduces the data)"
-FAILS=0
+test_seed fuse_rw FUSE_RW_SEED
 
 # ---- inputs: deterministic blobs and a tar archive --------------------------
 
@@ -414,8 +405,6 @@ check_kind() {
 for kind in $KINDS; do check_kind "$kind"; done
 
 note "no sanitizer reports (daemon included)"
-for f in "$T"/san.*; do
-	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
-done
+san_check
 [ $FAILS = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

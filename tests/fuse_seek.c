@@ -8,6 +8,7 @@
  *       lines as the script's probe prints for lseek(2) on a mount.
  */
 #include "uext4.h"
+#include "t.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,12 +42,12 @@ int main(int argc, char **argv)
 	}
 	if ((err = uext4_mount(argv[1], &mo, &fs))) {
 		fprintf(stderr, "mount %s: %s\n", argv[1], uext4_last_error());
-		return 1;
+		return T_FAIL;
 	}
 	if ((err = uext4_resolve(fs, argv[2], 1, &ino)) || (err = uext4_open(fs, ino, O_RDONLY, &f))) {
 		fprintf(stderr, "%s: %s\n", argv[2], uext4_last_error());
 		uext4_umount(fs);
-		return 1;
+		return T_FAIL;
 	}
 	for (int i = 3; i < argc; i++) {
 		int64_t off = strtoll(argv[i], NULL, 10);
@@ -57,5 +58,5 @@ int main(int argc, char **argv)
 		printf("\n");
 	}
 	uext4_release(f);
-	return uext4_umount(fs) ? 1 : 0;
+	return uext4_umount(fs) ? T_FAIL : T_PASS;
 }

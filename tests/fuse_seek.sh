@@ -16,17 +16,9 @@
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v python3 > /dev/null || skip "python3 missing"
-command -v fallocate > /dev/null || skip "fallocate (util-linux) missing"
-can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-SEEK=$UEXT4_BUILD/tests/fuse_seek
-[ -x "$SEEK" ] || fail "$SEEK not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
+fuse_test python3 fallocate:util-linux
+need_loop
+need_helper SEEK fuse_seek
 
 # probe.py DIR: "NAME OFFSET DATA HOLE" lines for every file of DIR.
 cat > "$T/probe.py" << 'PY'
@@ -126,14 +118,7 @@ for kind in 4k 1k inline ext3; do
 	kmount "$img" "$km" rw || fail "kernel mount of $img"
 	make_files "$km/k" "$bs" || fail "making files on the kernel mount"
 	umount "$km" || fail "umount $km"
-	"$UEXT4" mount -f "$img" "$fm" > "$fm.log" 2>&1 &
-	FUSE_PID=$!
-	MOUNTS+=("$fm")
-	for ((i = 0; i < 300; i++)); do
-		[ "$(findmnt -n -o TARGET "$fm" 2> /dev/null)" = "$fm" ] && break
-		kill -0 "$FUSE_PID" 2> /dev/null || { cat "$fm.log"; fail "uext4 mount failed"; }
-		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
-	done
+	fuse_mount_fg "$img" "$fm" || fail "uext4 mount failed"
 	make_files "$fm/u" "$bs" || fail "making files on the uext4 mount"
 	run_probes "$fm" "$bs" "$T/$kind.rw" || fail "probe on the uext4 read-write mount"
 	fuse_umount "$fm"
@@ -151,8 +136,5 @@ for kind in 4k 1k inline ext3; do
 	compare "$kind: uext4_lseek()" "$T/$kind.kernel" "$T/$kind.lib"
 	echo "$kind: $(wc -l < "$T/$kind.kernel") probes agree, $(awk '$3 == "ENXIO"' "$T/$kind.kernel" | wc -l) of them ENXIO for SEEK_DATA"
 done
-if ls "$T"/san* > /dev/null 2>&1; then
-	cat "$T"/san*
-	fail "sanitizer reports"
-fi
+san_check || fail "sanitizer reports"
 echo "fuse_seek: OK"

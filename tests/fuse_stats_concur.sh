@@ -22,14 +22,7 @@
 # run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v python3 > /dev/null || skip "python3 missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-FAILS=0
+fuse_test python3
 NW=4 NF=${FUSE_STATS_FILES:-150}
 FILES=$((NW * NF))
 IMG=$T/img MNT=$T/mnt
@@ -152,8 +145,6 @@ sys.exit(0 if "INIT" not in r and "READDIRPLUS" not in r else 1)' "$T/ro2.json" 
 "$UEXT4" umount "$MNT" || bad "uext4 umount (ro) failed"
 
 note "no sanitizer reports (server included)"
-for f in "$T"/san.*; do
-	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
-done
+san_check
 [ $FAILS = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

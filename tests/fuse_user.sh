@@ -7,8 +7,7 @@ set -uo pipefail
 setup_traps
 
 [ "$(id -u)" = 0 ] || skip "needs root to create the unprivileged test user"
-[ -e /dev/fuse ] || skip "no /dev/fuse"
-command -v fusermount3 > /dev/null || skip "no fusermount3"
+need_fuse
 USER_NAME=uext4test
 id "$USER_NAME" > /dev/null 2>&1 || useradd -M -d /nonexistent -s /bin/sh "$USER_NAME" ||
 	skip "cannot create user $USER_NAME"

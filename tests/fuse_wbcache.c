@@ -33,6 +33,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "t.h"
+
 static void die(const char *what)
 {
 	perror(what);
@@ -186,10 +188,10 @@ struct dio_reader {
 static void *dio_reader(void *arg)
 {
 	struct dio_reader *r = arg;
-	char *buf = malloc(DIO_SIZE);
+	char *buf = t_xmalloc(DIO_SIZE);
 	int fd = open(r->path, O_RDONLY);
 
-	if (!buf || fd < 0)
+	if (fd < 0)
 		die("reader");
 	while (!atomic_load(r->stop))
 		if (pread(fd, buf, DIO_SIZE, 0) < 0)
@@ -222,12 +224,12 @@ static int mode_dio(const char *path, unsigned seed)
 	struct dio_reader r = { .path = path, .stop = &stop };
 	pthread_t th[2];
 	aio_context_t ctx = 0;
-	char *pat[2], *got = malloc(DIO_SIZE);
+	char *pat[2], *got = t_xmalloc(DIO_SIZE);
 	int fd, stale = 0, rounds = 200, rfd;
 
 	srand(seed);
 	if (posix_memalign((void **)&pat[0], 4096, DIO_SIZE) ||
-	    posix_memalign((void **)&pat[1], 4096, DIO_SIZE) || !got)
+	    posix_memalign((void **)&pat[1], 4096, DIO_SIZE))
 		die("memory");
 	memset(pat[0], 0x55 ^ (rand() & 0x0f), DIO_SIZE);
 	memset(pat[1], 0xaa ^ (rand() & 0x0f), DIO_SIZE);

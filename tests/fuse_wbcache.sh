@@ -21,15 +21,9 @@
 # test-timeout: 120
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-H=$UEXT4_BUILD/tests/fuse_wbcache
-[ -x "$H" ] || fail "$H not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
+fuse_test
+need_loop
+need_helper H fuse_wbcache
 KI=$T/k.img UI=$T/u.img K=$T/k U=$T/u
 mkdir -p "$K" "$U"
 mke2fs -q -F -t ext4 "$KI" 64M || fail "mke2fs"
@@ -118,8 +112,5 @@ for f in /immutable/dst0; do
 	k=$(debugfs -R "cat $f" "$KI" 2> /dev/null | md5sum) u=$(debugfs -R "cat $f" "$UI" 2> /dev/null | md5sum)
 	[ "$k" = "$u" ] || fail "$f on disk differs from the kernel's"
 done
-if ls "$T"/san* > /dev/null 2>&1; then
-	cat "$T"/san*
-	fail "sanitizer reports"
-fi
+san_check || fail "sanitizer reports"
 echo "fuse_wbcache: OK"

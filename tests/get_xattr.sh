@@ -14,13 +14,12 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-command -v getfattr > /dev/null || skip "getfattr (attr package) missing"
+need getfattr:attr
 export LC_ALL=C
 
 T=$(mktemp_dir)
 TMPDIRS+=("$T")   # mktemp_dir ran in a subshell: register it here
 IMG=$T/x.img
-FAILS=0
 
 desc=$("$TOP/tests/images/mk_host_refused_xattrs.sh" "$IMG") || {
 	rc=$?

@@ -20,9 +20,7 @@
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/hostile_bounds
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN hostile_bounds
 IMAGES=$(dirname "$0")/images
 dir=$(mktemp_dir)
 MAX_SECS=${HB_MAX_SECS:-20}

@@ -29,15 +29,12 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs debugfs dumpe2fs e2fsck cmp comm; do
-	command -v $t > /dev/null || skip "$t not installed"
-done
+need mke2fs debugfs dumpe2fs e2fsck cmp comm
 [ -x "$UEXT4" ] || skip "$UEXT4 not built"
 T=$(mktemp_dir)
 IMAGES=$TOP/tests/images
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
-FAILS=0 CHECKS=0
-bad() { echo "FAIL [$CASE]: $*"; FAILS=$((FAILS + 1)); }
+CHECKS=0
 ok() { CHECKS=$((CHECKS + 1)); }
 head -c 204800 /dev/urandom > "$T/big"
 
@@ -48,15 +45,6 @@ build() { # build BUILDER OUT: run tests/images/mk_BUILDER.sh, print its line
 	[ $rc = 77 ] && skip "$line"
 	[ $rc = 0 ] || fail "mk_$1.sh exited $rc: $line"
 	echo "   $1: $line"
-}
-
-run() { # run CMD...: the CLI; RC and ERR; a crash or sanitizer report fails
-	timeout -k 5 60 "$UEXT4" "$@" > "$T/out" 2> "$T/err" < /dev/null
-	RC=$?
-	ERR=$(head -c 2000 "$T/err")
-	if [ $RC -ge 124 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/err"; then
-		bad "uext4 $*: crash, hang or sanitizer report (exit $RC): $ERR"
-	fi
 }
 
 # fsck_kinds IMG: e2fsck -fn's findings with their numbers masked, sorted.
@@ -81,7 +69,7 @@ note "bad-blocks inode: listed blocks free in the bitmap"
 CASE="badblocks_free"
 build badblocks_free "$T/free.img"
 fsck_kinds "$T/free.img" > "$T/free.kinds"
-run put "$T/free.img" "$T/big" /f
+cli_run put "$T/free.img" "$T/big" /f
 [ $RC = 0 ] && ok || bad "put refused on a well-formed bad-blocks list: $ERR"
 debugfs -R "blocks /f" "$T/free.img" 2> /dev/null | tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n > "$T/fblocks"
 taken=$(comm -12 "$T/fblocks" <(listed "$T/free.img") | tr '\n' ' ')
@@ -93,7 +81,7 @@ note "bad-blocks inode: a listed block that /data uses too"
 CASE="badblocks_shared"
 build badblocks_shared "$T/shared.img"
 blk=$(listed "$T/shared.img")
-run rm "$T/shared.img" /data
+cli_run rm "$T/shared.img" /data
 [ $RC = 0 ] && ok || bad "rm /data refused: $ERR"
 debugfs -R "testb $blk" "$T/shared.img" 2>&1 | grep -q "marked in use" && ok ||
 	bad "rm /data freed block $blk, which inode 1 still lists"
@@ -106,7 +94,7 @@ cp "$T/bogus.img" "$T/bogus.orig"
 for cmd in "mkdir IMG /d" "put IMG $T/big /f" "rm IMG /hello.txt" "chmod IMG 600 /hello.txt"; do
 	cp "$T/bogus.orig" "$T/bogus.img"
 	# shellcheck disable=SC2086
-	run ${cmd/IMG/$T/bogus.img}
+	cli_run ${cmd/IMG/$T/bogus.img}
 	if [ $RC = 0 ]; then
 		bad "uext4 $cmd succeeded"
 	elif ! echo "$ERR" | grep -q "bad-blocks inode (inode 1) lists block [0-9]* outside the file system"; then
@@ -116,7 +104,7 @@ for cmd in "mkdir IMG /d" "put IMG $T/big /f" "rm IMG /hello.txt" "chmod IMG 600
 	fi
 	cmp -s "$T/bogus.img" "$T/bogus.orig" && ok || bad "uext4 $cmd changed the image"
 done
-run cat "$T/bogus.img" /hello.txt
+cli_run cat "$T/bogus.img" /hello.txt
 [ $RC = 0 ] && [ "$(cat "$T/out")" = hello ] && ok || bad "reading /hello.txt failed: $ERR"
 
 # ---------------------------------------------------------------- "." and ".."
@@ -129,7 +117,7 @@ for which in dot dotdot; do
 	for cmd in "put IMG $T/big /d/f" "mkdir IMG /d/n" "ln -s IMG /x /d/l" "mv IMG /hello.txt /d/h"; do
 		cp "$T/dots.orig" "$T/dots.img"
 		# shellcheck disable=SC2086
-		run ${cmd/IMG/$T/dots.img}
+		cli_run ${cmd/IMG/$T/dots.img}
 		if [ $RC = 0 ]; then
 			no_new_kinds "$T/dots.kinds" "$T/dots.img"
 		elif echo "$ERR" | grep -q "directory inode [0-9]* block 0: the .* entry"; then
@@ -141,7 +129,7 @@ for which in dot dotdot; do
 			bad "uext4 $cmd: refused without naming the entry: $ERR"
 		fi
 	done
-	run put "$T/dots.img" "$T/big" /elsewhere
+	cli_run put "$T/dots.img" "$T/big" /elsewhere
 	[ $RC = 0 ] && ok || bad "put into / refused: $ERR"
 done
 
@@ -169,7 +157,7 @@ for kind in extent indirect; do
 	for cmd in "truncate -s 1 IMG /bad" "truncate -s 15000 IMG /bad" "rm IMG /bad"; do
 		cp "$T/tree.orig" "$T/tree.img"
 		# shellcheck disable=SC2086
-		run ${cmd/IMG/$T/tree.img}
+		cli_run ${cmd/IMG/$T/tree.img}
 		if [ $RC = 0 ]; then
 			bad "uext4 $cmd succeeded"
 		elif ! echo "$ERR" | grep -qE "of inode [0-9]+: (tree block lies in the inode table of group 0 \(block [0-9]+\)|indirect block [0-9]+ lies in the inode table of group 0)"; then
@@ -182,10 +170,10 @@ for kind in extent indirect; do
 	done
 	# Writes elsewhere go on; reads of /bad may serve or refuse, no crash.
 	cp "$T/tree.orig" "$T/tree.img"
-	run put "$T/tree.img" "$T/big" /f
+	cli_run put "$T/tree.img" "$T/big" /f
 	[ $RC = 0 ] && ok || bad "put elsewhere refused: $ERR"
 	no_new_kinds "$T/tree.kinds" "$T/tree.img"
-	run cat "$T/tree.img" /bad
+	cli_run cat "$T/tree.img" /bad
 done
 
 # ---------------------------------------------------------------- empty values
@@ -197,10 +185,10 @@ for cmd in "chmod IMG 600 /f" "chown IMG 123:456 /f" "setfattr IMG -n trusted.sw
 	"setfattr IMG -n user.empty3 /f" "setfattr IMG -x user.pad /f" "chmod IMG 600 /g"; do
 	cp "$T/xe.orig" "$T/xe.img"
 	# shellcheck disable=SC2086
-	run ${cmd/IMG/$T/xe.img}
+	cli_run ${cmd/IMG/$T/xe.img}
 	[ $RC = 0 ] && ok || bad "uext4 $cmd refused: $ERR"
 	fsck_clean "$T/xe.img" > "$T/fsck.out" && ok || bad "uext4 $cmd: e2fsck -fn not clean: $(head -20 "$T/fsck.out")"
-	run getfattr "$T/xe.img" /f
+	cli_run getfattr "$T/xe.img" /f
 	grep -qx user.empty "$T/out" && grep -qx user.empty2 "$T/out" && grep -qx user.big "$T/out" && ok ||
 		bad "uext4 $cmd: /f lost an xattr: $(tr '\n' ' ' < "$T/out")"
 done

@@ -23,9 +23,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs debugfs dumpe2fs e2fsck resize2fs cmp comm flock; do
-	command -v $t > /dev/null || skip "$t not installed"
-done
+need mke2fs debugfs dumpe2fs e2fsck resize2fs cmp comm flock
 [ -x "$UEXT4" ] || skip "$UEXT4 not built"
 IMAGES=$TOP/tests/images
 T=$(mktemp_dir)
@@ -38,9 +36,7 @@ if [ ! -e /dev/fuse ] || ! command -v fusermount3 > /dev/null; then
 fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
 
-FAILS=0
 CHECKS=0
-bad() { echo "FAIL [$CASE]: $*"; FAILS=$((FAILS + 1)); }
 ok() { CHECKS=$((CHECKS + 1)); }
 
 # The reference tree every builder puts in its image (meta_tree).
@@ -52,16 +48,6 @@ build() { # build BUILDER OUT: run a builder, print its line
 	local line
 	line=$("$IMAGES/$1" "$2") || { echo "$line"; fail "$1 failed"; }
 	echo "   $1: $line"
-}
-
-# run CMD...: the CLI; sets RC and ERR; a crash or sanitizer report fails.
-run() {
-	timeout -k 5 60 "$UEXT4" "$@" > "$T/out" 2> "$T/err" < /dev/null
-	RC=$?
-	ERR=$(head -c 2000 "$T/err")
-	if [ $RC -ge 124 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/err"; then
-		bad "uext4 $*: crash, hang or sanitizer report (exit $RC): $ERR"
-	fi
 }
 
 # fsck_kinds IMG: the kinds of problem e2fsck -fn reports, one a line.
@@ -150,7 +136,7 @@ case3_write() { # case3_write LABEL CMD...
 	CASE="case 3: $label"
 	build mk_itable_unused_live.sh "$img"
 	fsck_kinds "$img" > "$before"
-	run "$@"
+	cli_run "$@"
 	# A refusal (errors=remount-ro stops the command) names the problem.
 	if [ $RC != 0 ] && ! echo "$ERR" | grep -qE "group 0.*bg_itable_unused|[Rr]ead-only"; then
 		bad "uext4 $*: failed without naming group 0's bg_itable_unused: $ERR"
@@ -197,7 +183,7 @@ case9_write() { # case9_write LABEL NEWPATH CMD...
 	build mk_live_inode_free.sh "$img"
 	live=$(inode_of "$img" /dir/a)
 	fsck_kinds "$img" > "$before"
-	run "$@"
+	cli_run "$@"
 	if [ $RC = 0 ]; then
 		ino=$(inode_of "$img" "$path")
 		if [ -z "$ino" ]; then
@@ -245,7 +231,7 @@ fi
 refused() {
 	local img=$1 orig=$2 want=$3
 	shift 3
-	run "$@"
+	cli_run "$@"
 	if [ $RC = 0 ]; then
 		bad "uext4 $* succeeded on a bad layout"
 	elif ! echo "$ERR" | grep -qE "$want"; then
@@ -259,12 +245,12 @@ refused() {
 # readable IMG: read commands still work.
 readable() {
 	local img=$1
-	run ls "$img" /dir
+	cli_run ls "$img" /dir
 	[ $RC = 0 ] && [ "$(sort "$T/out")" = "$(ls -A "$REF/dir" | sort)" ] && ok ||
 		bad "uext4 ls /dir on the read-only image: $RC $ERR"
-	run cat "$img" /big.bin
+	cli_run cat "$img" /big.bin
 	[ $RC = 0 ] && cmp -s "$T/out" "$REF/big.bin" && ok || bad "uext4 cat /big.bin: $RC $ERR"
-	run info "$img"
+	cli_run info "$img"
 	[ $RC = 0 ] && ok || bad "uext4 info: $RC $ERR"
 }
 
@@ -332,7 +318,7 @@ for opts in "-t ext4" "-t ext4 -b 1024" "-t ext4 -O meta_bg,^resize_inode" \
 	shrunk) mke2fs -q -F -t ext4 -b 1024 "$img" 300M && resize2fs "$img" 40M > /dev/null 2>&1 ;;
 	*) mke2fs -q -F $opts "$img" 300M ;;
 	esac || { bad "mke2fs/resize2fs $opts failed"; continue; }
-	run mkdir "$img" /x /x/y
+	cli_run mkdir "$img" /x /x/y
 	[ $RC = 0 ] && ok || bad "mkdir on a clean image refused: $ERR"
 	fsck_clean "$img" > /dev/null && ok || bad "e2fsck -fn not clean after mkdir"
 done

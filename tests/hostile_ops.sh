@@ -24,10 +24,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs debugfs dumpe2fs e2fsck cmp; do
-	command -v $t > /dev/null || skip "$t not installed"
-done
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
+need mke2fs debugfs dumpe2fs e2fsck cmp
+need_built "$UEXT4"
 T=$(mktemp_dir)
 IMAGES=$TOP/tests/images
 BINS=("$UEXT4")

@@ -21,7 +21,7 @@
 # test-timeout: 600
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs debugfs e2fsck dumpe2fs cmp; do command -v $t > /dev/null || skip "no $t"; done
+need mke2fs debugfs e2fsck dumpe2fs cmp
 [ -x "$UEXT4" ] || skip "no $UEXT4: build first"
 D=$(mktemp_dir)
 MK=$TOP/tests/images

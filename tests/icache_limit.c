@@ -196,7 +196,7 @@ static int run_default(const char *img)
 
 int main(void)
 {
-	char dir[] = "/tmp/uext4-icache_limit.XXXXXX", img[64], log[80], cmd[200];
+	char dir[] = "/tmp/uext4-icache_limit.XXXXXX", img[64], log[80], opts[64];
 	int err;
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -206,8 +206,8 @@ int main(void)
 		return T_FAIL;
 	snprintf(img, sizeof img, "%s/a.img", dir);
 	snprintf(log, sizeof log, "%s/e2fsck.log", dir);
-	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t ext4 -N %ld %s 512M > /dev/null", nfiles + 1000, img);
-	if (system(cmd))
+	snprintf(opts, sizeof opts, "-t ext4 -N %ld", nfiles + 1000);
+	if (t_make_image(img, "512M", opts))
 		return T_SKIP;  /* no mke2fs */
 	err = run(img);
 	T_CHECK(err == 0, "limited run: %s", strerror(-err));

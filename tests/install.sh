@@ -140,13 +140,10 @@ fi
 
 # ------------------------------------------------------------- the outside
 setup_traps
-for t in pkg-config nm readelf cc man mke2fs debugfs; do
-	command -v "$t" > /dev/null || skip "$t missing"
-done
+need pkg-config nm readelf cc man mke2fs debugfs
 export LC_ALL=C
 T=$(mktemp_dir)
 D=$T/destdir
-FAILS=0
 ver() { sed -n "s/^#define UEXT4_VERSION_$1 \\([0-9]*\\)$/\\1/p" "$TOP/include/uext4.h"; }
 MAJOR=$(ver MAJOR) VERSION=$(ver MAJOR).$(ver MINOR).$(ver PATCH)
 

@@ -28,10 +28,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-FAILS=0
+need_built "$UEXT4"
+test_dir
 ok() { echo "ok: $*"; }
 # ok_since N MSG: ok MSG if nothing failed since FAILS was N.
 ok_since() { [ $FAILS = "$1" ] && ok "$2"; }
@@ -263,8 +261,6 @@ else
 	fi
 fi
 
-for f in "$T"/san.*; do
-	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
-done
+san_check
 [ $FAILS = 0 ] || fail "$FAILS failures"
 echo "PASS"

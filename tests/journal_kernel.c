@@ -236,10 +236,7 @@ static int journal_blocks(const char *img, struct dropdev *d)
 static uint64_t rng_state;
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1DULL;
+	return t_rnd(&rng_state);
 }
 
 static int fail(const char *what, int err)

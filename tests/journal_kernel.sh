@@ -25,17 +25,15 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 [ "$(id -u)" = 0 ] || skip "needs root (kernel loop mounts)"
-can_loop || skip "no free loop device"
+need_loop "no free loop device"
 grep -qw ext4 /proc/filesystems || modprobe ext4 2> /dev/null || true
 grep -qw ext4 /proc/filesystems || skip "the kernel has no ext4"
-TOOL=$UEXT4_BUILD/tests/journal_kernel
-[ -x "$TOOL" ] || fail "$TOOL not built"
+need_helper TOOL journal_kernel
 command -v python3 > /dev/null || skip "needs python3 (for the shutdown ioctl)"
 
 T=$(mktemp_dir)
 SEED=${JOURNAL_KERNEL_SEED:-$(( $(date +%s) % 100000 ))}
 echo "seed $SEED (JOURNAL_KERNEL_SEED=$SEED repeats)"
-FAILS=0
 
 needs_recovery() { dumpe2fs -h "$1" 2> /dev/null | grep -q '^Filesystem features:.*needs_recovery'; }
 

@@ -23,16 +23,11 @@
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/journal_limit
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
-command -v mke2fs > /dev/null || skip "no mke2fs"
+helper_test BIN journal_limit mke2fs
 dir=$(mktemp_dir)
 img=$dir/a.img
 BOUND=${JOURNAL_LIMIT_BOUND_KIB:-$((112 * 1024))}
 NFILES=100000
-sanitized=0
-case "$UEXT4_BUILD" in *asan* | *tsan*) sanitized=1 ;; esac
 rc=0
 
 run() { # run CACHE_BYTES JOURNAL_MIB
@@ -46,7 +41,7 @@ run() { # run CACHE_BYTES JOURNAL_MIB
 	local peak
 	peak=$(echo "$out" | awk '$1 == "vmhwm_kib" { print $2 }')
 	note "cache $1, journal $2 MiB: peak RSS $peak KiB (bound $BOUND KiB)"
-	if [ $sanitized = 0 ] && [ "$peak" -ge "$BOUND" ]; then
+	if ! sanitized && [ "$peak" -ge "$BOUND" ]; then
 		echo "FAIL: peak $peak KiB >= bound $BOUND KiB"
 		rc=1
 	fi

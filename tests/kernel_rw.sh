@@ -30,22 +30,15 @@ setup_traps
 [ "$(id -u)" = 0 ] || skip "needs root (kernel loop mounts)"
 losetup -f > /dev/null 2>&1 || skip "no free loop device"
 [ "${UEXT4_NO_LOOP:-0}" = 0 ] || skip "UEXT4_NO_LOOP is set"
-command -v setfattr > /dev/null || skip "setfattr (attr package) missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-[ -x "$WALK" ] || fail "$WALK not built"
+need setfattr:attr
+need_built "$UEXT4" "$WALK"
 export TZ=UTC LC_ALL=C
-# / may be mounted with discard (every rm -r costs seconds): work on tmpfs.
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
-	[ -w /dev/shm ]; then
-	export TMPDIR=/dev/shm
-fi
-T=$(mktemp_dir)
-san_logs_in "$T"
+scratch_on_tmpfs
+test_dir
 case "$UEXT4_BUILD" in
 *asan* | *tsan*) KINDS=${KERNEL_RW_KINDS:-default} ;;
 *) KINDS=${KERNEL_RW_KINDS:-default 1k} ;;
 esac
-FAILS=0
 ok() { echo "ok: $*"; }
 # run LABEL CMD...: a command that must succeed.
 run() {
@@ -64,15 +57,6 @@ kind_mkfs() {
 }
 kind_tree() { case $1 in 1k) echo lite-1k ;; *) echo lite ;; esac; }
 
-compare() { # compare LABEL A B
-	if cmp -s "$2" "$3"; then
-		ok "$1 ($(wc -l < "$2") paths identical)"
-	else
-		bad "$1 differ ($(diff "$2" "$3" | grep -c '^>') of $(wc -l < "$2") lines); first differences:"
-		diff -u "$2" "$3" | head -30
-	fi
-}
-
 # cross_check LABEL IMG KMNT: walk lib must equal walk posix on a read-only
 # kernel mount, every field.
 cross_check() {
@@ -81,7 +65,7 @@ cross_check() {
 	"$WALK" posix "$kmnt" > "$T/k.dump" || bad "$label: walk posix reported errors"
 	kumount "$kmnt"
 	"$WALK" lib "$img" > "$T/l.dump" 2> "$T/l.err" || { bad "$label: walk lib reported errors"; head "$T/l.err"; }
-	compare "$label: kernel vs libuext4" "$T/k.dump" "$T/l.dump"
+	compare_dumps "$label: kernel vs libuext4" "$T/k.dump" "$T/l.dump"
 }
 
 # ---- 1: the kernel writes ------------------------------------------------------
@@ -197,7 +181,7 @@ check_kind() {
 	local wo=(--no-ino --no-ctime --no-atime --no-blocks --no-dirsize)
 	"$WALK" "${wo[@]}" posix "$src/xattrs" > "$T/put.src"
 	"$WALK" "${wo[@]}" posix "$kmnt/put-xattrs" > "$T/put.img"
-	compare "$kind: uext4 put of a host tree vs the host tree" "$T/put.src" "$T/put.img"
+	compare_dumps "$kind: uext4 put of a host tree vs the host tree" "$T/put.src" "$T/put.img"
 	kumount "$kmnt"
 
 	note "$kind 5: the kernel writes again"
@@ -210,8 +194,6 @@ check_kind() {
 }
 
 for kind in $KINDS; do check_kind "$kind"; done
-for f in "$T"/san.*; do
-	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
-done
+san_check
 [ $FAILS = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

@@ -37,13 +37,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-
-[ "$(id -u)" = 0 ] || skip "needs root (setpriv to another user, setcap, loop mounts)"
-can_loop || skip "no loop device for the kernel's ext4"
-[ -e /dev/fuse ] || skip "no /dev/fuse"
-for t in setpriv setcap getcap truncate; do
-	command -v $t > /dev/null || skip "no $t (Debian packages util-linux, libcap2-bin, coreutils)"
-done
+need_root "setpriv to another user, setcap, loop mounts"
+need_loop "no loop device for the kernel's ext4"
+need_fuse
+need setpriv:util-linux setcap:libcap2-bin getcap:libcap2-bin truncate
 
 work=$(mktemp_dir)
 chmod 755 "$work"
@@ -112,7 +109,6 @@ listing() {
 	done
 }
 
-FAILS=0
 
 for i in k wb nowb; do
 	mke2fs -q -F -t ext4 -I 256 "$work/$i.img" 64M || fail "mke2fs"
@@ -204,9 +200,7 @@ echo "GETXATTR requests for 20 write(2)s on one descriptor: $n"
 [ "$n" -le 1 ] || bad "$n GETXATTRs for 20 writes: FUSE_HANDLE_KILLPRIV_V2 is not in effect"
 fsck_clean "$work/dbg.img" || bad "dbg.img is not clean"
 
-for f in "$work"/san.*; do
-	[ -e "$f" ] && { cat "$f"; bad "sanitizer report $f"; }
-done
+san_check "$work"
 
 [ $FAILS = 0 ] || fail "$FAILS check(s) failed"
 echo "ok: setuid/setgid/capability after write, truncate, open(O_TRUNC) and chown equal the kernel's ext4 (writeback on and off), images clean"

@@ -38,10 +38,7 @@ static uint64_t rnd_state;
 
 static unsigned rnd(unsigned n)
 {
-	rnd_state ^= rnd_state << 13;
-	rnd_state ^= rnd_state >> 7;
-	rnd_state ^= rnd_state << 17;
-	return (unsigned)(rnd_state % n);
+	return (unsigned)t_rnd_below(&rnd_state, n);
 }
 
 /* Name i: a fixed random length (1..80) and content from i alone. */

@@ -7,14 +7,9 @@
 # e2fsck -fn clean.  4 KiB and 1 KiB blocks.
 # test-timeout: 600
 . "$(dirname "$0")/lib.sh"
-setup_traps
-P=$UEXT4_BUILD/tests/leaf_hint
-[ -x "$P" ] || skip "no $P: build first"
-command -v mke2fs > /dev/null || skip "no mke2fs"
-command -v debugfs > /dev/null || skip "no debugfs"
+helper_test P leaf_hint mke2fs debugfs
 D=$(mktemp_dir)
-SEED=${SEED:-$RANDOM}
-echo "seed=$SEED"
+test_seed leaf_hint
 OPS=${OPS:-40000}
 case "$UEXT4_BUILD" in *tsan* | *asan*) OPS=10000 ;; esac
 for bs in 4096 1024; do

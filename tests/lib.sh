@@ -6,11 +6,7 @@
 #   UEXT4_CACHE  where generated trees and images are kept (tests/tmp/vN-HASH),
 #                shared by every test of a run and across runs
 #
-# Image kinds (img_opts) are built by image_get KIND: mke2fs -d of a tree
-# from tests/mktree.sh, then (as root with loop devices) the kernel adds
-# the 50,000-entry directory and nanosecond times on a read-write loop
-# mount, because mke2fs -d 1.47.0 is quadratic on big directories and drops
-# sub-second times.  Every image is checked with e2fsck -fn when built.
+# Trees and images for tests: tree_get, image_get (tests/imgcache.inc).
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 UEXT4_BUILD=${UEXT4_BUILD:-$TOP/build}
@@ -24,7 +20,7 @@ export UEXT4_BUILD UEXT4
 cache_key() {
 	local v
 	v=$("$MKTREE" --version)
-	echo "v$v-$(cat "$MKTREE" "$TOP/tests/lib.sh" | cksum | cut -d' ' -f1)"
+	echo "v$v-$(cat "$MKTREE" "$TOP/tests/imgcache.inc" | cksum | cut -d' ' -f1)"
 }
 UEXT4_CACHE=${UEXT4_CACHE:-$TOP/tests/tmp/$(cache_key)}
 export UEXT4_CACHE
@@ -32,9 +28,108 @@ export UEXT4_CACHE
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; exit 1; }
 # bad MSG: a check failed; the test goes on, and ends failing if FAILS > 0.
+# A test that runs cases names the current one in CASE.
 FAILS=0
-bad() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+bad() { echo "FAIL${CASE:+ [$CASE]}: $*"; FAILS=$((FAILS + 1)); }
 note() { echo "== $*"; }
+
+# What a test needs of the machine: each skips the test, saying what is
+# missing.
+# need CMD[:PACKAGE]...: installed commands (PACKAGE: the one to install).
+need() {
+	local a c
+	for a; do
+		c=${a%%:*}
+		command -v "$c" > /dev/null && continue
+		[ "$c" = "$a" ] && skip "$c missing"
+		skip "$c missing (package ${a#*:})"
+	done
+}
+# need_root WHY: root.
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root ($1)"; }
+# need_fuse: FUSE mounts (/dev/fuse and fusermount3).
+need_fuse() {
+	[ -c /dev/fuse ] || skip "/dev/fuse missing"
+	need fusermount3
+}
+# need_loop [WHY]: the kernel's ext4 on a loop device, to compare with.
+need_loop() {
+	local why="needs root and a loop device (the kernel's ext4 is the oracle)"
+	can_loop || skip "${1:-$why}"
+}
+# need_built PROGRAM...: programs of the build (the CLI, test helpers); a
+# missing one fails the test (make builds them all).
+need_built() {
+	local b
+	for b; do [ -x "$b" ] || fail "$b not built (run make)"; done
+}
+# need_helper VAR NAME: VAR is the test helper build/tests/NAME, built.
+need_helper() {
+	printf -v "$1" '%s' "$UEXT4_BUILD/tests/$2"
+	need_built "${!1}"
+}
+
+# scratch_on_tmpfs: temporary directories go to /dev/shm when it is a
+# writable tmpfs and TMPDIR is not set: / here may be mounted with discard,
+# which makes every rm -r of a test tree take seconds, and fsync costs
+# nothing on tmpfs.
+scratch_on_tmpfs() {
+	if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
+		[ -w /dev/shm ]; then
+		export TMPDIR=/dev/shm
+	fi
+}
+
+# helper_test VAR NAME [CMD...]: the start of a test that drives the test
+# helper build/tests/NAME (in VAR): cleanup on exit, the helper built and the
+# commands it needs.
+helper_test() {
+	setup_traps
+	need_helper "$1" "$2"
+	need "${@:3}"
+}
+# sanitized: whether this run is of a sanitizer build (slower: tests that
+# time or count scale down).
+sanitized() {
+	case "$UEXT4_BUILD" in *asan* | *tsan*) return 0 ;; esac
+	return 1
+}
+
+# test_dir: T, this test's temporary directory (removed at exit), where the
+# servers it starts leave their sanitizer reports (see san_check).
+test_dir() {
+	T=$(mktemp_dir)
+	san_logs_in "$T"
+}
+# fuse_test [CMD...]: the start of a test of the FUSE server: cleanup on
+# exit, FUSE and the commands it needs, the binary built, and test_dir.
+fuse_test() {
+	setup_traps
+	need_fuse
+	need "$@"
+	need_built "$UEXT4"
+	test_dir
+}
+# san_check [DIR]: each sanitizer report a server left in DIR (default $T)
+# is shown and is a failed check; returns 1 if there was one.
+san_check() {
+	local f rc=0
+	for f in "${1:-$T}"/san*; do
+		[ -e "$f" ] || continue
+		cat "$f"
+		bad "sanitizer report $f"
+		rc=1
+	done
+	return $rc
+}
+# test_seed NAME [VAR]: SEED from $VAR (default SEED), else at random;
+# printed so that a failing run can be replayed.
+test_seed() {
+	local var=${2:-SEED} r
+	r=$(od -An -N4 -tu4 /dev/urandom)
+	SEED=${!var:-$((r % 1000000000))}
+	echo "$1: seed $SEED ($var=$SEED replays)"
+}
 # san_logs_in DIR: the sanitizers of the servers a test starts write their
 # reports to DIR/san.PID, where the test looks for them, not to stderr that a
 # daemon has closed.
@@ -121,6 +216,34 @@ fuse_mount() {
 	cat "$dir.log"
 	return 1
 }
+# fuse_mount_fg IMAGE DIR [OPTIONS]: our FUSE server read-write, in the
+# foreground (-f, -o OPTIONS) as a background job (FUSE_PID), its output in
+# DIR.log; waits for the mount, or shows the log if the server exits first.
+fuse_mount_fg() {
+	local i
+	"$UEXT4" mount -f ${3:+-o "$3"} "$1" "$2" > "$2.log" 2>&1 < /dev/null &
+	FUSE_PID=$!
+	MOUNTS+=("$2")
+	for ((i = 0; i < 300; i++)); do
+		[ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] && return 0
+		kill -0 "$FUSE_PID" 2> /dev/null || break
+		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
+	done
+	cat "$2.log"
+	return 1
+}
+# mount_KIND IMAGE DIR / umount_KIND DIR, KIND kernel or uext4: the same
+# file system mounted read-write by the kernel's ext4 (loop) or by `uext4
+# mount` (it daemonizes), for tests that do the same on both; `uext4 umount`
+# returns once the server has written everything back.  A failure fails the
+# test.
+mount_kernel() { kmount "$1" "$2" rw || fail "kernel mount of $1"; }
+umount_kernel() { umount "$1" || fail "umount $1"; }
+mount_uext4() {
+	"$UEXT4" mount "$1" "$2" || fail "uext4 mount $1"
+	MOUNTS+=("$2")
+}
+umount_uext4() { "$UEXT4" umount "$1" || { fusermount3 -u "$1"; fail "uext4 umount $1"; }; }
 fuse_umount() {
 	fusermount3 -u "$1" || umount -l "$1"
 	[ -n "$FUSE_PID" ] && wait "$FUSE_PID" 2> /dev/null
@@ -128,102 +251,29 @@ fuse_umount() {
 	return 0
 }
 
-# with_lock FILE CMD...: run CMD holding an exclusive lock, so concurrent
-# runs share a cache safely.
-with_lock() {
-	local lock=$1
-	shift
-	mkdir -p "$(dirname "$lock")"
-	(flock 9 && "$@") 9> "$lock"
+. "$TOP/tests/imgcache.inc"
+
+# cli_run CMD...: the CLI ($UEXT4 CMD...) with a 60 s limit; sets RC and ERR
+# (the start of its stderr).  A crash, a hang or a sanitizer report is a
+# failed check.
+cli_run() {
+	timeout -k 5 60 "$UEXT4" "$@" > "$T/out" 2> "$T/err" < /dev/null
+	RC=$?
+	ERR=$(head -c 2000 "$T/err")
+	if [ $RC -ge 124 ] || grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/err"; then
+		bad "uext4 $*: crash, hang or sanitizer report (exit $RC): $ERR"
+	fi
 }
 
-# tree_get KIND: print the path of a cached tree, generating it if needed.
-tree_get() {
-	local kind=$1 dir=$UEXT4_CACHE/tree-$1
-	if [ ! -e "$dir.done" ]; then
-		with_lock "$UEXT4_CACHE/lock" _tree_build "$kind" "$dir" >&2 || return 1
+# compare_dumps LABEL A B: two tree dumps (walk, one line a path) must be
+# identical; else a failed check showing the first differences.
+compare_dumps() {
+	if cmp -s "$2" "$3"; then
+		echo "ok: $1 ($(wc -l < "$2") paths identical)"
+	else
+		bad "$1 differs ($(diff "$2" "$3" | grep -c '^>') of $(wc -l < "$2") lines; first differences):"
+		diff -u "$2" "$3" | head -40 | cut -c1-300
 	fi
-	echo "$dir"
-}
-_tree_build() {
-	[ -e "$2.done" ] && return 0
-	rm -rf "$2" "$2.tmp"
-	# Drop caches of other generator versions (they hold big images).
-	find "$TOP/tests/tmp" -mindepth 1 -maxdepth 1 -type d ! -name "$(basename "$UEXT4_CACHE")" \
-		-exec rm -rf {} + 2> /dev/null
-	"$MKTREE" "$2.tmp" "$1" || return 1
-	# Written back before anyone reads st_blocks: with delayed allocation
-	# the host's ext4 counts a file's extent-tree blocks only then.
-	sync -f "$2.tmp" || return 1
-	mv "$2.tmp" "$2" && touch "$2.done"
-}
-
-# Image kinds: name -> "TREE-KIND mke2fs-options".
-IMAGE_KINDS="default 1k inline orphan ext3 ext2 inode128 tea"
-img_opts() {
-	case "$1" in
-	default)  echo "base    -t ext4" ;;
-	1k)       echo "base-1k -t ext4 -b 1024" ;;
-	inline)   echo "base    -t ext4 -O inline_data" ;;
-	orphan)   echo "base    -t ext4 -O orphan_file,metadata_csum_seed,large_dir" ;;
-	ext3)     echo "base    -t ext3" ;;
-	ext2)     echo "base    -t ext2" ;;
-	inode128) echo "base    -t ext4 -I 128" ;;
-	tea)      echo "base    -t ext4" ;;  # + tune2fs, see img_tune
-	lite)     echo "lite    -t ext4" ;;
-	*) return 1 ;;
-	esac
-}
-
-# img_tune KIND: tune2fs options applied after mke2fs -d, before the kernel
-# adds the big directory (mke2fs 1.47.0 has no hash_alg option).
-img_tune() {
-	case "$1" in
-	tea) echo "-E hash_alg=tea" ;;
-	esac
-}
-
-# image_get KIND: print the path of a cached image of that kind.
-image_get() {
-	local img=$UEXT4_CACHE/img-$1.img
-	if [ ! -e "$img.done" ]; then
-		with_lock "$UEXT4_CACHE/lock" _image_build "$1" "$img" >&2 || return 1
-	fi
-	echo "$img"
-}
-_image_build() {
-	local kind=$1 img=$2 opts tkind tree mnt
-	[ -e "$img.done" ] && return 0
-	opts=$(img_opts "$kind") || { echo "unknown image kind $kind"; return 1; }
-	tkind=${opts%% *}
-	opts=${opts#* }
-	# tree_get takes the lock itself; we hold it, so build directly.
-	tree=$UEXT4_CACHE/tree-$tkind
-	[ -e "$tree.done" ] || _tree_build "$tkind" "$tree" || return 1
-	rm -f "$img"
-	echo "mke2fs -q -F $opts -N 120000 -d $tree $img 1G"
-	# shellcheck disable=SC2086
-	mke2fs -q -F $opts -N 120000 -d "$tree" "$img" 1G || return 1
-	if [ -n "$(img_tune "$kind")" ]; then
-		echo "tune2fs $(img_tune "$kind") $img"
-		# shellcheck disable=SC2046
-		tune2fs $(img_tune "$kind") "$img" > /dev/null || return 1
-	fi
-	if [ "$tkind" != lite ] && can_loop; then
-		mnt=$(mktemp -d /tmp/uext4-mk.XXXXXX)
-		mount -o loop "$img" "$mnt" || { rmdir "$mnt"; return 1; }
-		"$MKTREE" "$mnt" "bigdir retime" > /dev/null
-		local rc=$?
-		umount "$mnt"
-		rmdir "$mnt"
-		[ $rc = 0 ] || return 1
-	fi
-	e2fsck -fn "$img" > "$img.fsck" 2>&1 || {
-		cat "$img.fsck"
-		echo "e2fsck -fn reports problems in the freshly built $kind image"
-		return 1
-	}
-	touch "$img.done"
 }
 
 # fsck_clean IMAGE: e2fsck -fn must report nothing.

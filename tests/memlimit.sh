@@ -19,16 +19,12 @@
 # test-timeout: 120
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/memlimit
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
-command -v mke2fs > /dev/null || skip "no mke2fs"
+helper_test BIN memlimit mke2fs
 dir=$(mktemp_dir)
 img=$dir/a.img
 BOUND=${MEMLIMIT_BOUND_KIB:-$((110 * 1024))}
 NFILES=200000
-sanitized=0
-case "$UEXT4_BUILD" in *asan* | *tsan*) sanitized=1; NFILES=20000 ;; esac
+sanitized && NFILES=20000
 rc=0
 
 peak() { # peak CACHE_BYTES: run the workload on a fresh image, print VmHWM KiB
@@ -41,7 +37,7 @@ peak() { # peak CACHE_BYTES: run the workload on a fresh image, print VmHWM KiB
 
 limited=$(peak $((8 << 20)))
 note "cache 8 MiB, $NFILES files: peak RSS $limited KiB (bound $BOUND KiB)"
-if [ $sanitized = 1 ]; then
+if sanitized; then
 	echo "memlimit.sh: sanitizer build, bound not asserted; pass"
 	exit 0
 fi

@@ -40,14 +40,10 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-command -v mke2fs > /dev/null || skip "mke2fs (e2fsprogs) missing"
-command -v dumpe2fs > /dev/null || skip "dumpe2fs (e2fsprogs) missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
+need mke2fs:e2fsprogs dumpe2fs:e2fsprogs
+need_built "$UEXT4"
 export TZ=UTC LC_ALL=C
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
-	[ -w /dev/shm ]; then
-	export TMPDIR=/dev/shm
-fi
+scratch_on_tmpfs
 D=$(mktemp_dir)
 QUICK=${MKFS_QUICK:-0}
 case "$UEXT4_BUILD" in */asan | */tsan) QUICK=1 ;; esac

@@ -142,10 +142,7 @@ struct thr {
 
 static uint64_t rnd(struct thr *t)
 {
-	t->rng ^= t->rng >> 12;
-	t->rng ^= t->rng << 25;
-	t->rng ^= t->rng >> 27;
-	return t->rng * 0x2545F4914F6CDD1DULL;
+	return t_rnd(&t->rng);
 }
 
 static uint64_t rndn(struct thr *t, uint64_t n)

@@ -18,8 +18,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 . "$(dirname "$0")/nbd.inc"   # UEXT4_NBD=1: model runs on an NBD export of the image
-BIN=$UEXT4_BUILD/tests/model
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+need_helper BIN model
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
 
 # Sanitizer builds run several times slower: fewer operations.
@@ -30,7 +29,7 @@ case "$UEXT4_BUILD" in
 esac
 OPS=${MODEL_OPS:-$((20000 / SCALE))}
 THREADS=${MODEL_THREADS:-4}
-SEED=${MODEL_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))}
+test_seed model MODEL_SEED
 KINDS=${MODEL_KINDS:-default 1k ext3 nocsum inline}
 
 kind_opts() {
@@ -47,7 +46,7 @@ kind_opts() {
 dir=$(mktemp_dir)
 rc=0
 i=0
-echo "model.sh: seed $SEED (replay: MODEL_SEED=$SEED MODEL_KINDS=\"$KINDS\" bash tests/model.sh)"
+echo "model.sh: (replay: MODEL_SEED=$SEED MODEL_KINDS=\"$KINDS\" bash tests/model.sh)"
 for kind in $KINDS; do
 	opts=$(kind_opts "$kind") || fail "unknown kind $kind"
 	img=$dir/$kind.img

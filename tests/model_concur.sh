@@ -6,12 +6,10 @@
 # run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/model
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN model
 dir=$(mktemp_dir)
 img=$dir/concur.img
 mke2fs -q -F -t ext4 "$img" 1G || fail "mke2fs"
-SEED=${MODEL_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))}
+test_seed model_concur MODEL_SEED
 "$BIN" --threads 4 --ops "${MODEL_OPS:-3000}" --seed "$SEED" "$img" || exit 1
 fsck_clean "$img" || exit 1

@@ -26,16 +26,13 @@ set -uo pipefail
 setup_traps
 . "$(dirname "$0")/nbd.inc"
 nbd_have || skip "nbdkit (with its file plugin) is not installed (Debian: nbdkit)"
-command -v e2fsck > /dev/null || skip "e2fsck missing"
+need e2fsck
 [ -x "$UEXT4" ] || fail "$UEXT4 not built (run make)"
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
 [ -e /dev/fuse ] || skip "no /dev/fuse"
 DIR=$(mktemp_dir)
-SEED=${NBD_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom) % 1000000000 ))}
-echo "nbd.sh: seed $SEED (NBD_SEED=$SEED replays the file contents)"
+test_seed nbd NBD_SEED
 RANDOM=$SEED
-FAILED=0
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 # fuse_rw URI DIR [OPTS]: a read-write FUSE mount in the foreground of a
 # background job (FUSE_PID), waiting for it to appear.
@@ -305,8 +302,8 @@ for t in ${NBD_TESTS:-$DEFAULT_TESTS}; do
 	*) fail "unknown NBD test $t" ;;
 	esac
 done
-if [ "$FAILED" != 0 ]; then
-	echo "$FAILED NBD check(s) failed (seed $SEED)"
+if [ "$FAILS" != 0 ]; then
+	echo "$FAILS NBD check(s) failed (seed $SEED)"
 	exit 1
 fi
 echo "all NBD checks passed (seed $SEED)"

@@ -8,9 +8,7 @@
 # test-timeout: 120
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/oom
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN oom
 dir=$(mktemp_dir)
 for bs in 1024 4096; do
 	note "oom sweep, ext4 with $bs-byte blocks"

@@ -24,7 +24,7 @@ static int open_n(uext4_fs *fs, uint64_t ino, uext4_file **fh, int n)
 
 int main(void)
 {
-	char dir[] = "/tmp/uext4-openfiles.XXXXXX", img[64], log[80], cmd[160];
+	char dir[] = "/tmp/uext4-openfiles.XXXXXX", img[64], log[80];
 	struct uext4_opts o = { .max_open_files = LIMIT };
 	uext4_file *fh[LIMIT + 1], *extra = NULL;
 	struct uext4_stat st;
@@ -35,8 +35,7 @@ int main(void)
 		return T_FAIL;
 	snprintf(img, sizeof img, "%s/a.img", dir);
 	snprintf(log, sizeof log, "%s/e2fsck.log", dir);
-	snprintf(cmd, sizeof cmd, "mke2fs -q -F -t ext4 %s 4M > /dev/null", img);
-	if (system(cmd))
+	if (t_make_image(img, "4M", "-t ext4"))
 		return T_SKIP;  /* no mke2fs */
 	err = uext4_mount(img, &o, &fs);
 	T_CHECK(err == 0, "mount: %s", strerror(-err));

@@ -21,18 +21,6 @@ case "$UEXT4_BUILD" in
 *) FUSE_KINDS=${ORACLE_FUSE_KINDS:-default inline} ;;
 esac
 WORK=$(mktemp_dir)
-FAILED=0
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
-
-# compare NAME A B: diff two dumps, show the first differences.
-compare() {
-	if cmp -s "$2" "$3"; then
-		echo "ok: $1 ($(wc -l < "$2") paths identical)"
-	else
-		bad "$1 differs ($(diff "$2" "$3" | grep -c '^>') of $(wc -l < "$2") lines; first differences):"
-		diff -u "$2" "$3" | head -40
-	fi
-}
 
 source_tree_fallback() {
 	echo "NOTE: not root or no loop device: comparing libuext4 with the source"
@@ -47,7 +35,7 @@ source_tree_fallback() {
 	      --exclude=lost+found --exclude=times/future)
 	"$WALK" "${opts[@]}" posix "$tree" | grep -v '^\. ' > "$WORK/src.txt"
 	"$WALK" "${opts[@]}" lib "$img" | grep -v '^\. ' > "$WORK/lib.txt" || bad "walk lib reported errors"
-	compare "fallback: source tree vs walk lib" "$WORK/src.txt" "$WORK/lib.txt"
+	compare_dumps "fallback: source tree vs walk lib" "$WORK/src.txt" "$WORK/lib.txt"
 	fsck_clean "$img" || bad "e2fsck"
 }
 
@@ -95,7 +83,7 @@ check_kind() {
 	"$WALK" posix "$kmnt" > "$WORK/$kind.kernel" || bad "walk posix on the kernel mount reported errors"
 	"$WALK" lib "$TARGET" > "$WORK/$kind.lib" 2> "$WORK/$kind.lib.err" ||
 		{ bad "walk lib reported errors:"; head -20 "$WORK/$kind.lib.err"; }
-	compare "$kind: kernel vs libuext4" "$WORK/$kind.kernel" "$WORK/$kind.lib"
+	compare_dumps "$kind: kernel vs libuext4" "$WORK/$kind.kernel" "$WORK/$kind.lib"
 	if [ -x "$UEXT4" ] && [[ " $FUSE_KINDS " == *" $kind "* ]]; then
 		if fuse_mount "$TARGET" "$fmnt"; then
 			"$WALK" posix "$fmnt" > "$WORK/$kind.fuse" || bad "walk posix on the FUSE mount reported errors"
@@ -104,7 +92,7 @@ check_kind() {
 			[ "$(stat -f -c "$fmt" "$kmnt")" = "$(stat -f -c "$fmt" "$fmnt")" ] ||
 				bad "$kind: statfs differs: kernel [$(stat -f -c "$fmt" "$kmnt")] FUSE [$(stat -f -c "$fmt" "$fmnt")]"
 			fuse_umount "$fmnt"
-			compare "$kind: kernel vs FUSE" "$WORK/$kind.kernel" "$WORK/$kind.fuse"
+			compare_dumps "$kind: kernel vs FUSE" "$WORK/$kind.kernel" "$WORK/$kind.fuse"
 		else
 			bad "FUSE mount of the $kind image failed"
 		fi
@@ -121,8 +109,8 @@ if ! can_loop; then
 else
 	for kind in $KINDS; do check_kind "$kind"; done
 fi
-if [ "$FAILED" != 0 ]; then
-	echo "$FAILED check(s) failed"
+if [ "$FAILS" != 0 ]; then
+	echo "$FAILS check(s) failed"
 	exit 1
 fi
 echo "all oracle checks passed"

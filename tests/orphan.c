@@ -23,6 +23,7 @@
 #include "orphan.h"
 #include "trans.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -31,19 +32,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (cond) {                                                                \
-			printf("ok   ");                                                   \
-		} else {                                                                   \
-			printf("FAIL ");                                                   \
-			failures++;                                                        \
-		}                                                                          \
-		printf(__VA_ARGS__);                                                       \
-		printf("\n");                                                              \
-	} while (0)
 
 static void die(const char *what, int err)
 {
@@ -143,7 +131,7 @@ static int cmd_unlinkopen(const char *img)
 	free(back);
 	if ((err = uext4_umount(fs)))
 		die("umount", err);
-	return failures ? 1 : 0;
+	return t_failures ? 1 : 0;
 }
 
 /* (b)/(c) N files unlinked while open, then the process dies. */

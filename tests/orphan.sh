@@ -23,9 +23,7 @@
 # Every image ends e2fsck -fn clean.
 # test-timeout: 400
 . "$(dirname "$0")/lib.sh"
-setup_traps
-T=$UEXT4_BUILD/tests/orphan
-[ -x "$T" ] || skip "no $T: build first"
+helper_test T orphan
 command -v mke2fs > /dev/null && command -v debugfs > /dev/null || skip "no e2fsprogs"
 D=$(mktemp_dir)
 SEED=${SEED:-$RANDOM}

@@ -22,6 +22,7 @@
 #include "orphan.h"
 #include "trans.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,20 +34,13 @@
 static uext4_fs *fs;
 static unsigned rounds, hold;
 static unsigned seed;
-static _Atomic int failures;
 static pthread_barrier_t held;
 static struct orphan_stats at_peak; /* written by thread 0 between barriers */
-
-static void fail(const char *what, int err)
-{
-	printf("FAIL %s: %s (%s)\n", what, strerror(err < 0 ? -err : err), uext4_last_error());
-	atomic_fetch_add(&failures, 1);
-}
 
 /* Other threads wait at a barrier: stop the process. */
 static void fatal(const char *what, int err)
 {
-	fail(what, err);
+	t_fail_call(what, err);
 	fflush(stdout);
 	exit(1);
 }
@@ -69,13 +63,13 @@ static void stress_orphan(unsigned t)
 	memset(buf, 'a' + (int)(t % 26), sizeof(buf));
 	if ((err = uext4_create(fs, UEXT4_ROOT_INO, name, 0644, &st)) ||
 	    (err = uext4_open(fs, st.ino, O_RDWR, &f)))
-		{ fail("create", err); return; }
+		{ t_fail_call("create", err); return; }
 	for (unsigned r = 0; r < rounds; r++) {
 		if (uext4_pwrite(f, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf))
-			{ fail("extend", -EIO); return; }
+			{ t_fail_call("extend", -EIO); return; }
 		for (uint64_t size = sizeof(buf); size > 1;)
 			if ((err = set_size(st.ino, size -= MIN(size - 1, 61))))
-				{ fail("truncate", err); return; }
+				{ t_fail_call("truncate", err); return; }
 	}
 	uext4_release(f);
 }
@@ -131,9 +125,9 @@ static void hold_many(unsigned t)
 		struct inode *n = inodes[order[i]];
 
 		if ((err = orphan_op(n, false)))
-			fail("orphan_del", err);
+			t_fail_call("orphan_del", err);
 		if (atomic_load(&n->istate) & (INODE_ORPHAN_FILE | INODE_ORPHAN_LIST))
-			fail("still on a list after orphan_del", -EINVAL);
+			t_fail_call("still on a list after orphan_del", -EINVAL);
 		iput(fs, n);
 	}
 	free(inodes);
@@ -167,7 +161,7 @@ int main(int argc, char **argv)
 	seed = argc > 5 ? (unsigned)strtoul(argv[5], NULL, 0) : (unsigned)time(NULL);
 	printf("seed=%u threads=%u rounds=%u hold=%u\n", seed, nthreads, rounds, hold);
 	if ((err = uext4_mount(argv[1], &o, &fs))) {
-		fail("mount", err);
+		t_fail_call("mount", err);
 		return 1;
 	}
 	orphan_get_stats(fs, &os);
@@ -180,25 +174,25 @@ int main(int argc, char **argv)
 	printf("peak: %u in the orphan file, %u on the legacy list\n",
 	       at_peak.file_capacity - at_peak.file_free, at_peak.list_len);
 	if (at_peak.file_capacity - at_peak.file_free + at_peak.list_len != nthreads * hold)
-		fail("held orphans miscounted", -EINVAL);
+		t_fail_call("held orphans miscounted", -EINVAL);
 	if (nthreads * hold > at_peak.file_capacity && at_peak.list_len !=
 	    nthreads * hold - at_peak.file_capacity)
-		fail("full orphan file did not fall back to the list", -EINVAL);
+		t_fail_call("full orphan file did not fall back to the list", -EINVAL);
 	orphan_get_stats(fs, &os);
 	printf("after: orphan file %u/%u free, legacy list %u, s_last_orphan %u\n", os.file_free,
 	       os.file_capacity, os.list_len, le32(fs->sb.s_last_orphan));
 	if (os.file_free != os.file_capacity || os.list_len || le32(fs->sb.s_last_orphan))
-		fail("orphan lists not empty", -EINVAL);
+		t_fail_call("orphan lists not empty", -EINVAL);
 	for (unsigned t = 0; t < nthreads; t++) {
 		struct uext4_stat st;
 		char name[32];
 
 		snprintf(name, sizeof(name), "s%u", t);
 		if ((err = uext4_lookup(fs, UEXT4_ROOT_INO, name, &st)) || st.size != 1)
-			fail("stress file size", err ? err : -EINVAL);
+			t_fail_call("stress file size", err ? err : -EINVAL);
 	}
 	if ((err = uext4_umount(fs)))
-		fail("umount", err);
-	printf("%s\n", failures ? "FAILED" : "passed");
-	return failures ? 1 : 0;
+		t_fail_call("umount", err);
+	printf("%s\n", t_failures ? "FAILED" : "passed");
+	return t_failures ? 1 : 0;
 }

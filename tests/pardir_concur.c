@@ -46,18 +46,9 @@ static uext4_fs *fs;
 static uint64_t dino;
 static unsigned nthreads, nfiles, seed;
 static uint64_t pre_ino[PRE];
-static _Atomic int failures, writers_left;
+static _Atomic int writers_left;
 static _Atomic unsigned collide_wins[COLLIDE], unlink_wins[COLLIDE];
 static pthread_barrier_t phase;
-
-#define CHECK(cond, ...) do {                                            \
-	if (!(cond)) {                                                   \
-		printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);  \
-		printf(__VA_ARGS__);                                     \
-		printf(" (%s)\n", uext4_last_error());                   \
-		atomic_fetch_add(&failures, 1);                          \
-	}                                                                \
-} while (0)
 
 /* Long names fill leaves quickly, so the test splits leaves too. */
 static void pre_name(char *b, size_t n, unsigned i)
@@ -80,13 +71,12 @@ static void collide_name(char *b, size_t n, unsigned k)
 	snprintf(b, n, "collide-%03u", k);
 }
 
-static unsigned rnd(unsigned *s)
+static uint64_t rnd(uint64_t *s)
 {
-	*s = *s * 1103515245u + 12345u;
-	return *s >> 8;
+	return t_rnd(s);
 }
 
-static void create_phase(unsigned t, uint64_t *ino, unsigned *rs)
+static void create_phase(unsigned t, uint64_t *ino, uint64_t *rs)
 {
 	char name[128];
 	struct uext4_stat st;
@@ -95,20 +85,20 @@ static void create_phase(unsigned t, uint64_t *ino, unsigned *rs)
 	for (unsigned i = 0; i < nfiles; i++) {
 		own_name(name, sizeof(name), t, i);
 		err = uext4_create(fs, dino, name, 0644, &st);
-		CHECK(err == 0, "create %s: %d", name, err);
+		CHECK_ERR(err == 0, "create %s: %d", name, err);
 		ino[i] = err ? 0 : st.ino;
 		err = uext4_lookup(fs, dino, name, &st);
-		CHECK(err == 0 && st.ino == ino[i], "lookup %s after create: %d ino %llu want %llu",
+		CHECK_ERR(err == 0 && st.ino == ino[i], "lookup %s after create: %d ino %llu want %llu",
 		      name, err, (unsigned long long)st.ino, (unsigned long long)ino[i]);
 		own_name(name, sizeof(name), rnd(rs) % nthreads, rnd(rs) % nfiles);
 		err = uext4_lookup(fs, dino, name, &st);
-		CHECK(err == -ENOENT || (err == 0 && S_ISREG(st.mode)), "lookup %s: %d", name, err);
+		CHECK_ERR(err == -ENOENT || (err == 0 && S_ISREG(st.mode)), "lookup %s: %d", name, err);
 		if (i % 8 == 0) {
 			unsigned k = (i / 8 + t) % COLLIDE;
 
 			collide_name(name, sizeof(name), k);
 			err = uext4_create(fs, dino, name, 0600, NULL);
-			CHECK(err == 0 || err == -EEXIST, "create %s: %d", name, err);
+			CHECK_ERR(err == 0 || err == -EEXIST, "create %s: %d", name, err);
 			if (err == 0)
 				atomic_fetch_add(&collide_wins[k], 1);
 		}
@@ -117,7 +107,7 @@ static void create_phase(unsigned t, uint64_t *ino, unsigned *rs)
 	for (unsigned k = 0; k < COLLIDE; k++) {
 		collide_name(name, sizeof(name), (k + t) % COLLIDE);
 		err = uext4_create(fs, dino, name, 0600, NULL);
-		CHECK(err == 0 || err == -EEXIST, "create %s: %d", name, err);
+		CHECK_ERR(err == 0 || err == -EEXIST, "create %s: %d", name, err);
 		if (err == 0)
 			atomic_fetch_add(&collide_wins[(k + t) % COLLIDE], 1);
 	}
@@ -133,24 +123,24 @@ static void change_phase(unsigned t, const uint64_t *ino)
 		own_name(name, sizeof(name), t, i);
 		if (i % 3 == 0) {
 			err = uext4_unlink(fs, dino, name);
-			CHECK(err == 0, "unlink %s: %d", name, err);
+			CHECK_ERR(err == 0, "unlink %s: %d", name, err);
 			err = uext4_lookup(fs, dino, name, &st);
-			CHECK(err == -ENOENT, "lookup %s after unlink: %d", name, err);
+			CHECK_ERR(err == -ENOENT, "lookup %s after unlink: %d", name, err);
 		} else if (i % 3 == 1) {
 			renamed_name(to, sizeof(to), t, i);
 			err = uext4_rename(fs, dino, name, dino, to, 0);
-			CHECK(err == 0, "rename %s: %d", name, err);
+			CHECK_ERR(err == 0, "rename %s: %d", name, err);
 			err = uext4_lookup(fs, dino, name, &st);
-			CHECK(err == -ENOENT, "lookup %s after rename: %d", name, err);
+			CHECK_ERR(err == -ENOENT, "lookup %s after rename: %d", name, err);
 			err = uext4_lookup(fs, dino, to, &st);
-			CHECK(err == 0 && st.ino == ino[i], "lookup %s after rename: %d", to, err);
+			CHECK_ERR(err == 0 && st.ino == ino[i], "lookup %s after rename: %d", to, err);
 		}
 		if (i % 8 == 0) {
 			unsigned k = (i / 8 + t) % COLLIDE;
 
 			collide_name(name, sizeof(name), k);
 			err = uext4_unlink(fs, dino, name);
-			CHECK(err == 0 || err == -ENOENT, "unlink %s: %d", name, err);
+			CHECK_ERR(err == 0 || err == -ENOENT, "unlink %s: %d", name, err);
 			if (err == 0)
 				atomic_fetch_add(&unlink_wins[k], 1);
 		}
@@ -158,7 +148,7 @@ static void change_phase(unsigned t, const uint64_t *ino)
 	for (unsigned k = 0; k < COLLIDE; k++) {
 		collide_name(name, sizeof(name), (k + t) % COLLIDE);
 		err = uext4_unlink(fs, dino, name);
-		CHECK(err == 0 || err == -ENOENT, "unlink %s: %d", name, err);
+		CHECK_ERR(err == 0 || err == -ENOENT, "unlink %s: %d", name, err);
 		if (err == 0)
 			atomic_fetch_add(&unlink_wins[(k + t) % COLLIDE], 1);
 	}
@@ -173,7 +163,7 @@ static void swap_name(char *b, size_t n, unsigned k)
 
 /* Phase 3: even threads rename new files over the SWAP names, odd ones
  * unlink them. */
-static void swap_phase(unsigned t, unsigned *rs)
+static void swap_phase(unsigned t, uint64_t *rs)
 {
 	char name[128], tmp[128];
 	struct uext4_stat st;
@@ -183,21 +173,22 @@ static void swap_phase(unsigned t, unsigned *rs)
 		swap_name(name, sizeof(name), rnd(rs) % SWAP);
 		if (t % 2 == 1 && nthreads > 1) {
 			err = uext4_unlink(fs, dino, name);
-			CHECK(err == 0 || err == -ENOENT, "unlink %s (renamed over meanwhile): %d",
+			CHECK_ERR(err == 0 || err == -ENOENT, "unlink %s (renamed over meanwhile): %d",
 			      name, err);
 			continue;
 		}
 		snprintf(tmp, sizeof(tmp), "swap-tmp-%02u", t);
 		err = uext4_create(fs, dino, tmp, 0644, &st);
-		CHECK(err == 0, "create %s: %d", tmp, err);
+		CHECK_ERR(err == 0, "create %s: %d", tmp, err);
 		err = uext4_rename(fs, dino, tmp, dino, name, 0);
-		CHECK(err == 0, "rename %s over %s: %d", tmp, name, err);
+		CHECK_ERR(err == 0, "rename %s over %s: %d", tmp, name, err);
 	}
 }
 
 static void *writer(void *arg)
 {
-	unsigned t = (unsigned)(uintptr_t)arg, rs = seed + t * 7919u;
+	unsigned t = (unsigned)(uintptr_t)arg;
+	uint64_t rs = (uint64_t)seed + t * 7919u + 1;
 	uint64_t *ino = calloc(nfiles, sizeof(*ino));
 
 	create_phase(t, ino, &rs);
@@ -263,18 +254,19 @@ static void check_listing_sane(const struct listing *l)
 
 	for (size_t i = 0; i < l->n; i++) {
 		if (i > 0)
-			CHECK(strcmp(l->names[i - 1], l->names[i]) != 0, "readdir: %s twice",
+			CHECK_ERR(strcmp(l->names[i - 1], l->names[i]) != 0, "readdir: %s twice",
 			      l->names[i]);
 		pre_seen += strncmp(l->names[i], "pre-", 4) == 0;
 	}
-	CHECK(pre_seen == PRE, "readdir: %u of %u pre names", pre_seen, PRE);
+	CHECK_ERR(pre_seen == PRE, "readdir: %u of %u pre names", pre_seen, PRE);
 }
 
 static void *reader(void *arg)
 {
 	char name[128];
 	struct uext4_stat st;
-	unsigned rounds = 0, rs = seed ^ 0x5555u;
+	unsigned rounds = 0;
+	uint64_t rs = seed ^ 0x5555u;
 
 	(void)arg;
 	while (atomic_load(&writers_left) > 0) {
@@ -283,13 +275,13 @@ static void *reader(void *arg)
 
 		pre_name(name, sizeof(name), i);
 		err = uext4_lookup(fs, dino, name, &st);
-		CHECK(err == 0 && st.ino == pre_ino[i], "reader: lookup %s: %d", name, err);
+		CHECK_ERR(err == 0 && st.ino == pre_ino[i], "reader: lookup %s: %d", name, err);
 		if (rounds % 64 == 0) {
 			/* The directory's times, changed by parallel creates and
 			 * unlinks with its lock shared: each change sets both to
 			 * one value, so a torn read shows them apart. */
 			err = uext4_getattr(fs, dino, &st);
-			CHECK(err == 0 && st.mtime.tv_sec == st.ctime.tv_sec &&
+			CHECK_ERR(err == 0 && st.mtime.tv_sec == st.ctime.tv_sec &&
 				      st.mtime.tv_nsec == st.ctime.tv_nsec,
 			      "reader: directory times torn: mtime %lld.%09ld ctime %lld.%09ld (%d)",
 			      (long long)st.mtime.tv_sec, st.mtime.tv_nsec,
@@ -299,7 +291,7 @@ static void *reader(void *arg)
 			struct listing l = {0};
 
 			err = list_dir(&l);
-			CHECK(err == 0, "reader: readdir: %d", err);
+			CHECK_ERR(err == 0, "reader: readdir: %d", err);
 			check_listing_sane(&l);
 			listing_free(&l);
 		}
@@ -400,19 +392,19 @@ int main(int argc, char **argv)
 
 		swap_name(name, sizeof(name), k);
 		err = uext4_unlink(fs, dino, name);
-		CHECK(err == 0 || err == -ENOENT, "unlink %s at the end: %d", name, err);
+		CHECK_ERR(err == 0 || err == -ENOENT, "unlink %s at the end: %d", name, err);
 	}
 	for (unsigned k = 0; k < COLLIDE; k++) {
-		CHECK(collide_wins[k] == 1, "collide-%03u created %u times", k, collide_wins[k]);
-		CHECK(unlink_wins[k] == 1, "collide-%03u unlinked %u times", k, unlink_wins[k]);
+		CHECK_ERR(collide_wins[k] == 1, "collide-%03u created %u times", k, collide_wins[k]);
+		CHECK_ERR(unlink_wins[k] == 1, "collide-%03u unlinked %u times", k, unlink_wins[k]);
 	}
 	err = list_dir(&got);
-	CHECK(err == 0, "readdir: %d", err);
-	CHECK(write_expected(argv[5], &want) == 0, "cannot write %s", argv[5]);
-	CHECK(got.n == want.n, "readdir: %zu names, want %zu", got.n, want.n);
+	CHECK_ERR(err == 0, "readdir: %d", err);
+	CHECK_ERR(write_expected(argv[5], &want) == 0, "cannot write %s", argv[5]);
+	CHECK_ERR(got.n == want.n, "readdir: %zu names, want %zu", got.n, want.n);
 	for (size_t i = 0; i < got.n && i < want.n; i++)
 		if (strcmp(got.names[i], want.names[i]) != 0) {
-			CHECK(0, "readdir: name %zu is %s, want %s", i, got.names[i], want.names[i]);
+			CHECK_ERR(0, "readdir: name %zu is %s, want %s", i, got.names[i], want.names[i]);
 			break;
 		}
 	listing_free(&got);
@@ -421,8 +413,8 @@ int main(int argc, char **argv)
 		printf("FAIL umount: %d (%s)\n", err, uext4_last_error());
 		return 1;
 	}
-	if (failures) {
-		printf("%d failures\n", failures);
+	if (t_failures) {
+		printf("%d failures\n", t_failures);
 		return 1;
 	}
 	printf("pardir_concur: ok\n");

@@ -9,13 +9,9 @@
 # test-timeout: 600
 # run-in: release asan tsan
 . "$(dirname "$0")/lib.sh"
-setup_traps
-P=$UEXT4_BUILD/tests/pardir_concur
-[ -x "$P" ] || skip "no $P: build first"
-command -v mke2fs > /dev/null || skip "no mke2fs"
+helper_test P pardir_concur mke2fs
 D=$(mktemp_dir)
-SEED=${SEED:-$RANDOM}
-echo "seed=$SEED"
+test_seed pardir_concur
 FILES=${FILES:-1500}
 case "$UEXT4_BUILD" in *tsan*) FILES=300 ;; esac
 for bs in 1024 4096; do

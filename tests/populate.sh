@@ -26,7 +26,6 @@ case "$UEXT4_BUILD" in
 *) KIND=${POPULATE_TREE:-all} ;;
 esac
 WORK=$(mktemp_dir)
-FAILED=0
 # fill IMG SIZE SRC [-N n] [-j n] [-r uid:gid] [-c clamp] [-x]: a new image
 # of SIZE holding SRC.
 fill() {
@@ -44,17 +43,6 @@ fill() {
 	done
 	rm -f "$img"
 	env "${env[@]}" "$UEXT4" mkfs -q "${n[@]}" "${jo[@]}" "${r[@]}" "${x[@]}" -d "$src" "$img" "$size"
-}
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
-
-# compare NAME A B: diff two dumps, show the first differences.
-compare() {
-	if cmp -s "$2" "$3"; then
-		echo "ok: $1 ($(wc -l < "$2") paths identical)"
-	else
-		bad "$1 differs ($(diff "$2" "$3" | grep -c '^>') of $(wc -l < "$2") lines; first differences):"
-		diff -u "$2" "$3" | head -40
-	fi
 }
 
 # Fields the copy must keep; the root's nlink counts lost+found in the image.
@@ -80,14 +68,14 @@ cat "$WORK/pop.out"
 echo "fill: $(awk -v a="$START" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}') s"
 fsck_clean "$IMG" || bad "e2fsck -fn after populate"
 dump lib "$IMG" "$WORK/lib.txt" || bad "walk lib reported errors"
-compare "source vs walk lib" "$WORK/src.txt" "$WORK/lib.txt"
+compare_dumps "source vs walk lib" "$WORK/src.txt" "$WORK/lib.txt"
 
 if can_loop; then
 	MNT=$WORK/mnt
 	mkdir -p "$MNT"
 	kmount "$IMG" "$MNT" || fail "kernel mount"
 	dump posix "$MNT" "$WORK/kernel.txt" || bad "walk posix on the kernel mount reported errors"
-	compare "source vs the kernel's view" "$WORK/src.txt" "$WORK/kernel.txt"
+	compare_dumps "source vs the kernel's view" "$WORK/src.txt" "$WORK/kernel.txt"
 	# Sparseness: data maps equal, and no block beyond the data (+ extent blocks).
 	python3 - "$TREE" "$MNT" <<'EOF' || bad "sparseness differs"
 import os, sys
@@ -203,5 +191,5 @@ fill "$IMG2" 64M "$SRC2" -x > /dev/null 2>&1 || bad "populate -x failed"
 	bad "no_copy_xattrs: xattrs copied"
 fsck_clean "$IMG2" || bad "e2fsck -fn after populate -x"
 
-[ "$FAILED" = 0 ] || fail "$FAILED checks failed"
+[ "$FAILS" = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

@@ -15,8 +15,6 @@ setup_traps
 POP=$UEXT4_BUILD/bench/populate_bench
 [ -x "$POP" ] || fail "$POP not built (run make)"
 WORK=$(mktemp_dir)
-FAILED=0
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 # expect_fail NAME IMG SRC PATTERN [populate options]
 expect_fail() {
@@ -79,5 +77,5 @@ fi
 mke2fs -q -F -t ext4 "$WORK/none.img" 16M || fail "mke2fs"
 expect_fail missing "$WORK/none.img" "$WORK/does-not-exist" "$WORK/does-not-exist: .*No such file"
 
-[ "$FAILED" = 0 ] || fail "$FAILED checks failed"
+[ "$FAILS" = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

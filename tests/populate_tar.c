@@ -11,6 +11,7 @@
  * library's message; exit 0, or 1 when the fill failed.
  */
 #include "uext4.h"
+#include "t.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,5 +87,5 @@ int main(int argc, char **argv)
 	printf("progress: %lu %llu %llu %llu%s\n", s.calls, (unsigned long long)s.last.files_done,
 	       (unsigned long long)s.last.bytes_done, (unsigned long long)s.last.bytes_total,
 	       s.backwards ? " backwards" : "");
-	return ret < 0 || uret < 0;
+	return ret < 0 || uret < 0 ? T_FAIL : T_PASS;
 }

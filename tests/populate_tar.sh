@@ -25,14 +25,11 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 
-DRV=$UEXT4_BUILD/tests/populate_tar
-[ -x "$DRV" ] || fail "$DRV not built (run make)"
+need_helper DRV populate_tar
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
-command -v python3 > /dev/null || skip "python3 missing"
+need python3
 tar --version 2> /dev/null | grep -q 'GNU tar' || skip "GNU tar missing"
 WORK=$(mktemp_dir)
-FAILED=0
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 UUID=6f1c2a3e-8a44-4b7e-9a0c-4d2f1a5b6c7d
 SEED=2b3c4d5e-1111-2222-3333-444455556666
 EPOCH=1700000000
@@ -44,16 +41,6 @@ new_image() {
 	rm -f "$img"
 	E2FSPROGS_FAKE_TIME=$EPOCH mke2fs -q -F -t ext4 -U "$UUID" -E "hash_seed=$SEED" \
 		-b 4096 -N 8192 "$@" "$img" "$size" || fail "mke2fs $img"
-}
-
-# compare WHAT A B: two dumps must be identical.
-compare() {
-	if cmp -s "$2" "$3"; then
-		echo "ok: $1 ($(wc -l < "$2") paths identical)"
-	else
-		bad "$1 differs; first differences:"
-		diff -u "$2" "$3" | head -30 | cut -c1-300
-	fi
 }
 
 # Fields a tar archive cannot carry or GNU tar does not store, dropped from
@@ -94,7 +81,7 @@ mkfs_d() {
 check_image() {
 	"$WALK" "${SRC_OPTS[@]}" lib "$2" | src_filter > "$WORK/$1.txt" ||
 		bad "$1: walk lib reported errors"
-	compare "$1: source tree vs walk lib" "$WORK/src.txt" "$WORK/$1.txt"
+	compare_dumps "$1: source tree vs walk lib" "$WORK/src.txt" "$WORK/$1.txt"
 	fsck_clean "$2" || bad "$1: e2fsck"
 }
 
@@ -114,7 +101,7 @@ if mkfs_d "$WORK/gnu.img" "$WORK/gnu.tar" 2> "$WORK/gnu.err"; then
 	"$WALK" "${SRC_OPTS[@]}" --no-xattr --no-nsec posix "$TREE" | nox > "$WORK/src-gnu.txt"
 	"$WALK" "${SRC_OPTS[@]}" --no-xattr --no-nsec lib "$WORK/gnu.img" | nox > "$WORK/gnu.txt" ||
 		bad "gnu: walk lib reported errors"
-	compare "gnu format: source tree vs walk lib (no xattrs, seconds)" "$WORK/src-gnu.txt" "$WORK/gnu.txt"
+	compare_dumps "gnu format: source tree vs walk lib (no xattrs, seconds)" "$WORK/src-gnu.txt" "$WORK/gnu.txt"
 	fsck_clean "$WORK/gnu.img" || bad "gnu: e2fsck"
 else
 	bad "gnu: mkfs -d failed: $(cat "$WORK/gnu.err")"
@@ -148,7 +135,7 @@ if mkfs_d "$WORK/sparse.img" "$WORK/sparse.tar" --root-owner=4321:8765 2> "$WORK
 	"$WALK" "${SRC_OPTS[@]}" posix "$BIG" | src_filter | grep -v '^\. ' > "$WORK/sparse-src.txt"
 	"$WALK" "${SRC_OPTS[@]}" lib "$WORK/sparse.img" | src_filter > "$WORK/sparse-lib.txt"
 	grep -v '^\. ' "$WORK/sparse-lib.txt" > "$WORK/sparse-lib-body.txt"
-	compare "sparse: source tree vs walk lib" "$WORK/sparse-src.txt" "$WORK/sparse-lib-body.txt"
+	compare_dumps "sparse: source tree vs walk lib" "$WORK/sparse-src.txt" "$WORK/sparse-lib-body.txt"
 	grep -q '^\. type=d mode=0755 uid=4321 gid=8765 ' "$WORK/sparse-lib.txt" ||
 		bad "-r 4321:8765: the root is $(grep '^\. ' "$WORK/sparse-lib.txt")"
 	fsck_clean "$WORK/sparse.img" || bad "sparse: e2fsck"
@@ -172,7 +159,7 @@ if can_loop; then
 		"$WALK" --no-atime posix "$KM" > "$WORK/kernel.txt" || bad "walk posix of the kernel mount"
 		kumount "$KM"
 		"$WALK" --no-atime lib "$WORK/tar.img" > "$WORK/lib.txt" || bad "walk lib"
-		compare "kernel vs walk lib" "$WORK/kernel.txt" "$WORK/lib.txt"
+		compare_dumps "kernel vs walk lib" "$WORK/kernel.txt" "$WORK/lib.txt"
 	else
 		bad "kernel mount of the .tar image failed"
 	fi
@@ -192,7 +179,7 @@ if can_loop; then
 			MOUNTS+=("$WORK/offmnt")
 			"$WALK" "${SRC_OPTS[@]}" posix "$WORK/offmnt" | src_filter > "$WORK/off.txt"
 			umount "$WORK/offmnt"
-			compare "offset: source tree vs the kernel's view" "$WORK/src.txt" "$WORK/off.txt"
+			compare_dumps "offset: source tree vs the kernel's view" "$WORK/src.txt" "$WORK/off.txt"
 		else
 			bad "offset: the kernel does not mount the partition"
 		fi
@@ -470,7 +457,7 @@ else
 fi
 
 note "progress: a bar on a terminal, the summary alone on a pipe, nothing with -q"
-before=$FAILED
+before=$FAILS
 if command -v script > /dev/null; then
 	rm -f "$WORK/p1.img"
 	script -qec "'$UEXT4' mkfs -b 4096 -d '$TAR.gz' '$WORK/p1.img' 256M" /dev/null > "$WORK/tty.out" 2>&1 ||
@@ -482,11 +469,11 @@ if command -v script > /dev/null; then
 	script -qec "'$UEXT4' mkfs -b 4096 -q -d '$TAR.gz' '$WORK/p2.img' 256M" /dev/null > "$WORK/ttyq.out" 2>&1 ||
 		bad "mkfs -q -d under script failed: $(cat "$WORK/ttyq.out")"
 	[ -s "$WORK/ttyq.out" ] && bad "-q on a terminal printed: $(od -c "$WORK/ttyq.out" | head)"
-	[ "$FAILED" = "$before" ] && echo "ok: a progress bar on a terminal ($(grep -o $'\r' "$WORK/tty.out" | wc -l) redraws), nothing with -q"
+	[ "$FAILS" = "$before" ] && echo "ok: a progress bar on a terminal ($(grep -o $'\r' "$WORK/tty.out" | wc -l) redraws), nothing with -q"
 else
 	echo "NOTE: script (util-linux) missing: the terminal checks did not run"
 fi
-before=$FAILED
+before=$FAILS
 rm -f "$WORK/p3.img"
 "$UEXT4" mkfs -b 4096 -d "$TAR.gz" "$WORK/p3.img" 256M > "$WORK/pipe.out" 2> "$WORK/pipe.err" ||
 	bad "mkfs -d on a pipe failed: $(cat "$WORK/pipe.err")"
@@ -498,7 +485,7 @@ rm -f "$WORK/p4.img"
 "$UEXT4" mkfs -b 4096 -q -d "$TAR.gz" "$WORK/p4.img" 256M > "$WORK/pipeq.out" 2>&1 ||
 	bad "mkfs -q -d failed: $(cat "$WORK/pipeq.out")"
 [ -s "$WORK/pipeq.out" ] && bad "-q printed: $(head -3 "$WORK/pipeq.out")"
-[ "$FAILED" = "$before" ] && echo "ok: on a pipe the summary only: $(tail -1 "$WORK/pipe.out")"
+[ "$FAILS" = "$before" ] && echo "ok: on a pipe the summary only: $(tail -1 "$WORK/pipe.out")"
 
-[ "$FAILED" = 0 ] || fail "$FAILED check(s) failed"
+[ "$FAILS" = 0 ] || fail "$FAILS check(s) failed"
 echo "PASS"

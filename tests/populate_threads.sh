@@ -16,8 +16,6 @@ POP=$UEXT4_BUILD/bench/populate_bench
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
 WORK=$(mktemp_dir)
 TREE=$(tree_get lite) || fail "could not generate the lite tree"
-FAILED=0
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 WOPTS=(--no-ino --no-ctime --no-blocks --no-dirsize --exclude=lost+found)
 
 "$WALK" posix "$TREE" > /dev/null   # settle the atimes (relatime)
@@ -45,5 +43,5 @@ echo "small image: exit $rc: $(grep -v RESULT "$WORK/out" | head -2)"
 [ "$rc" = 1 ] || bad "out of blocks: exit $rc, want 1"
 grep -q "no free blocks left" "$WORK/out" || bad "out of blocks: message does not say so"
 fsck_clean "$WORK/small.img" || bad "e2fsck -fn after running out of blocks"
-[ "$FAILED" = 0 ] || fail "$FAILED checks failed"
+[ "$FAILS" = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

@@ -12,6 +12,7 @@
  * then read back older from disk (a bitmap whose checksum no longer matched).
  */
 #include "uext4.h"
+#include "t.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,13 +31,12 @@
 
 static uext4_fs *fs;
 static uint64_t dirs[THREADS];
-static int failures;
 static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void failf(const char *what, long t, int i)
 {
 	pthread_mutex_lock(&fail_lock);
-	if (failures++ < 10)
+	if (t_failures++ < 10)
 		printf("FAIL: thread %ld file %d: %s: %s\n", t, i, what, uext4_last_error());
 	pthread_mutex_unlock(&fail_lock);
 }
@@ -119,7 +119,6 @@ int main(int argc, char **argv)
 	struct uext4_opts o = {.cache_bytes = 2 << 20};
 	struct uext4_counters c;
 	pthread_t th[THREADS];
-	char cmd[4200];
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: pressure_concur IMAGE (a fresh ext4 image of >= 512 MiB)\n");
@@ -151,19 +150,13 @@ int main(int argc, char **argv)
 	uext4_get_counters(fs, &c);
 	printf("cache evictions during the run: %llu\n", (unsigned long long)c.cache_evictions);
 	if (c.cache_evictions == 0)
-		printf("FAIL: no eviction happened: the test did not test pressure\n"), failures++;
+		printf("FAIL: no eviction happened: the test did not test pressure\n"), t_failures++;
 	if (uext4_umount(fs)) {
 		printf("FAIL: umount: %s\n", uext4_last_error());
-		failures++;
+		t_failures++;
 	}
-	snprintf(cmd, sizeof(cmd), "e2fsck -fn '%s' > /dev/null 2>&1", argv[1]);
-	int rc = system(cmd);
-	if (rc != 0) {
-		printf("FAIL: e2fsck -fn found problems (exit %d)\n", WEXITSTATUS(rc));
-		failures++;
-	} else {
+	if (t_fsck_clean(argv[1]))
 		printf("e2fsck -fn: clean\n");
-	}
-	printf("%s\n", failures ? "pressure_concur: FAIL" : "pressure_concur: PASS");
-	return failures ? 1 : 0;
+	printf("%s\n", t_failures ? "pressure_concur: FAIL" : "pressure_concur: PASS");
+	return t_failures ? 1 : 0;
 }

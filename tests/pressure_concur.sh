@@ -5,9 +5,7 @@
 # run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/pressure_concur
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN pressure_concur
 dir=$(mktemp_dir)
 for opts in "-b 4096" "-b 1024"; do
 	note "mke2fs -t ext4 $opts 512M"

@@ -9,9 +9,7 @@
 # test-timeout: 900
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/seed002
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN seed002
 case "$UEXT4_BUILD" in
 */asan | */tsan) FILES=${SEED002_FILES:-5000} ;;
 *) FILES=${SEED002_FILES:-20000} ;;

@@ -14,6 +14,7 @@
  */
 /* run-in: release asan tsan */
 #include "slab.h"
+#include "t.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -26,17 +27,6 @@
 #define PER_THREAD 6000
 #define OBJSIZE 4416
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);   \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-			__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);    \
-		}                                                              \
-	} while (0)
 
 struct worker {
 	struct slab *s;
@@ -150,8 +140,8 @@ int main(void)
 {
 	run(0);                /* 16 MiB first, then regions mapped by the threads */
 	run(512u << 20);       /* one region's worth at most (256 MiB), mapped at create */
-	if (failures) {
-		fprintf(stderr, "slab_concur: %d failures\n", failures);
+	if (t_failures) {
+		fprintf(stderr, "slab_concur: %d failures\n", t_failures);
 		return 1;
 	}
 	printf("slab_concur: ok (%d threads, %d objects of %d bytes, twice)\n", THREADS,

@@ -65,9 +65,7 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 STRICT=${SWEEP_STRICT:-1}
 setup_traps
-for t in mke2fs debugfs e2fsck dumpe2fs cmp timeout; do
-	command -v $t > /dev/null || skip "$t not installed"
-done
+need mke2fs debugfs e2fsck dumpe2fs cmp timeout
 [ -x "$UEXT4" ] || skip "$UEXT4 not built"
 export LC_ALL=C TZ=UTC
 

@@ -1,7 +1,13 @@
 /*
  * t.h - helpers shared by the C test programs.
  *
- *  - check macros (T_CHECK) that print what failed and count failures;
+ *  - check macros (T_CHECK, CHECK, CHECK_ERR) that print what failed and
+ *    count failures (atomically: threads check too);
+ *  - t_sh()/t_sh_out(): run a shell command; t_make_image(): mke2fs;
+ *    t_fsck_clean(): e2fsck -fn must find nothing; t_can_loop(): whether
+ *    the kernel's ext4 can be asked (root and loop devices);
+ *  - t_rnd(): the random numbers, from a seed t_seed() takes from the
+ *    environment or the clock and prints, so a failure can be replayed;
  *  - a content hash of file data that does not depend on how the data was
  *    read (fixed 4 KiB logical blocks, all-zero blocks hashed cheaply so a
  *    5 GiB sparse file costs little);
@@ -31,16 +37,47 @@
 
 /* ------------------------------------------------------------ checks */
 
-static int t_failures __attribute__((unused));
+/* Atomic: worker threads of the concurrency tests check too. */
+static _Atomic int t_failures __attribute__((unused));
+
+/* Count a failure and print where it is; the caller prints the rest. The
+ * test's own output so far goes first, so the log reads in order. */
+static inline void t_fail_at(const char *file, int line, const char *cond)
+{
+	t_failures++;
+	fflush(stdout);
+	fprintf(stderr, "FAIL %s:%d: %s: ", file, line, cond);
+}
 
 #define T_CHECK(cond, ...) do {                                          \
 	if (!(cond)) {                                                   \
-		t_failures++;                                            \
-		fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+		t_fail_at(__FILE__, __LINE__, #cond);                    \
 		fprintf(stderr, __VA_ARGS__);                            \
 		fputc('\n', stderr);                                     \
 	}                                                                \
 } while (0)
+#define CHECK(cond, ...) T_CHECK(cond, __VA_ARGS__)
+
+#ifdef UEXT4_H
+/* CHECK of a library call: the message ends with the library's last error. */
+#define CHECK_ERR(cond, ...) do {                                        \
+	if (!(cond)) {                                                   \
+		t_fail_at(__FILE__, __LINE__, #cond);                    \
+		fprintf(stderr, __VA_ARGS__);                            \
+		fprintf(stderr, " [last error: %s]\n", uext4_last_error()); \
+	}                                                                \
+} while (0)
+
+/* A library call that should have worked failed with err (negative errno or
+ * errno): count it and say what, why and the library's message. */
+static inline void t_fail_call(const char *what, int err)
+{
+	t_failures++;
+	fflush(stdout);
+	fprintf(stderr, "FAIL %s: %s (%s)\n", what, strerror(err < 0 ? -err : err),
+		uext4_last_error());
+}
+#endif
 
 /* Exit codes understood by tests/run.sh. */
 #define T_PASS 0
@@ -67,6 +104,129 @@ static inline int t_run_e2fsck(const char *img, const char *log)
 	while (waitpid(pid, &st, 0) < 0)
 		;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ------------------------------------------------------------ commands */
+
+/* Run a shell command built from fmt: its exit status, 128 + the signal
+ * that killed it, or -1 when no shell could be started. */
+__attribute__((format(printf, 1, 2)))
+static inline int t_sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	fflush(NULL);   /* the command's output goes after ours */
+	st = system(cmd);
+	if (st == -1)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* mke2fs -q -F OPTS IMG SIZE, quietly: 0, or its status after counting a
+ * failure and saying what failed. */
+static inline int t_make_image(const char *img, const char *size, const char *opts)
+{
+	int rc = t_sh("mke2fs -q -F %s '%s' %s > /dev/null 2>&1", opts, img, size);
+
+	if (rc) {
+		t_failures++;
+		fflush(stdout);
+		fprintf(stderr, "FAIL: mke2fs %s %s %s: status %d\n", opts, img, size, rc);
+	}
+	return rc;
+}
+
+/* e2fsck -fn must find nothing: true if so; otherwise a failure is counted
+ * and the start of e2fsck's report printed. */
+static inline int t_fsck_clean(const char *img)
+{
+	int rc = t_sh("e2fsck -fn '%s' > '%s.fsck' 2>&1", img, img);
+
+	if (rc == 0)
+		return 1;
+	t_failures++;
+	fflush(stdout);
+	fprintf(stderr, "FAIL: e2fsck -fn %s is not clean (status %d):\n", img, rc);
+	t_sh("head -30 '%s.fsck' >&2", img);
+	return 0;
+}
+
+/* Skip the test (T_SKIP, naming the first one missing) unless each of the
+ * space-separated tools is installed. */
+static inline void t_need_tools(const char *tools)
+{
+	char buf[256], *save, *t;
+
+	snprintf(buf, sizeof(buf), "%s", tools);
+	for (t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+		if (t_sh("command -v %s > /dev/null", t) != 0) {
+			printf("SKIP: %s missing\n", t);
+			exit(T_SKIP);
+		}
+	}
+}
+
+/* A new directory $TMPDIR/NAME.XXXXXX (or under /tmp) in buf; the test fails
+ * without one. */
+static inline void t_tmpdir(char *buf, size_t len, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/%s.XXXXXX", tmp && *tmp ? tmp : "/tmp", name);
+	if (!mkdtemp(buf)) {
+		fprintf(stderr, "FAIL: mkdtemp %s: %s\n", buf, strerror(errno));
+		exit(T_FAIL);
+	}
+}
+
+/* Whether the kernel's ext4 can be compared with: root, loop devices, and
+ * UEXT4_NO_LOOP unset or 0 (as lib.sh's can_loop). */
+static inline int t_can_loop(void)
+{
+	const char *no = getenv("UEXT4_NO_LOOP");
+
+	return geteuid() == 0 && (!no || !strcmp(no, "0")) &&
+	       access("/dev/loop-control", F_OK) == 0;
+}
+
+/* ------------------------------------------------------------ random */
+
+/* xorshift64*: fast, and the same sequence from a seed on every machine.
+ * The state must not be 0 (t_seed never returns 0). */
+static inline uint64_t t_rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545F4914F6CDD1DULL;
+}
+
+/* A number in [0, n), 0 when n is 0. */
+static inline uint64_t t_rnd_below(uint64_t *s, uint64_t n)
+{
+	return n ? t_rnd(s) % n : 0;
+}
+
+/* The seed of a run: $var if set, else $SEED, else from the clock and the
+ * process id. Printed as "NAME: seed N (VAR=N repeats)". Never 0. */
+static inline uint64_t t_seed(const char *name, const char *var)
+{
+	const char *env = getenv(var);
+	uint64_t seed;
+
+	if (!env)
+		env = getenv("SEED");
+	seed = env ? strtoull(env, NULL, 0)
+		   : ((uint64_t)time(NULL) * 2654435761u) ^ ((uint64_t)getpid() << 16);
+	if (!seed)
+		seed = 1;
+	printf("%s: seed %" PRIu64 " (%s=%" PRIu64 " repeats)\n", name, seed, var, seed);
+	return seed;
 }
 
 /* A field of /proc/self/status in KiB ("VmHWM", "VmRSS"), or -1. */
@@ -104,6 +264,27 @@ static inline void *t_xrealloc(void *p, size_t n)
 		exit(T_FAIL);
 	}
 	return p;
+}
+
+/* What a command prints on stdout, in a malloc'd string ("" when it could
+ * not be started). */
+static inline char *t_sh_out(const char *cmd)
+{
+	FILE *p = popen(cmd, "r");
+	size_t len = 0, cap = 1 << 16, got;
+	char *s = t_xmalloc(cap);
+
+	s[0] = 0;
+	if (!p)
+		return s;
+	while ((got = fread(s + len, 1, cap - len - 1, p)) > 0) {
+		len += got;
+		if (cap - len < 4096)
+			s = t_xrealloc(s, cap *= 2);
+	}
+	s[len] = 0;
+	pclose(p);
+	return s;
 }
 
 /* ------------------------------------------------------------ hashing */

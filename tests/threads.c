@@ -34,10 +34,7 @@ struct walker {
 
 static uint64_t rnd(struct walker *w)
 {
-	w->rng ^= w->rng << 13;
-	w->rng ^= w->rng >> 7;
-	w->rng ^= w->rng << 17;
-	return w->rng;
+	return t_rnd(&w->rng);
 }
 
 static void report(struct walker *w, const char *op, const char *path, long err)

@@ -5,9 +5,7 @@
 # run-in: release asan tsan
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-BIN=$UEXT4_BUILD/tests/threads
-[ -x "$BIN" ] || fail "$BIN not built (run make)"
+helper_test BIN threads
 img=$(image_get lite) || fail "could not build the lite image"
 "$BIN" "$img" ${THREADS_SEED:+"$THREADS_SEED"}
 rc=$?

@@ -27,19 +27,14 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
 DRV=$UEXT4_BUILD/tests/timestamps
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
+need_built "$UEXT4"
 [ -x "$DRV" ] || fail "$DRV not built (run make)"
 [ -x "$WALK" ] || fail "$WALK not built (run make)"
 tar --version 2> /dev/null | grep -q 'GNU tar' || skip "GNU tar missing"
 export TZ=UTC LC_ALL=C
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2> /dev/null)" = tmpfs ] &&
-	[ -w /dev/shm ]; then
-	export TMPDIR=/dev/shm
-fi
+scratch_on_tmpfs
 W=$(mktemp_dir)
 san_logs_in "$W"
-FAILED=0
-bad() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 MIN=-2147483648 MAX32=2147483647 MAXX=15032385535
 # name seconds nanoseconds (nanoseconds 0..999999999, as a timespec)
@@ -267,8 +262,6 @@ for isize in 128 256; do
 done
 
 # The servers' sanitizer reports (sanitizer builds), daemons included.
-for f in "$W"/san.*; do
-	[ -s "$f" ] && { cat "$f"; bad "sanitizer report in $f"; }
-done
-[ "$FAILED" = 0 ] || fail "$FAILED checks failed"
+san_check "$W"
+[ "$FAILS" = 0 ] || fail "$FAILS checks failed"
 echo "PASS"

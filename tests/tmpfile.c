@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "uext4.h"
+#include "t.h"
 
 #define DATA_SIZE (300 * 1024 + 123)
 
@@ -146,14 +147,10 @@ static int do_hold(const char *dir)
 	return 0;
 }
 
-static int lib_fails;
 
 static void lib_check(bool ok, const char *what, int ret)
 {
-	if (!ok) {
-		printf("lib: FAIL: %s (%d: %s)\n", what, ret, uext4_last_error());
-		lib_fails++;
-	}
+	CHECK_ERR(ok, "lib: %s (%d)", what, ret);
 }
 
 static uint64_t lib_free_inodes(uext4_fs *fs)
@@ -217,8 +214,8 @@ static int do_lib(const char *img)
 	}
 	ret = uext4_umount(fs);
 	lib_check(ret == 0, "umount", ret);
-	printf("lib: %s\n", lib_fails ? "FAIL" : "ok");
-	return lib_fails ? 1 : 0;
+	printf("lib: %s\n", t_failures ? "FAIL" : "ok");
+	return t_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -17,24 +17,10 @@
 #      then e2fsck -fn clean and debugfs reads the linked file.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-HELPER=$UEXT4_BUILD/tests/tmpfile
-[ -x "$HELPER" ] || fail "$HELPER not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-FAILS=0
+fuse_test
+need_loop
+need_helper HELPER tmpfile
 
-mount_kernel() { kmount "$1" "$2" rw || fail "kernel mount of $1"; }
-umount_kernel() { umount "$1" || fail "umount $1"; }
-mount_uext4() {
-	"$UEXT4" mount "$1" "$2" || fail "uext4 mount $1"
-	MOUNTS+=("$2")
-}
-umount_uext4() { "$UEXT4" umount "$1" || { fusermount3 -u "$1"; fail "uext4 umount $1"; }; }
 free_inodes() { dumpe2fs -h "$1" 2> /dev/null | sed -n 's/^Free inodes: *//p'; }
 
 # steps KIND FEATURE: part 1 on a fresh image mounted by KIND; the
@@ -68,14 +54,8 @@ crash() {
 	mkdir -p "$dir"
 	mke2fs -q -F -t ext4 -O "$feat" "$img" 32M || fail "mke2fs -O $feat"
 	before=$(free_inodes "$img")
-	"$UEXT4" mount -f "$img" "$dir" > "$T/crash.log" 2>&1 &
-	pid=$!
-	MOUNTS+=("$dir")
-	for ((i = 0; i < 300; i++)); do
-		[ "$(findmnt -n -o TARGET "$dir" 2> /dev/null)" = "$dir" ] && break
-		kill -0 "$pid" 2> /dev/null || { cat "$T/crash.log"; fail "uext4 mount -f failed"; }
-		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
-	done
+	fuse_mount_fg "$img" "$dir" || fail "uext4 mount -f failed"
+	pid=$FUSE_PID
 	coproc HOLD { "$HELPER" hold "$dir"; }
 	hold=$HOLD_PID
 	ino=

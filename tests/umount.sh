@@ -26,19 +26,13 @@
 # test-timeout: 600
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
+fuse_test
 SEED=${UMOUNT_SEED:-$RANDOM}
 echo "seed $SEED (UMOUNT_SEED=$SEED replays)"
 RANDOM=$SEED
 IMG=$T/u.img
 MNT=$T/mnt
 mkdir "$MNT"
-FAILS=0
 # running PID: alive and not a zombie (an exited daemon waits to be reaped
 # by whoever adopted it; it has closed everything by then)
 running() { kill -0 "$1" 2> /dev/null && [ "$(ps -o stat= -p "$1" | cut -c1)" != Z ]; }
@@ -189,6 +183,6 @@ if [ "$(id -u)" = 0 ] && { id uext4test > /dev/null 2>&1 || useradd -M -d /nonex
 	echo "user round: unmounted, clean"
 fi
 
-if ls "$T"/san* > /dev/null 2>&1; then bad "sanitizer reports"; cat "$T"/san*; fi
+san_check
 [ $FAILS = 0 ] || fail "$FAILS check(s) failed"
 echo "PASS"

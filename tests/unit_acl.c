@@ -39,19 +39,6 @@
 
 static char img[300], trial_img[300];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int r = system(cmd);
-	return WIFEXITED(r) ? WEXITSTATUS(r) : 128;
-}
-
 /* An ACL in the setxattr(2) format from (tag, perm, id) triples. */
 struct xacl {
 	uint8_t b[4 + 16 * 8];
@@ -217,7 +204,7 @@ static int trial(const char *what, int (*op)(uext4_fs *), unsigned sites, int fe
 	uext4_fs *fs;
 	int err, res = 0;
 
-	if (sh("cp %s %s", img, trial_img) || uext4_mount(trial_img, &o, &fs)) {
+	if (t_sh("cp %s %s", img, trial_img) || uext4_mount(trial_img, &o, &fs)) {
 		fprintf(stderr, "FAIL %s: cannot mount the copy: %s\n", what, uext4_last_error());
 		return -1;
 	}
@@ -269,9 +256,9 @@ static int trial(const char *what, int (*op)(uext4_fs *), unsigned sites, int fe
 		fprintf(stderr, "FAIL %s: unmount: %s\n", what, uext4_last_error());
 		res = -1;
 	}
-	if (sh("e2fsck -fn %s > %s.fsck 2>&1", trial_img, trial_img)) {
+	if (t_sh("e2fsck -fn %s > %s.fsck 2>&1", trial_img, trial_img)) {
 		fprintf(stderr, "FAIL %s point %u: e2fsck -fn is not clean:\n", what, n);
-		sh("head -20 %s.fsck >&2", trial_img);
+		t_sh("head -20 %s.fsck >&2", trial_img);
 		res = -1;
 	}
 	return res;
@@ -306,7 +293,7 @@ static void run_flavour(const char *flavour, const char *mkfs)
 
 	printf("flavour %s (mke2fs %s)\n", flavour, mkfs);
 	/* A file of the size first: mke2fs then says nothing on stdout. */
-	if (sh("rm -f %s && truncate -s 8M %s && mke2fs -q -F %s %s 2>/dev/null", img, img, mkfs,
+	if (t_sh("rm -f %s && truncate -s 8M %s && mke2fs -q -F %s %s 2>/dev/null", img, img, mkfs,
 	       img) || uext4_mount(img, &o, &fs)) {
 		fprintf(stderr, "FAIL %s: cannot make the image: %s\n", flavour, uext4_last_error());
 		t_failures++;
@@ -330,9 +317,9 @@ static void run_flavour(const char *flavour, const char *mkfs)
 	}
 	semantics(fs);
 	T_CHECK(!uext4_umount(fs), "%s: unmount: %s", flavour, uext4_last_error());
-	if (sh("e2fsck -fn %s > %s.fsck 2>&1", img, img)) {
+	if (t_sh("e2fsck -fn %s > %s.fsck 2>&1", img, img)) {
 		fprintf(stderr, "FAIL %s: e2fsck -fn is not clean after the checks:\n", flavour);
-		sh("head -20 %s.fsck >&2", img);
+		t_sh("head -20 %s.fsck >&2", img);
 		t_failures++;
 	}
 }
@@ -341,15 +328,12 @@ int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 
-	if (sh("mke2fs -V >/dev/null 2>&1") || sh("e2fsck -V >/dev/null 2>&1")) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
+	t_need_tools("mke2fs e2fsck");
 	snprintf(img, sizeof(img), "%s/unit_acl.%d.img", tmp, (int)getpid());
 	snprintf(trial_img, sizeof(trial_img), "%s/unit_acl.%d.trial", tmp, (int)getpid());
 	run_flavour("inode256", "-t ext4 -I 256");
 	run_flavour("inode128", "-t ext4 -I 128 -b 1024");
-	sh("rm -f %s %s %s.fsck %s.fsck", img, trial_img, img, trial_img);
+	t_sh("rm -f %s %s %s.fsck %s.fsck", img, trial_img, img, trial_img);
 	printf("%s: %d failures\n", t_failures ? "FAIL" : "PASS", t_failures);
 	return t_failures ? T_FAIL : T_PASS;
 }

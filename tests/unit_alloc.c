@@ -31,6 +31,7 @@
 #include "mount.h"
 #include "trans.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -40,44 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-static unsigned long seed;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			printf(__VA_ARGS__);                                \
-			printf(" [%s]\n", uext4_last_error());              \
-		}                                                           \
-	} while (0)
+static uint64_t seed;
 
 #define IMG "/tmp/unit_alloc.img"
-
-static uint64_t rnd(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static int sh(const char *cmd)
-{
-	int rc = system(cmd);
-
-	return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
-
-static int mkimg(const char *opts, const char *size)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "rm -f %s; mke2fs -q -F %s %s %s >/dev/null 2>&1", IMG, opts,
-		 IMG, size);
-	return sh(cmd);
-}
 
 static struct uext4_fs *mount_rw(void)
 {
@@ -85,23 +51,19 @@ static struct uext4_fs *mount_rw(void)
 	struct uext4_fs *fs = NULL;
 	int err = super_mount(IMG, &o, &fs);
 
-	CHECK(err == 0, "mount %s: %d", IMG, err);
+	CHECK_ERR(err == 0, "mount %s: %d", IMG, err);
 	return err ? NULL : fs;
 }
 
 static void umount_and_fsck(struct uext4_fs *fs, const char *what)
 {
-	char cmd[256];
 	int err;
 
 	balloc_destroy(fs);
 	err = super_umount(fs);
-	CHECK(err == 0, "%s: unmount: %d", what, err);
-	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s >/tmp/unit_alloc.fsck 2>&1", IMG);
-	err = sh(cmd);
-	CHECK(err == 0, "%s: e2fsck -fn exit %d", what, err);
-	if (err)
-		sh("head -30 /tmp/unit_alloc.fsck");
+	CHECK_ERR(err == 0, "%s: unmount: %d", what, err);
+	if (!t_fsck_clean(IMG))
+		fprintf(stderr, "  (after %s)\n", what);
 }
 
 /* A stand-in directory or file inode: the allocators only use ino, mode,
@@ -153,7 +115,7 @@ static void check_counts(struct uext4_fs *fs, const char *what)
 		    bread(fs->bc, gi->block_bitmap, UEXT4_META_BITMAP, &b) == 0) {
 			uint32_t z = count_zero(b->data, group_nblocks(fs, g));
 
-			CHECK(z == gi->free_blocks, "%s: group %u: %u free in block bitmap, %u counted",
+			CHECK_ERR(z == gi->free_blocks, "%s: group %u: %u free in block bitmap, %u counted",
 			      what, g, z, gi->free_blocks);
 			brelse(fs->bc, b);
 		}
@@ -161,16 +123,16 @@ static void check_counts(struct uext4_fs *fs, const char *what)
 		    bread(fs->bc, gi->inode_bitmap, UEXT4_META_BITMAP, &b) == 0) {
 			uint32_t z = count_zero(b->data, fs->inodes_per_group);
 
-			CHECK(z == gi->free_inodes, "%s: group %u: %u free in inode bitmap, %u counted",
+			CHECK_ERR(z == gi->free_inodes, "%s: group %u: %u free in inode bitmap, %u counted",
 			      what, g, z, gi->free_inodes);
 			brelse(fs->bc, b);
 		}
 	}
-	CHECK((int64_t)fb == pcounter_sum(&fs->hot->free_blocks), "%s: free blocks %llu vs %lld",
+	CHECK_ERR((int64_t)fb == pcounter_sum(&fs->hot->free_blocks), "%s: free blocks %llu vs %lld",
 	      what, (unsigned long long)fb, (long long)pcounter_sum(&fs->hot->free_blocks));
-	CHECK((int64_t)fi == pcounter_sum(&fs->hot->free_inodes), "%s: free inodes %llu vs %lld",
+	CHECK_ERR((int64_t)fi == pcounter_sum(&fs->hot->free_inodes), "%s: free inodes %llu vs %lld",
 	      what, (unsigned long long)fi, (long long)pcounter_sum(&fs->hot->free_inodes));
-	CHECK((int64_t)dirs == pcounter_sum(&fs->hot->dirs), "%s: dirs %llu vs %lld", what,
+	CHECK_ERR((int64_t)dirs == pcounter_sum(&fs->hot->dirs), "%s: dirs %llu vs %lld", what,
 	      (unsigned long long)dirs, (long long)pcounter_sum(&fs->hot->dirs));
 }
 
@@ -257,7 +219,7 @@ static void alloc_inode(struct worker *w)
 {
 	struct uext4_fs *fs = w->fs;
 	struct handle *h;
-	bool d = rnd(&w->rs) % 4 == 0;
+	bool d = t_rnd(&w->rs) % 4 == 0;
 	uint64_t ino = 0;
 	int err;
 
@@ -266,14 +228,14 @@ static void alloc_inode(struct worker *w)
 	handle_end(h);
 	if (err == -ENOSPC)
 		return;
-	CHECK(err == 0, "thread %u: ialloc_alloc: %d", w->id, err);
+	CHECK_ERR(err == 0, "thread %u: ialloc_alloc: %d", w->id, err);
 	if (err) {
 		w->errors++;
 		return;
 	}
-	CHECK(ino >= fs->first_ino && ino <= fs->inodes_count, "inode %llu out of range",
+	CHECK_ERR(ino >= fs->first_ino && ino <= fs->inodes_count, "inode %llu out of range",
 	      (unsigned long long)ino);
-	CHECK(take(ino_owned, ino), "inode %llu handed out twice", (unsigned long long)ino);
+	CHECK_ERR(take(ino_owned, ino), "inode %llu handed out twice", (unsigned long long)ino);
 	w->inos[w->ninos] = ino;
 	w->isdir[w->ninos++] = d;
 }
@@ -282,8 +244,8 @@ static void alloc_blocks(struct worker *w)
 {
 	struct uext4_fs *fs = w->fs;
 	struct handle *h;
-	uint64_t goal = rnd(&w->rs) % 2 ? rnd(&w->rs) % fs->blocks_count : 0, first = 0;
-	uint32_t want = 1 + (uint32_t)(rnd(&w->rs) % 64), got = 0;
+	uint64_t goal = t_rnd(&w->rs) % 2 ? t_rnd(&w->rs) % fs->blocks_count : 0, first = 0;
+	uint32_t want = 1 + (uint32_t)(t_rnd(&w->rs) % 64), got = 0;
 	int err;
 
 	handle_begin(fs, &h);
@@ -291,18 +253,18 @@ static void alloc_blocks(struct worker *w)
 	handle_end(h);
 	if (err == -ENOSPC)
 		return;
-	CHECK(err == 0, "thread %u: balloc_alloc: %d", w->id, err);
+	CHECK_ERR(err == 0, "thread %u: balloc_alloc: %d", w->id, err);
 	if (err) {
 		w->errors++;
 		return;
 	}
-	CHECK(got >= 1 && got <= want, "got %u of %u", got, want);
-	CHECK(first >= fs->first_data_block && first + got <= fs->blocks_count,
+	CHECK_ERR(got >= 1 && got <= want, "got %u of %u", got, want);
+	CHECK_ERR(first >= fs->first_data_block && first + got <= fs->blocks_count,
 	      "blocks %llu+%u out of range", (unsigned long long)first, got);
 	for (uint32_t i = 0; i < got; i++) {
-		CHECK(take(blk_owned, first + i), "block %llu handed out twice",
+		CHECK_ERR(take(blk_owned, first + i), "block %llu handed out twice",
 		      (unsigned long long)(first + i));
-		CHECK(!is_metadata(fs, first + i), "block %llu is metadata",
+		CHECK_ERR(!is_metadata(fs, first + i), "block %llu is metadata",
 		      (unsigned long long)(first + i));
 	}
 	w->runs[w->nruns].first = first;
@@ -314,17 +276,17 @@ static void *stress_thread(void *arg)
 	struct worker *w = arg;
 
 	for (unsigned op = 0; op < 3000; op++) {
-		unsigned r = (unsigned)(rnd(&w->rs) % 4);
+		unsigned r = (unsigned)(t_rnd(&w->rs) % 4);
 
 		if (r == 0 && w->ninos < 512)
 			alloc_inode(w);
 		else if (r == 1 && w->nruns < 512)
 			alloc_blocks(w);
 		else if (r == 2 && w->ninos)
-			CHECK(free_one_inode(w, (unsigned)(rnd(&w->rs) % w->ninos)) == 0,
+			CHECK_ERR(free_one_inode(w, (unsigned)(t_rnd(&w->rs) % w->ninos)) == 0,
 			      "ialloc_free");
 		else if (r == 3 && w->nruns)
-			CHECK(free_one_run(w, (unsigned)(rnd(&w->rs) % w->nruns)) == 0,
+			CHECK_ERR(free_one_run(w, (unsigned)(t_rnd(&w->rs) % w->nruns)) == 0,
 			      "balloc_free");
 	}
 	return NULL;
@@ -336,9 +298,9 @@ static void free_all(struct worker *ws, unsigned n)
 {
 	for (unsigned t = 0; t < n; t++) {
 		while (ws[t].ninos)
-			CHECK(free_one_inode(&ws[t], 0) == 0, "ialloc_free");
+			CHECK_ERR(free_one_inode(&ws[t], 0) == 0, "ialloc_free");
 		while (ws[t].nruns)
-			CHECK(free_one_run(&ws[t], 0) == 0, "balloc_free");
+			CHECK_ERR(free_one_run(&ws[t], 0) == 0, "balloc_free");
 	}
 }
 
@@ -372,11 +334,11 @@ static void test_stress(struct uext4_fs *fs, const char *what)
 	free_all(ws, NTHREADS);
 	check_counts(fs, what);
 	snap(fs, &after);
-	CHECK(after.free_blocks == before.free_blocks, "%s: free blocks %lld -> %lld", what,
+	CHECK_ERR(after.free_blocks == before.free_blocks, "%s: free blocks %lld -> %lld", what,
 	      (long long)before.free_blocks, (long long)after.free_blocks);
-	CHECK(after.free_inodes == before.free_inodes, "%s: free inodes %lld -> %lld", what,
+	CHECK_ERR(after.free_inodes == before.free_inodes, "%s: free inodes %lld -> %lld", what,
 	      (long long)before.free_inodes, (long long)after.free_inodes);
-	CHECK(after.dirs == before.dirs, "%s: dirs %lld -> %lld", what, (long long)before.dirs,
+	CHECK_ERR(after.dirs == before.dirs, "%s: dirs %lld -> %lld", what, (long long)before.dirs,
 	      (long long)after.dirs);
 	for (uint32_t g = 0; g < fs->groups_count; g++)
 		uninit_after += !!(fs->groups[g].flags & (EXT4_BG_BLOCK_UNINIT | EXT4_BG_INODE_UNINIT));
@@ -417,8 +379,8 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 			runs[nr++].n = got;
 			total += got;
 		}
-		CHECK(err == -ENOSPC, "%s: non-root fill: %d", what, err);
-		CHECK(pcounter_sum(&fs->hot->free_blocks) == (int64_t)fs->reserved_blocks,
+		CHECK_ERR(err == -ENOSPC, "%s: non-root fill: %d", what, err);
+		CHECK_ERR(pcounter_sum(&fs->hot->free_blocks) == (int64_t)fs->reserved_blocks,
 		      "%s: non-root stopped with %lld free, %llu reserved", what,
 		      (long long)pcounter_sum(&fs->hot->free_blocks),
 		      (unsigned long long)fs->reserved_blocks);
@@ -434,15 +396,15 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 		runs[nr++].n = got;
 		total += got;
 	}
-	CHECK(err == -ENOSPC, "%s: fill: %d", what, err);
-	CHECK(strstr(uext4_last_error(), "no free block") != NULL, "%s: message '%s'", what,
+	CHECK_ERR(err == -ENOSPC, "%s: fill: %d", what, err);
+	CHECK_ERR(strstr(uext4_last_error(), "no free block") != NULL, "%s: message '%s'", what,
 	      uext4_last_error());
-	CHECK(total == (uint64_t)before.free_blocks, "%s: allocated %llu of %lld free blocks", what,
+	CHECK_ERR(total == (uint64_t)before.free_blocks, "%s: allocated %llu of %lld free blocks", what,
 	      (unsigned long long)total, (long long)before.free_blocks);
-	CHECK(pcounter_sum(&fs->hot->free_blocks) == 0, "%s: %lld free after fill", what,
+	CHECK_ERR(pcounter_sum(&fs->hot->free_blocks) == 0, "%s: %lld free after fill", what,
 	      (long long)pcounter_sum(&fs->hot->free_blocks));
 	for (uint32_t g = 0; g < fs->groups_count; g++)
-		CHECK(fs->groups[g].free_blocks == 0 &&
+		CHECK_ERR(fs->groups[g].free_blocks == 0 &&
 		      !(fs->groups[g].flags & EXT4_BG_BLOCK_UNINIT),
 		      "%s: group %u: %u free, flags %#x", what, g, fs->groups[g].free_blocks,
 		      fs->groups[g].flags);
@@ -451,14 +413,14 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 	if (nr) {
 		handle_begin(fs, &h);
 		err = balloc_free(h, NULL, runs[nr - 1].first, runs[nr - 1].n, 0);
-		CHECK(err == 0, "%s: free %d", what, err);
+		CHECK_ERR(err == 0, "%s: free %d", what, err);
 		handle_end(h);
 		/* Allocatable again once the free is committed. */
-		CHECK(trans_commit(fs) == 0, "%s: commit", what);
+		CHECK_ERR(trans_commit(fs) == 0, "%s: commit", what);
 		handle_begin(fs, &h);
 		err = balloc_alloc(h, NULL, 0, runs[nr - 1].n, &first, &got);
 		handle_end(h);
-		CHECK(err == 0 && first == runs[nr - 1].first && got == runs[nr - 1].n,
+		CHECK_ERR(err == 0 && first == runs[nr - 1].first && got == runs[nr - 1].n,
 		      "%s: realloc %d %llu+%u", what, err, (unsigned long long)first, got);
 	}
 	/* Inodes too. */
@@ -472,21 +434,21 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 			break;
 		inos[ni++] = ino;
 	}
-	CHECK(err == -ENOSPC, "%s: inode fill: %d", what, err);
-	CHECK(ni == (size_t)before.free_inodes, "%s: %zu of %lld inodes", what, ni,
+	CHECK_ERR(err == -ENOSPC, "%s: inode fill: %d", what, err);
+	CHECK_ERR(ni == (size_t)before.free_inodes, "%s: %zu of %lld inodes", what, ni,
 	      (long long)before.free_inodes);
 	check_counts(fs, what);
 	for (size_t i = 0; i < ni; i++) {
 		handle_begin(fs, &h);
 		err = ialloc_free(h, inos[i], false);
 		handle_end(h);
-		CHECK(err == 0, "%s: ialloc_free %d", what, err);
+		CHECK_ERR(err == 0, "%s: ialloc_free %d", what, err);
 	}
 	for (size_t i = 0; i < nr; i++) {
 		handle_begin(fs, &h);
 		err = balloc_free(h, NULL, runs[i].first, runs[i].n, 0);
 		handle_end(h);
-		CHECK(err == 0, "%s: balloc_free %d", what, err);
+		CHECK_ERR(err == 0, "%s: balloc_free %d", what, err);
 	}
 	/* Freed blocks are busy until the freeing transaction commits. */
 	handle_begin(fs, &h);
@@ -495,14 +457,14 @@ static void test_enospc(struct uext4_fs *fs, const char *what)
 		uint32_t n1;
 
 		err = balloc_alloc(h, NULL, 0, 1, &b1, &n1);
-		CHECK(err == -ENOSPC, "%s: a freed block was reused before the commit: %d", what, err);
+		CHECK_ERR(err == -ENOSPC, "%s: a freed block was reused before the commit: %d", what, err);
 	}
 	handle_end(h);
-	CHECK(balloc_has_busy(fs), "%s: no busy blocks after the frees", what);
-	CHECK(trans_commit(fs) == 0, "%s: commit", what);
-	CHECK(!balloc_has_busy(fs), "%s: busy blocks left after the commit", what);
+	CHECK_ERR(balloc_has_busy(fs), "%s: no busy blocks after the frees", what);
+	CHECK_ERR(trans_commit(fs) == 0, "%s: commit", what);
+	CHECK_ERR(!balloc_has_busy(fs), "%s: busy blocks left after the commit", what);
 	snap(fs, &after);
-	CHECK(after.free_blocks == before.free_blocks && after.free_inodes == before.free_inodes,
+	CHECK_ERR(after.free_blocks == before.free_blocks && after.free_inodes == before.free_inodes,
 	      "%s: counts after refill %lld/%lld vs %lld/%lld", what, (long long)after.free_blocks,
 	      (long long)after.free_inodes, (long long)before.free_blocks,
 	      (long long)before.free_inodes);
@@ -525,31 +487,31 @@ static void test_corrupt(struct uext4_fs *fs, const char *what)
 	int err;
 
 	handle_begin(fs, &h);
-	CHECK(balloc_alloc(h, NULL, 0, 4, &first, &got) == 0, "alloc");
-	CHECK(ialloc_alloc(h, dir, S_IFREG, &ino) == 0, "ialloc");
-	CHECK(balloc_free(h, NULL, first, got, 0) == 0, "free");
-	CHECK(ialloc_free(h, ino, false) == 0, "ifree");
+	CHECK_ERR(balloc_alloc(h, NULL, 0, 4, &first, &got) == 0, "alloc");
+	CHECK_ERR(ialloc_alloc(h, dir, S_IFREG, &ino) == 0, "ialloc");
+	CHECK_ERR(balloc_free(h, NULL, first, got, 0) == 0, "free");
+	CHECK_ERR(ialloc_free(h, ino, false) == 0, "ifree");
 	snap(fs, &before);
 	err = balloc_free(h, NULL, first, got, 0);
-	CHECK(err == -EUCLEAN, "%s: double free: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: double free: %d", what, err);
 	err = balloc_free(h, NULL, fs->groups[0].block_bitmap, 1, 0);
-	CHECK(err == -EUCLEAN && strstr(uext4_last_error(), "block bitmap"),
+	CHECK_ERR(err == -EUCLEAN && strstr(uext4_last_error(), "block bitmap"),
 	      "%s: freeing the block bitmap: %d", what, err);
 	err = balloc_free(h, NULL, fs->groups[0].inode_table + 1, 2, 0);
-	CHECK(err == -EUCLEAN, "%s: freeing the inode table: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: freeing the inode table: %d", what, err);
 	err = balloc_free(h, NULL, fs->blocks_count - 1, 2, 0);
-	CHECK(err == -EUCLEAN, "%s: freeing past the end: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: freeing past the end: %d", what, err);
 	err = balloc_free(h, NULL, fs->first_data_block, 1, 0);
-	CHECK(err == -EUCLEAN, "%s: freeing the superblock: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: freeing the superblock: %d", what, err);
 	err = ialloc_free(h, ino, false);
-	CHECK(err == -EUCLEAN, "%s: inode double free: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: inode double free: %d", what, err);
 	err = ialloc_free(h, EXT4_ROOT_INO, true);
-	CHECK(err == -EUCLEAN, "%s: freeing the root inode: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: freeing the root inode: %d", what, err);
 	err = ialloc_free(h, (uint64_t)fs->inodes_count + 1, false);
-	CHECK(err == -EUCLEAN, "%s: freeing past the last inode: %d", what, err);
+	CHECK_ERR(err == -EUCLEAN, "%s: freeing past the last inode: %d", what, err);
 	handle_end(h);
 	snap(fs, &after);
-	CHECK(memcmp(&before, &after, sizeof(before)) == 0, "%s: counts changed", what);
+	CHECK_ERR(memcmp(&before, &after, sizeof(before)) == 0, "%s: counts changed", what);
 	check_counts(fs, what);
 	free(dir);
 	printf("  %s: corrupt requests refused\n", what);
@@ -579,7 +541,7 @@ static void *stream_thread(void *arg)
 		handle_begin(s->fs, &h);
 		err = balloc_alloc(h, s->inode, goal, 1, &first, &got);
 		handle_end(h);
-		CHECK(err == 0, "stream alloc: %d", err);
+		CHECK_ERR(err == 0, "stream alloc: %d", err);
 		if (err)
 			break;
 		s->blocks[s->n++] = first;
@@ -615,7 +577,7 @@ static void test_prealloc_interleaved(struct uext4_fs *fs, const char *what)
 			handle_begin(fs, &h);
 			err = balloc_alloc(h, s[i].inode, goal, 1, &first, &got);
 			handle_end(h);
-			CHECK(err == 0 && got == 1, "%s: interleaved alloc %d", what, err);
+			CHECK_ERR(err == 0 && got == 1, "%s: interleaved alloc %d", what, err);
 			s[i].blocks[s[i].n++] = first;
 		}
 	}
@@ -624,19 +586,19 @@ static void test_prealloc_interleaved(struct uext4_fs *fs, const char *what)
 
 		printf("  %s: interleaved writer %d: %u blocks in %u runs\n", what, i, s[i].n,
 		       runs);
-		CHECK(runs <= 40, "%s: writer %d: %u runs for %u blocks", what, i, runs, s[i].n);
+		CHECK_ERR(runs <= 40, "%s: writer %d: %u runs for %u blocks", what, i, runs, s[i].n);
 		balloc_release_prealloc(fs, s[i].inode);
 	}
-	CHECK(balloc_reserved_blocks(fs) == 0, "%s: blocks still reserved", what);
+	CHECK_ERR(balloc_reserved_blocks(fs) == 0, "%s: blocks still reserved", what);
 	for (int i = 0; i < 2; i++) {
 		for (unsigned k = 0; k < s[i].n; k++) {
 			handle_begin(fs, &h);
-			CHECK(balloc_free(h, s[i].inode, s[i].blocks[k], 1, 0) == 0, "free");
+			CHECK_ERR(balloc_free(h, s[i].inode, s[i].blocks[k], 1, 0) == 0, "free");
 			handle_end(h);
 		}
 		free(s[i].inode);
 	}
-	CHECK(pcounter_sum(&fs->hot->free_blocks) == before, "%s: leaked blocks", what);
+	CHECK_ERR(pcounter_sum(&fs->hot->free_blocks) == before, "%s: leaked blocks", what);
 	free(s);
 }
 
@@ -660,23 +622,23 @@ static void test_prealloc(struct uext4_fs *fs, const char *what)
 		unsigned runs = count_runs(s[i].blocks, s[i].n);
 
 		printf("  %s: streaming writer %d: %u blocks in %u runs\n", what, i, s[i].n, runs);
-		CHECK(runs <= 40, "%s: writer %d: %u runs for %u blocks", what, i, runs, s[i].n);
+		CHECK_ERR(runs <= 40, "%s: writer %d: %u runs for %u blocks", what, i, runs, s[i].n);
 	}
-	CHECK(balloc_reserved_blocks(fs) > 0, "%s: no window reserved", what);
+	CHECK_ERR(balloc_reserved_blocks(fs) > 0, "%s: no window reserved", what);
 	for (int i = 0; i < 2; i++)
 		balloc_release_prealloc(fs, s[i].inode);
-	CHECK(balloc_reserved_blocks(fs) == 0, "%s: %llu blocks still reserved", what,
+	CHECK_ERR(balloc_reserved_blocks(fs) == 0, "%s: %llu blocks still reserved", what,
 	      (unsigned long long)balloc_reserved_blocks(fs));
 	for (int i = 0; i < 2; i++) {
 		for (unsigned k = 0; k < s[i].n; k++) {
 			handle_begin(fs, &h);
-			CHECK(balloc_free(h, s[i].inode, s[i].blocks[k], 1, 0) == 0, "free");
+			CHECK_ERR(balloc_free(h, s[i].inode, s[i].blocks[k], 1, 0) == 0, "free");
 			handle_end(h);
 		}
 		free(s[i].inode);
 	}
 	snap(fs, &after);
-	CHECK(after.free_blocks == before.free_blocks, "%s: prealloc leaked blocks", what);
+	CHECK_ERR(after.free_blocks == before.free_blocks, "%s: prealloc leaked blocks", what);
 	free(s);
 }
 
@@ -692,18 +654,18 @@ static void test_seed002(struct uext4_fs *fs, const char *what)
 	unsigned shared = 0;
 
 	handle_begin(fs, &h);
-	CHECK(ialloc_alloc(h, root, S_IFDIR | 0755, &pino) == 0, "parent");
+	CHECK_ERR(ialloc_alloc(h, root, S_IFDIR | 0755, &pino) == 0, "parent");
 	parent = fake_inode(pino, S_IFDIR | 0755);
 	for (int d = 0; d < NDIRS; d++) {
 		uint64_t ino;
 
-		CHECK(ialloc_alloc(h, parent, S_IFDIR | 0755, &ino) == 0, "dir %d", d);
+		CHECK_ERR(ialloc_alloc(h, parent, S_IFDIR | 0755, &ino) == 0, "dir %d", d);
 		dirs[d] = fake_inode(ino, S_IFDIR | 0755);
 	}
 	/* Round-robin, as 16 creators working at once. */
 	for (int f = 0; f < NFILES; f++)
 		for (int d = 0; d < NDIRS; d++)
-			CHECK(ialloc_alloc(h, dirs[d], S_IFREG | 0644, &files[d][f]) == 0, "file");
+			CHECK_ERR(ialloc_alloc(h, dirs[d], S_IFREG | 0644, &files[d][f]) == 0, "file");
 	handle_end(h);
 	for (int d = 0; d < NDIRS; d++)
 		for (int e = d + 1; e < NDIRS; e++)
@@ -716,7 +678,7 @@ static void test_seed002(struct uext4_fs *fs, const char *what)
 	       "inode-table blocks\n", what, (unsigned long long)dirs[0]->ino,
 	       (unsigned long long)dirs[NDIRS - 1]->ino, (unsigned long long)files[0][0],
 	       (unsigned long long)files[1][0], (unsigned long long)files[2][0], shared);
-	CHECK(shared == 0, "%s: %u inode-table blocks shared between directories", what, shared);
+	CHECK_ERR(shared == 0, "%s: %u inode-table blocks shared between directories", what, shared);
 	/* The groups the files went to were INODE_UNINIT and BLOCK_UNINIT:
 	 * both initialised, and bg_itable_unused ends after the last inode
 	 * taken (as __ext4_new_inode). */
@@ -727,9 +689,9 @@ static void test_seed002(struct uext4_fs *fs, const char *what)
 		for (int f = 0; f < NFILES; f++)
 			if (group_of_ino(fs, files[d][f]) == g)
 				maxbit = MAX(maxbit, (uint32_t)((files[d][f] - 1) % fs->inodes_per_group));
-		CHECK(!(gi->flags & (EXT4_BG_INODE_UNINIT | EXT4_BG_BLOCK_UNINIT)),
+		CHECK_ERR(!(gi->flags & (EXT4_BG_INODE_UNINIT | EXT4_BG_BLOCK_UNINIT)),
 		      "%s: group %u flags %#x", what, g, gi->flags);
-		CHECK(gi->itable_unused <= fs->inodes_per_group - (maxbit + 1),
+		CHECK_ERR(gi->itable_unused <= fs->inodes_per_group - (maxbit + 1),
 		      "%s: group %u: itable_unused %u, inode index %u in use", what, g,
 		      gi->itable_unused, maxbit);
 	}
@@ -737,11 +699,11 @@ static void test_seed002(struct uext4_fs *fs, const char *what)
 	handle_begin(fs, &h);
 	for (int d = 0; d < NDIRS; d++) {
 		for (int f = 0; f < NFILES; f++)
-			CHECK(ialloc_free(h, files[d][f], false) == 0, "free");
-		CHECK(ialloc_free(h, dirs[d]->ino, true) == 0, "free dir");
+			CHECK_ERR(ialloc_free(h, files[d][f], false) == 0, "free");
+		CHECK_ERR(ialloc_free(h, dirs[d]->ino, true) == 0, "free dir");
 		free(dirs[d]);
 	}
-	CHECK(ialloc_free(h, pino, true) == 0, "free parent");
+	CHECK_ERR(ialloc_free(h, pino, true) == 0, "free parent");
 	handle_end(h);
 	free(parent);
 	free(root);
@@ -761,7 +723,7 @@ static void *creator_thread(void *arg)
 		struct handle *h;
 
 		handle_begin(c->fs, &h);
-		CHECK(ialloc_alloc(h, c->dir, S_IFREG | 0644, &c->files[f]) == 0, "create");
+		CHECK_ERR(ialloc_alloc(h, c->dir, S_IFREG | 0644, &c->files[f]) == 0, "create");
 		handle_end(h);
 	}
 	return NULL;
@@ -783,7 +745,7 @@ static void test_seed002_threads(struct uext4_fs *fs, const char *what)
 	for (int d = 0; d < N; d++) {
 		uint64_t ino;
 
-		CHECK(ialloc_alloc(h, root, S_IFDIR | 0755, &ino) == 0, "dir");
+		CHECK_ERR(ialloc_alloc(h, root, S_IFDIR | 0755, &ino) == 0, "dir");
 		c[d].fs = fs;
 		c[d].dir = fake_inode(ino, S_IFDIR | 0755);
 	}
@@ -799,17 +761,17 @@ static void test_seed002_threads(struct uext4_fs *fs, const char *what)
 					shared += (c[d].files[f] - 1) / fs->inodes_per_block ==
 						  (c[e].files[k] - 1) / fs->inodes_per_block;
 	printf("  %s: seed 002, 16 threads: %u shared inode-table blocks\n", what, shared);
-	CHECK(shared == 0, "%s: %u inode-table blocks shared", what, shared);
+	CHECK_ERR(shared == 0, "%s: %u inode-table blocks shared", what, shared);
 	handle_begin(fs, &h);
 	for (int d = 0; d < N; d++) {
 		for (int f = 0; f < 64; f++)
-			CHECK(ialloc_free(h, c[d].files[f], false) == 0, "free");
-		CHECK(ialloc_free(h, c[d].dir->ino, true) == 0, "free dir");
+			CHECK_ERR(ialloc_free(h, c[d].files[f], false) == 0, "free");
+		CHECK_ERR(ialloc_free(h, c[d].dir->ino, true) == 0, "free dir");
 		free(c[d].dir);
 	}
 	handle_end(h);
 	snap(fs, &after);
-	CHECK(memcmp(&before, &after, sizeof(before)) == 0, "%s: counts changed", what);
+	CHECK_ERR(memcmp(&before, &after, sizeof(before)) == 0, "%s: counts changed", what);
 	free(c);
 	free(root);
 }
@@ -833,39 +795,32 @@ static const struct variant variants[] = {
 
 int main(void)
 {
-	const char *env = getenv("UNIT_ALLOC_SEED");
-
-	seed = env ? strtoul(env, NULL, 0) : (unsigned long)time(NULL);
-	printf("unit_alloc: seed %lu\n", seed);
-	if (sh("mke2fs -V >/dev/null 2>&1") != 0 || sh("e2fsck -V >/dev/null 2>&1") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return 77;
-	}
+	seed = t_seed("unit_alloc", "UNIT_ALLOC_SEED");
+	t_need_tools("mke2fs e2fsck");
 	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
 		const struct variant *var = &variants[v];
 		struct uext4_fs *fs;
 
 		printf("%s (mke2fs %s, %s)\n", var->name, var->opts, var->size);
-		if (mkimg(var->opts, var->size) != 0) {
-			CHECK(0, "mke2fs %s failed", var->opts);
+		unlink(IMG);
+		if (t_make_image(IMG, var->size, var->opts) != 0)
 			continue;
-		}
 		if (!(fs = mount_rw()))
 			continue;
 		/* Commits between the tests: blocks one frees become allocatable
 		 * again only when the freeing transaction commits. */
 		test_stress(fs, var->name);
-		CHECK(trans_commit(fs) == 0, "commit");
+		CHECK_ERR(trans_commit(fs) == 0, "commit");
 		test_corrupt(fs, var->name);
-		CHECK(trans_commit(fs) == 0, "commit");
+		CHECK_ERR(trans_commit(fs) == 0, "commit");
 		test_prealloc(fs, var->name);
-		CHECK(trans_commit(fs) == 0, "commit");
+		CHECK_ERR(trans_commit(fs) == 0, "commit");
 		test_prealloc_interleaved(fs, var->name);
-		CHECK(trans_commit(fs) == 0, "commit");
+		CHECK_ERR(trans_commit(fs) == 0, "commit");
 		if (var->seed002) {
 			test_seed002(fs, var->name);
 			test_seed002_threads(fs, var->name);
-			CHECK(trans_commit(fs) == 0, "commit");
+			CHECK_ERR(trans_commit(fs) == 0, "commit");
 		}
 		if (var->enospc)
 			test_enospc(fs, var->name);
@@ -873,6 +828,6 @@ int main(void)
 		umount_and_fsck(fs, var->name);
 	}
 	unlink(IMG);
-	printf("unit_alloc: %s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	printf("unit_alloc: %s (%d failures)\n", t_failures ? "FAIL" : "PASS", t_failures);
+	return t_failures ? 1 : 0;
 }

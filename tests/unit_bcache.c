@@ -14,6 +14,7 @@
 #include "blockdev.h"
 #include "internal.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -24,17 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-			printf(__VA_ARGS__);                                \
-			printf("\n");                                       \
-		}                                                           \
-	} while (0)
 
 #define BS 4096u
 #define NBLOCKS 512u
@@ -507,6 +497,6 @@ int main(void)
 	test_io_error();
 	test_same_block_once();
 	test_stress();
-	printf(failures ? "unit_bcache: %d FAILED\n" : "unit_bcache: all passed\n", failures);
-	return failures ? 1 : 0;
+	printf(t_failures ? "unit_bcache: %d FAILED\n" : "unit_bcache: all passed\n", t_failures);
+	return t_failures ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "ondisk.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,17 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                    \
-	do {                                                                \
-		if (!(cond)) {                                              \
-			failures++;                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);         \
-			printf(__VA_ARGS__);                                \
-			printf("\n");                                       \
-		}                                                           \
-	} while (0)
 
 /* ------------------------------------------------------------- CRCs */
 
@@ -99,25 +89,13 @@ static void test_crc_hw_vs_sw(void)
 
 static char tmpdir[256];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 /* A tree for mke2fs -d: files, a big directory, a fragmented sparse file. */
 static int make_tree(const char *root)
 {
 	FILE *f;
 	char path[1024];
 
-	if (sh("mkdir -p %s/sub %s/big && echo hello > %s/a && echo world > %s/sub/b",
+	if (t_sh("mkdir -p %s/sub %s/big && echo hello > %s/a && echo world > %s/sub/b",
 	       root, root, root, root))
 		return -1;
 	for (int i = 0; i < 300; i++) {
@@ -496,14 +474,14 @@ static void check_image(const char *tree, const char *img, const char *bsopt, co
 	int err;
 
 	printf("check: image %s (metadata_csum,64bit,orphan_file, %s, %s)\n", img, bsopt, size);
-	CHECK(sh("rm -f %s && truncate -s %s %s", img, size, img) == 0, "truncate");
-	CHECK(sh("mke2fs -q -F -t ext4 %s -O metadata_csum,64bit,orphan_file -d %s %s",
+	CHECK(t_sh("rm -f %s && truncate -s %s %s", img, size, img) == 0, "truncate");
+	CHECK(t_sh("mke2fs -q -F -t ext4 %s -O metadata_csum,64bit,orphan_file -d %s %s",
 		 bsopt, tree, img) == 0, "mke2fs");
 	/* An xattr too big for the inode goes to an xattr block; -D indexes /big. */
-	CHECK(sh("debugfs -w -R 'ea_set -f %s/val /a user.big' %s >/dev/null 2>&1",
+	CHECK(t_sh("debugfs -w -R 'ea_set -f %s/val /a user.big' %s >/dev/null 2>&1",
 		 tmpdir, img) == 0, "debugfs ea_set");
-	sh("e2fsck -fyD %s >/dev/null 2>&1", img);
-	CHECK(sh("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "image not clean");
+	t_sh("e2fsck -fyD %s >/dev/null 2>&1", img);
+	CHECK(t_sh("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "image not clean");
 
 	err = open_img(&im, img);
 	CHECK(err == 0, "open image: %s", uext4_last_error());
@@ -536,7 +514,7 @@ int main(void)
 	if (system("command -v mke2fs >/dev/null && command -v debugfs >/dev/null "
 		   "&& command -v e2fsck >/dev/null") != 0) {
 		printf("skip: mke2fs/debugfs/e2fsck not installed\n");
-		return failures ? 1 : 77;
+		return t_failures ? 1 : 77;
 	}
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_csum.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
@@ -546,7 +524,7 @@ int main(void)
 	snprintf(tree, sizeof(tree), "%s/tree", tmpdir);
 	snprintf(img, sizeof(img), "%s/csum.img", tmpdir);
 	CHECK(make_tree(tree) == 0, "make tree");
-	CHECK(sh("head -c 800 /dev/zero | tr '\\0' x > %s/val", tmpdir) == 0, "value");
+	CHECK(t_sh("head -c 800 /dev/zero | tr '\\0' x > %s/val", tmpdir) == 0, "value");
 	check_image(tree, img, "-b 1024", "16M", true);
 	check_image(tree, img, "-b 4096", "160M", true);
 	/* Inode sizes: no extra part, a large one, and one past the size
@@ -555,12 +533,12 @@ int main(void)
 	check_image(tree, img, "-b 4096 -I 1024", "64M", false);
 	check_image(tree, img, "-b 4096 -I 2048", "64M", false);
 
-	CHECK(sh("rm -f %s && truncate -s 16M %s && "
+	CHECK(t_sh("rm -f %s && truncate -s 16M %s && "
 		 "mke2fs -q -F -t ext4 -O ^metadata_csum,uninit_bg,64bit %s", img, img, img) == 0,
 	      "mke2fs gdt_csum");
 	check_gdt_csum(img);
 
-	sh("rm -rf %s", tmpdir);
-	printf(failures ? "unit_csum: %d FAILED\n" : "unit_csum: all passed\n", failures);
-	return failures ? 1 : 0;
+	t_sh("rm -rf %s", tmpdir);
+	printf(t_failures ? "unit_csum: %d FAILED\n" : "unit_csum: all passed\n", t_failures);
+	return t_failures ? 1 : 0;
 }

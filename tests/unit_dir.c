@@ -32,6 +32,7 @@
 #include "internal.h"
 #include "ondisk.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -54,45 +55,15 @@
 #endif
 
 static uint64_t rng_state;
-static int failures;
 
 static uint64_t rnd(void)
 {
-	uint64_t x = rng_state;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return rng_state = x;
+	return t_rnd(&rng_state);
 }
 
 static unsigned rnd_below(unsigned n)
 {
-	return (unsigned)(rnd() % n);
-}
-
-#define CHECK(cond, ...)                                                         \
-	do {                                                                     \
-		if (!(cond)) {                                                   \
-			failures++;                                              \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);     \
-			fprintf(stderr, __VA_ARGS__);                            \
-			fprintf(stderr, " [%s]\n", uext4_last_error());          \
-		}                                                                \
-	} while (0)
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	st = system(cmd);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return (unsigned)t_rnd_below(&rng_state, n);
 }
 
 /* ------------------------------------------------------------ names */
@@ -194,8 +165,8 @@ static void test_dirhash_vectors(const char *tmp)
 	snprintf(img, sizeof(img), "%s/hash.img", tmp);
 	snprintf(cmdfile, sizeof(cmdfile), "%s/hash.cmd", tmp);
 	snprintf(outfile, sizeof(outfile), "%s/hash.out", tmp);
-	if (run("mke2fs -q -F -t ext4 %s 4M >/dev/null 2>&1", img)) {
-		CHECK(0, "mke2fs for the hash image");
+	if (t_sh("mke2fs -q -F -t ext4 %s 4M >/dev/null 2>&1", img)) {
+		CHECK_ERR(0, "mke2fs for the hash image");
 		return;
 	}
 	f = fopen(cmdfile, "w");
@@ -215,8 +186,8 @@ static void test_dirhash_vectors(const char *tmp)
 		fprintf(f, "dx_hash -h %s -s %s %s\n", algs[alg_of[i]], seeds[i], names[i]);
 	}
 	fclose(f);
-	if (run("debugfs -f %s %s >%s 2>/dev/null", cmdfile, img, outfile)) {
-		CHECK(0, "debugfs dx_hash run");
+	if (t_sh("debugfs -f %s %s >%s 2>/dev/null", cmdfile, img, outfile)) {
+		CHECK_ERR(0, "debugfs dx_hash run");
 		return;
 	}
 	f = fopen(outfile, "r");
@@ -239,16 +210,16 @@ static void test_dirhash_vectors(const char *tmp)
 		if (sscanf(is, " is 0x%x (minor 0x%x)", &want_h, &want_m) != 2)
 			continue;
 		uuid_words(seeds[i], seed);
-		CHECK(dirhash(alg_of[i], seed, names[i], strlen(names[i]), &h, &m) == 0,
+		CHECK_ERR(dirhash(alg_of[i], seed, names[i], strlen(names[i]), &h, &m) == 0,
 		      "dirhash %s", algs[alg_of[i]]);
-		CHECK(h == want_h && m == want_m,
+		CHECK_ERR(h == want_h && m == want_m,
 		      "dirhash %s seed %s name #%d (len %zu): got 0x%x/0x%x, debugfs 0x%x/0x%x",
 		      algs[alg_of[i]], seeds[i], i, strlen(names[i]), h, m, want_h, want_m);
 		checked++;
 		i++;
 	}
 	fclose(f);
-	CHECK(checked == NNAMES, "only %d of %d dx_hash results parsed", checked, NNAMES);
+	CHECK_ERR(checked == NNAMES, "only %d of %d dx_hash results parsed", checked, NNAMES);
 	{
 		/* Unsigned variants agree with the signed ones on ASCII names, differ
 		 * on bytes >= 0x80; siphash is refused. */
@@ -256,12 +227,12 @@ static void test_dirhash_vectors(const char *tmp)
 
 		dirhash(DX_HASH_TEA, NULL, "hello", 5, &h1, &m1);
 		dirhash(DX_HASH_TEA_UNSIGNED, NULL, "hello", 5, &h2, &m2);
-		CHECK(h1 == h2 && m1 == m2, "tea unsigned on ASCII");
+		CHECK_ERR(h1 == h2 && m1 == m2, "tea unsigned on ASCII");
 		dirhash(DX_HASH_HALF_MD4, NULL, "h\xe9llo", 5, &h1, &m1);
 		dirhash(DX_HASH_HALF_MD4_UNSIGNED, NULL, "h\xe9llo", 5, &h2, &m2);
-		CHECK(h1 != h2, "half_md4 unsigned on a high byte");
-		CHECK(dirhash(DX_HASH_SIPHASH, NULL, "a", 1, &h1, &m1) == -EOPNOTSUPP, "siphash");
-		CHECK(dirhash(77, NULL, "a", 1, &h1, &m1) < 0, "unknown version");
+		CHECK_ERR(h1 != h2, "half_md4 unsigned on a high byte");
+		CHECK_ERR(dirhash(DX_HASH_SIPHASH, NULL, "a", 1, &h1, &m1) == -EOPNOTSUPP, "siphash");
+		CHECK_ERR(dirhash(77, NULL, "a", 1, &h1, &m1) < 0, "unknown version");
 	}
 	printf("dirhash: %d vectors checked\n", checked);
 	free(names);
@@ -539,10 +510,10 @@ static int list_dir(uext4_fs *fs, uint64_t ino, unsigned k, struct listing *l, s
 			return err;
 		if (!l->stopped)
 			return 0;
-		CHECK(l->taken > 0, "readdir stopped before any entry");
+		CHECK_ERR(l->taken > 0, "readdir stopped before any entry");
 		cookie = l->cookies[l->n - 1];
 	}
-	CHECK(0, "readdir of inode %" PRIu64 " does not end", ino);
+	CHECK_ERR(0, "readdir of inode %" PRIu64 " does not end", ino);
 	return -ELOOP;
 }
 
@@ -560,13 +531,13 @@ static void check_dir(uext4_fs *fs, const struct tdir *d, const char *img)
 	int err;
 
 	err = uext4_resolve(fs, d->path, 1, &ino);
-	CHECK(err == 0, "%s: resolve %s: %d", img, d->path, err);
+	CHECK_ERR(err == 0, "%s: resolve %s: %d", img, d->path, err);
 	if (err)
 		return;
 	uext4_resolve(fs, d->parent, 1, &parent);
 	err = list_dir(fs, ino, 1 + rnd_below(d->n > 100 ? 300 : 8), &l, d->n + 2);
-	CHECK(err == 0, "%s: readdir %s: %d", img, d->path, err);
-	CHECK(l.n == d->n + 2, "%s: readdir %s: %zu entries, want %zu", img, d->path, l.n,
+	CHECK_ERR(err == 0, "%s: readdir %s: %d", img, d->path, err);
+	CHECK_ERR(l.n == d->n + 2, "%s: readdir %s: %zu entries, want %zu", img, d->path, l.n,
 	      d->n + 2);
 	want = malloc((d->n + 1) * sizeof(char *));
 	got = malloc((l.n + 1) * sizeof(char *));
@@ -575,26 +546,26 @@ static void check_dir(uext4_fs *fs, const struct tdir *d, const char *img)
 	qsort(want, d->n, sizeof(char *), cmp_str);
 	for (size_t i = 0; i < l.n; i++) {
 		if (strcmp(l.names[i], ".") == 0) {
-			CHECK(l.inos[i] == ino, "%s: '.' of %s", img, d->path);
+			CHECK_ERR(l.inos[i] == ino, "%s: '.' of %s", img, d->path);
 		} else if (strcmp(l.names[i], "..") == 0) {
-			CHECK(l.inos[i] == parent, "%s: '..' of %s is %" PRIu64 ", want %" PRIu64,
+			CHECK_ERR(l.inos[i] == parent, "%s: '..' of %s is %" PRIu64 ", want %" PRIu64,
 			      img, d->path, l.inos[i], parent);
 		} else {
 			struct uext4_stat st;
 
 			got[ngot++] = l.names[i];
 			err = uext4_lookup(fs, ino, l.names[i], &st);
-			CHECK(err == 0 && st.ino == l.inos[i], "%s: lookup %s/%s: %d", img, d->path,
+			CHECK_ERR(err == 0 && st.ino == l.inos[i], "%s: lookup %s/%s: %d", img, d->path,
 			      l.names[i], err);
-			CHECK(l.dtypes[i] == (S_ISDIR(st.mode) ? DT_DIR : DT_REG),
+			CHECK_ERR(l.dtypes[i] == (S_ISDIR(st.mode) ? DT_DIR : DT_REG),
 			      "%s: dtype of %s/%s: %u", img, d->path, l.names[i], l.dtypes[i]);
 		}
 	}
 	qsort(got, ngot, sizeof(char *), cmp_str);
-	CHECK(ngot == d->n, "%s: %s lists %zu names, want %zu", img, d->path, ngot, d->n);
+	CHECK_ERR(ngot == d->n, "%s: %s lists %zu names, want %zu", img, d->path, ngot, d->n);
 	for (size_t i = 0; i < ngot && i < d->n; i++) {
 		if (strcmp(got[i], want[i]) != 0) {
-			CHECK(0, "%s: %s: listed '%s', expected '%s'", img, d->path, got[i], want[i]);
+			CHECK_ERR(0, "%s: %s: listed '%s', expected '%s'", img, d->path, got[i], want[i]);
 			break;
 		}
 	}
@@ -607,18 +578,18 @@ static void check_dir(uext4_fs *fs, const struct tdir *d, const char *img)
 			     d->names[i]) >= (int)sizeof(path))
 			continue;
 		err = uext4_resolve(fs, path, 0, &x);
-		CHECK(err == 0, "%s: resolve %s: %d", img, path, err);
+		CHECK_ERR(err == 0, "%s: resolve %s: %d", img, path, err);
 	}
 	err = uext4_lookup(fs, ino, "no-such-name-in-this-dir", NULL);
-	CHECK(err == -ENOENT, "%s: lookup of a missing name in %s: %d", img, d->path, err);
+	CHECK_ERR(err == -ENOENT, "%s: lookup of a missing name in %s: %d", img, d->path, err);
 
 	/* Exact resume: readdir(cookie after entry i) starts with entry i+1. */
 	err = list_dir(fs, ino, 0, &full, d->n + 2);
-	CHECK(err == 0 && full.n == l.n, "%s: single-call readdir of %s: %d, %zu entries", img,
+	CHECK_ERR(err == 0 && full.n == l.n, "%s: single-call readdir of %s: %d, %zu entries", img,
 	      d->path, err, full.n);
 	for (size_t i = 0; i < l.n && i < full.n; i++) {
 		if (strcmp(l.names[i], full.names[i]) || l.cookies[i] != full.cookies[i]) {
-			CHECK(0, "%s: %s: piecewise and single-call readdir differ at %zu", img,
+			CHECK_ERR(0, "%s: %s: piecewise and single-call readdir differ at %zu", img,
 			      d->path, i);
 			break;
 		}
@@ -630,12 +601,12 @@ static void check_dir(uext4_fs *fs, const struct tdir *d, const char *img)
 		if (d->n < 400 && t >= full.n)
 			break;
 		err = uext4_readdir(fs, ino, full.cookies[i], fill_cb, &one);
-		CHECK(err == 0, "%s: resume %s at %zu: %d", img, d->path, i, err);
+		CHECK_ERR(err == 0, "%s: resume %s at %zu: %d", img, d->path, i, err);
 		if (i + 1 == full.n)
-			CHECK(one.n == 0, "%s: resume %s after the last entry gave '%s'", img,
+			CHECK_ERR(one.n == 0, "%s: resume %s after the last entry gave '%s'", img,
 			      d->path, one.n ? one.names[0] : "");
 		else
-			CHECK(one.n == 1 && strcmp(one.names[0], full.names[i + 1]) == 0,
+			CHECK_ERR(one.n == 1 && strcmp(one.names[0], full.names[i + 1]) == 0,
 			      "%s: resume %s after entry %zu (cookie 0x%" PRIx64 "): got '%s', "
 			      "want '%s'", img, d->path, i, full.cookies[i],
 			      one.n ? one.names[0] : "(none)", full.names[i + 1]);
@@ -670,7 +641,7 @@ static void patch(const char *img, uint64_t off, const void *bytes, size_t len)
 {
 	int fd = open(img, O_WRONLY);
 
-	CHECK(fd >= 0 && pwrite(fd, bytes, len, (off_t)off) == (ssize_t)len, "patch %s", img);
+	CHECK_ERR(fd >= 0 && pwrite(fd, bytes, len, (off_t)off) == (ssize_t)len, "patch %s", img);
 	close(fd);
 }
 
@@ -692,7 +663,7 @@ static int exercise_dir(uext4_fs *fs, const char *path, const struct tdir *d)
 	if (err)
 		return err;
 	err = uext4_readdir(fs, ino, 0, count_cb, &n);
-	CHECK(n <= 100000, "readdir of corrupt %s does not end", path);
+	CHECK_ERR(n <= 100000, "readdir of corrupt %s does not end", path);
 	first = err;
 	for (size_t i = 0; d && i < d->n; i++) {
 		err = uext4_lookup(fs, ino, d->names[i], NULL);
@@ -742,29 +713,29 @@ static void test_corruption(const char *tmp)
 	snprintf(img, sizeof(img), "%s/corrupt.img", tmp);
 	snprintf(work, sizeof(work), "%s/work.img", tmp);
 	mkdir(root, 0755);
-	CHECK(make_tree_on_disk(root) == 0, "tree for the corruption image");
+	CHECK_ERR(make_tree_on_disk(root) == 0, "tree for the corruption image");
 	fflush(stdout);
-	if (run("mke2fs -q -F -t ext4 -b 1024 -O ^metadata_csum -d %s %s 16M >/dev/null", root,
-		img) || run("rm -rf %s", root)) {
-		CHECK(0, "mke2fs for the corruption image");
+	if (t_sh("mke2fs -q -F -t ext4 -b 1024 -O ^metadata_csum -d %s %s 16M >/dev/null", root,
+		img) || t_sh("rm -rf %s", root)) {
+		CHECK_ERR(0, "mke2fs for the corruption image");
 		return;
 	}
-	run("e2fsck -fyD %s >/dev/null 2>&1", img);
+	t_sh("e2fsck -fyD %s >/dev/null 2>&1", img);
 	nblocks = file_blocks(img, "/mid", blocks, 64);
-	CHECK(nblocks > 4, "/mid has %zu blocks", nblocks);
+	CHECK_ERR(nblocks > 4, "/mid has %zu blocks", nblocks);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]) && nblocks > 4; c++) {
 		const struct corruption *k = &cases[c];
 		uext4_fs *fs;
 
-		run("cp %s %s", img, work);
+		t_sh("cp %s %s", img, work);
 		/* Leaf cases damage the block the first dx entry points to. */
 		patch(work, (k->block ? blocks[1] : blocks[0]) * 1024 + k->off, k->bytes, k->len);
 		err = uext4_mount(work, &o, &fs);
-		CHECK(err == 0, "mount %s", work);
+		CHECK_ERR(err == 0, "mount %s", work);
 		if (err)
 			continue;
 		err = exercise_dir(fs, "/mid", mid);
-		CHECK(err == -EUCLEAN && strstr(uext4_last_error(), k->msg),
+		CHECK_ERR(err == -EUCLEAN && strstr(uext4_last_error(), k->msg),
 		      "%s: got %d, want -EUCLEAN with '%s'", k->what, err, k->msg);
 		printf("  %-32s -> %d %s\n", k->what, err, uext4_last_error());
 		uext4_umount(fs);
@@ -775,7 +746,7 @@ static void test_corruption(const char *tmp)
 		uext4_fs *fs;
 		int nerr = 0;
 
-		run("cp %s %s", img, work);
+		t_sh("cp %s %s", img, work);
 		for (int j = 0; j < 1 + (int)rnd_below(8); j++) {
 			uint8_t v = (uint8_t)rnd();
 			uint64_t blk = blocks[rnd_below((unsigned)nblocks)];
@@ -861,7 +832,7 @@ static void test_threads(uext4_fs *fs, const struct tdir *d, const char *img)
 	}
 	for (unsigned i = 0; i < 4; i++) {
 		pthread_join(t[i], NULL);
-		CHECK(a[i].errors == 0, "%s: thread %u: %d errors listing/looking up %s", img, i,
+		CHECK_ERR(a[i].errors == 0, "%s: thread %u: %d errors listing/looking up %s", img, i,
 		      a[i].errors, d->path);
 	}
 	printf("image %s: 4 threads listed and looked up %s concurrently\n", img, d->path);
@@ -898,40 +869,40 @@ static const struct flavour flavours[] = {
 };
 
 /* Build the image of a flavour; returns 0, 77 (cannot here) or 1. */
-static int make_image(const char *tmp, const struct flavour *fl, const char *img)
+static int make_flavour_image(const char *tmp, const struct flavour *fl, const char *img)
 {
-	char root[512];
+	char root[512], opts[1024];
 	int err;
 
 	snprintf(root, sizeof(root), "%s/tree-%s", tmp, fl->name);
 	mkdir(root, 0755);
 	if (!fl->kernel && make_tree_on_disk(root))
 		return 1;
-	fflush(stdout);
-	if (run("mke2fs -q -F -t ext4 -N 70000 %s %s%s %s 256M >/dev/null", fl->mkfs_opts,
-		fl->kernel ? "" : "-d ", fl->kernel ? "" : root, img))
+	snprintf(opts, sizeof(opts), "-t ext4 -N 70000 %s %s%s", fl->mkfs_opts,
+		 fl->kernel ? "" : "-d ", fl->kernel ? "" : root);
+	if (t_make_image(img, "256M", opts))
 		return 1;
 	if (fl->unsigned_hash &&
-	    run("debugfs -w -R 'ssv flags 2' %s >/dev/null 2>&1", img))
+	    t_sh("debugfs -w -R 'ssv flags 2' %s >/dev/null 2>&1", img))
 		return 1;
-	if (fl->hash_alg && run("debugfs -w -R 'ssv def_hash_version %s' %s >/dev/null 2>&1",
+	if (fl->hash_alg && t_sh("debugfs -w -R 'ssv def_hash_version %s' %s >/dev/null 2>&1",
 				fl->hash_alg, img))
 		return 1;
 	if (fl->kernel) {
-		if (run("mount -o loop %s %s 2>/dev/null", img, root)) {
+		if (t_sh("mount -o loop %s %s 2>/dev/null", img, root)) {
 			rmdir(root);
 			return 77;
 		}
 		err = make_tree_on_disk(root);
 		/* Always unmount, even when populating failed. */
-		if (run("umount %s", root) || err)
+		if (t_sh("umount %s", root) || err)
 			return 1;
 		rmdir(root);
 		return 0;
 	}
-	run("rm -rf %s", root);
+	t_sh("rm -rf %s", root);
 	/* mke2fs -d builds linear directories; e2fsck -D indexes them. */
-	err = run("e2fsck -fyD %s >/dev/null 2>&1", img);
+	err = t_sh("e2fsck -fyD %s >/dev/null 2>&1", img);
 	return err == 0 || err == 1 ? 0 : 1;
 }
 
@@ -951,74 +922,63 @@ static void test_image(const char *tmp, const struct flavour *fl, size_t big)
 	printf("image %s: mke2fs %s, hash %s%s, %s, %d dirs\n", fl->name, fl->mkfs_opts,
 	       fl->hash_alg ? fl->hash_alg : "default", fl->unsigned_hash ? " unsigned" : "",
 	       fl->kernel ? "kernel-populated" : "mke2fs -d + e2fsck -D", ntdirs);
-	err = make_image(tmp, fl, img);
+	err = make_flavour_image(tmp, fl, img);
 	if (err == 77) {
 		printf("image %s: SKIP (no loop mount on this machine)\n", fl->name);
 		unlink(img);
 		return;
 	}
-	CHECK(err == 0, "building image %s", fl->name);
+	CHECK_ERR(err == 0, "building image %s", fl->name);
 	if (err)
 		return;
-	err = run("e2fsck -fn %s >/dev/null 2>&1", img);
-	CHECK(err == 0, "e2fsck -fn %s not clean: %d", fl->name, err);
+	err = t_sh("e2fsck -fn %s >/dev/null 2>&1", img);
+	CHECK_ERR(err == 0, "e2fsck -fn %s not clean: %d", fl->name, err);
 	fflush(stdout);
 	if (!fl->inline_tree) {
-		run("debugfs -R 'htree /big' %s 2>/dev/null | grep -m1 -E 'Indirect levels' "
+		t_sh("debugfs -R 'htree /big' %s 2>/dev/null | grep -m1 -E 'Indirect levels' "
 		    "| sed 's/^/  \\/big: /'", img);
-		run("debugfs -R 'htree /collide' %s 2>/dev/null | grep -m1 -E 'Hash Version' "
+		t_sh("debugfs -R 'htree /collide' %s 2>/dev/null | grep -m1 -E 'Hash Version' "
 		    "| sed 's/^/  \\/collide: /'", img);
 	} else {
-		run("debugfs -R 'stat /in2' %s 2>/dev/null | grep -E 'Flags|Size of inline' "
+		t_sh("debugfs -R 'stat /in2' %s 2>/dev/null | grep -E 'Flags|Size of inline' "
 		    "| sed 's/^/  \\/in2: /'", img);
 	}
 	err = uext4_mount(img, &o, &fs);
-	CHECK(err == 0, "mount %s: %d", fl->name, err);
+	CHECK_ERR(err == 0, "mount %s: %d", fl->name, err);
 	if (err)
 		return;
-	CHECK(fs->hash_unsigned == fl->unsigned_hash, "%s: hash_unsigned", fl->name);
+	CHECK_ERR(fs->hash_unsigned == fl->unsigned_hash, "%s: hash_unsigned", fl->name);
 	for (int i = 0; i < ntdirs; i++)
 		check_dir(fs, &tdirs[i], fl->name);
 	for (int i = 0; i < ntdirs && fl == &flavours[0]; i++)
 		if (strcmp(tdirs[i].path, "/big") == 0)
 			test_threads(fs, &tdirs[i], fl->name);
 	uext4_umount(fs);
-	err = run("e2fsck -fn %s >/dev/null 2>&1", img);
-	CHECK(err == 0, "e2fsck -fn %s after the test: %d", fl->name, err);
-	if (failures && getenv("UNIT_DIR_KEEP"))
+	err = t_sh("e2fsck -fn %s >/dev/null 2>&1", img);
+	CHECK_ERR(err == 0, "e2fsck -fn %s after the test: %d", fl->name, err);
+	if (t_failures && getenv("UNIT_DIR_KEEP"))
 		printf("image %s kept for debugging\n", img);
 	else
 		unlink(img);
-	printf("image %s: %s\n", fl->name, failures ? "failures so far" : "ok");
+	printf("image %s: %s\n", fl->name, t_failures ? "failures so far" : "ok");
 }
 
 int main(void)
 {
-	const char *s = getenv("UNIT_DIR_SEED");
 	const char *b = getenv("UNIT_DIR_BIG");
 	size_t big = b ? strtoul(b, NULL, 10) : DEFAULT_BIG;
-	char tmp[] = "/tmp/unit_dir.XXXXXX";
+	char tmp[256];
 
-	rng_state = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 2654435761u + getpid();
-	if (!rng_state)
-		rng_state = 1;
-	printf("unit_dir: seed %" PRIu64 " (UNIT_DIR_SEED), big dir %zu entries\n", rng_state,
-	       big);
-	if (run("command -v mke2fs >/dev/null && command -v debugfs >/dev/null && "
-		"command -v e2fsck >/dev/null")) {
-		printf("SKIP: mke2fs, debugfs or e2fsck missing\n");
-		return 77;
-	}
-	if (!mkdtemp(tmp)) {
-		perror("mkdtemp");
-		return 1;
-	}
+	rng_state = t_seed("unit_dir", "UNIT_DIR_SEED");
+	printf("unit_dir: big dir %zu entries\n", big);
+	t_need_tools("mke2fs debugfs e2fsck");
+	t_tmpdir(tmp, sizeof(tmp), "unit_dir");
 	test_dirhash_vectors(tmp);
 	test_corruption(tmp);
 	for (size_t i = 0; i < sizeof(flavours) / sizeof(flavours[0]); i++)
 		test_image(tmp, &flavours[i], big);
-	if (!(failures && getenv("UNIT_DIR_KEEP")))
-		run("rm -rf %s", tmp);
-	printf("unit_dir: %s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+	if (!(t_failures && getenv("UNIT_DIR_KEEP")))
+		t_sh("rm -rf %s", tmp);
+	printf("unit_dir: %s (%d failures)\n", t_failures ? "FAIL" : "PASS", t_failures);
+	return t_failures ? 1 : 0;
 }

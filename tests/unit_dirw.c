@@ -35,6 +35,7 @@
 #include "trans.h"
 #include "xattr.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -642,13 +643,6 @@ static int fix_links(struct dirtest *t)
 	return err;
 }
 
-static int run(const char *cmd)
-{
-	int st = system(cmd);
-
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* Kernel check: readdir of each directory through a read-only loop mount
  * lists exactly the model. */
 static void kernel_compare(const char *img, struct dirtest *ts, int ndirs, char names[][16])
@@ -656,12 +650,12 @@ static void kernel_compare(const char *img, struct dirtest *ts, int ndirs, char 
 	char mnt[] = "/tmp/dirw_mnt_XXXXXX";
 	char cmd[512];
 
-	if (geteuid() != 0 || !mkdtemp(mnt)) {
-		printf("  kernel check skipped (not root)\n");
+	if (!t_can_loop() || !mkdtemp(mnt)) {
+		printf("  kernel check skipped (not root, or no loop device)\n");
 		return;
 	}
 	snprintf(cmd, sizeof(cmd), "mount -o loop,ro -t ext4 %s %s 2>/dev/null", img, mnt);
-	if (run(cmd) != 0) {
+	if (t_sh("%s", cmd) != 0) {
 		printf("  kernel check skipped (loop mount failed)\n");
 		rmdir(mnt);
 		return;
@@ -696,7 +690,7 @@ static void kernel_compare(const char *img, struct dirtest *ts, int ndirs, char 
 			FAIL("kernel: %s lists %zu names, model %zu", names[d], count, t->m.live);
 	}
 	snprintf(cmd, sizeof(cmd), "umount %s", mnt);
-	if (run(cmd) != 0)
+	if (t_sh("%s", cmd) != 0)
 		FAIL("umount %s", mnt);
 	rmdir(mnt);
 	printf("  kernel readdir matches the model\n");
@@ -742,7 +736,7 @@ static void run_flavour(const struct flavour *fl, uint64_t seed)
 	close(fd);
 	snprintf(cmd, sizeof(cmd), "mke2fs -q -F %s %s %uM >/dev/null 2>&1", fl->mkfs, img,
 		 fl->size_mb ? fl->size_mb : 512);
-	if (run(cmd) != 0) {
+	if (t_sh("%s", cmd) != 0) {
 		FAIL("%s", cmd);
 		unlink(img);
 		return;
@@ -750,7 +744,7 @@ static void run_flavour(const struct flavour *fl, uint64_t seed)
 	if (fl->post) {
 		snprintf(cmd, sizeof(cmd), "printf '%s' | debugfs -w -f - %s >/dev/null 2>&1",
 			 fl->post, img);
-		if (run(cmd) != 0)
+		if (t_sh("%s", cmd) != 0)
 			FAIL("%s", cmd);
 	}
 	if ((err = uext4_mount(img, &o, &fs))) {
@@ -812,10 +806,10 @@ out:
 	if ((err = uext4_umount(fs)))
 		FAIL("umount: %d", err);
 	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s > %s.fsck 2>&1", img, img);
-	if (run(cmd) != 0) {
+	if (t_sh("%s", cmd) != 0) {
 		FAIL("e2fsck -fn %s not clean:", img);
 		snprintf(cmd, sizeof(cmd), "head -30 %s.fsck >&2", img);
-		run(cmd);
+		t_sh("%s", cmd);
 	} else {
 		printf("  e2fsck -fn clean\n");
 	}
@@ -948,7 +942,7 @@ static void run_inline(uint64_t seed)
 		 "debugfs -w %s -R 'mkdir inl2' >/dev/null 2>&1 && "
 		 "for f in a b c; do debugfs -w %s -R \"write /dev/null inl1/$f\" >/dev/null 2>&1; done",
 		 img, img, img, img);
-	if (run(cmd) != 0) {
+	if (t_sh("%s", cmd) != 0) {
 		FAIL("%s", cmd);
 		goto out_unlink;
 	}
@@ -957,12 +951,12 @@ static void run_inline(uint64_t seed)
 	 * block), so where loop mounts work it writes one. */
 	char mnt[] = "/tmp/dirw_imnt_XXXXXX";
 	bool have_inl3 = false;
-	if (geteuid() == 0 && mkdtemp(mnt)) {
+	if (t_can_loop() && mkdtemp(mnt)) {
 		snprintf(cmd, sizeof(cmd), "mount -o loop -t ext4 %s %s 2>/dev/null && "
 			 "mkdir %s/inl3 && touch %s/inl3/file_000 %s/inl3/file_001 "
 			 "%s/inl3/file_002 %s/inl3/file_003 %s/inl3/file_004 %s/inl3/file_005; "
 			 "umount %s", img, mnt, mnt, mnt, mnt, mnt, mnt, mnt, mnt, mnt);
-		have_inl3 = run(cmd) == 0;
+		have_inl3 = t_sh("%s", cmd) == 0;
 		rmdir(mnt);
 	}
 	if (!have_inl3)
@@ -1085,10 +1079,10 @@ out_umount:
 	if ((err = uext4_umount(fs)))
 		FAIL("umount: %d", err);
 	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s > %s.fsck 2>&1", img, img);
-	if (run(cmd) != 0) {
+	if (t_sh("%s", cmd) != 0) {
 		FAIL("e2fsck -fn %s not clean:", img);
 		snprintf(cmd, sizeof(cmd), "head -30 %s.fsck >&2", img);
-		run(cmd);
+		t_sh("%s", cmd);
 	} else {
 		printf("  e2fsck -fn clean\n");
 		if (t.m.live)
@@ -1130,10 +1124,7 @@ int main(int argc, char **argv)
 		seed = strtoull(getenv("UEXT4_DIRW_SEED"), NULL, 0);
 	if (getenv("UEXT4_DIRW_SCALE"))
 		scale_pct = atoi(getenv("UEXT4_DIRW_SCALE"));
-	if (run("mke2fs -V >/dev/null 2>&1") != 0 || run("e2fsck -V >/dev/null 2>&1") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return 77;
-	}
+	t_need_tools("mke2fs e2fsck");
 	printf("unit_dirw: seed %llu (UEXT4_DIRW_SEED), scale %d%%\n", (unsigned long long)seed,
 	       scale_pct);
 	for (size_t i = 0; i < sizeof(flavours) / sizeof(flavours[0]); i++) {

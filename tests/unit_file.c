@@ -22,6 +22,7 @@
 #include "ondisk.h"
 #include "mount.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,40 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic int failures;
 static char tmpdir[256];
 
-#define CHECK(cond, ...)                                                             \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
-			fprintf(stderr, __VA_ARGS__);                               \
-			fprintf(stderr, " [last error: %s]\n", uext4_last_error()); \
-			failures++;                                                  \
-		}                                                                    \
-	} while (0)
-
 static _Thread_local uint64_t rng;
-static uint64_t rnd(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
+static uint64_t rnd(void) { return t_rnd(&rng); }
+static uint64_t rnd_below(uint64_t n) { return t_rnd_below(&rng, n); }
 
 static void die(const char *what)
 {
@@ -173,14 +145,14 @@ static void compare_range(struct uext4_fs *fs, struct inode *in, int sfd, const 
 	g = file_pread(fs, in, got, len, off);
 	if (w < 0)
 		die("pread source");
-	CHECK(g == w, "%s: read %zu at %llu returned %zd, want %zd", name, len,
+	CHECK_ERR(g == w, "%s: read %zu at %llu returned %zd, want %zd", name, len,
 	      (unsigned long long)off, g, w);
 	if (g == w && w > 0 && memcmp(got, want, (size_t)w) != 0) {
 		size_t i = 0;
 
 		while (got[i] == want[i])
 			i++;
-		CHECK(0, "%s: data differs at byte %llu (read %zu at %llu)", name,
+		CHECK_ERR(0, "%s: data differs at byte %llu (read %zu at %llu)", name,
 		      (unsigned long long)(off + i), len, (unsigned long long)off);
 	}
 }
@@ -215,16 +187,16 @@ static void compare_file(struct uext4_fs *fs, const char *img, const char *tree,
 	sfd = open(path, O_RDONLY);
 	if (sfd < 0 || fstat(sfd, &st) || !got || !want)
 		die("open source file");
-	CHECK(ino != 0, "%s: no inode in %s", name, img);
+	CHECK_ERR(ino != 0, "%s: no inode in %s", name, img);
 	err = ino ? iget(fs, ino, &in) : -ENOENT;
-	CHECK(err == 0, "%s: iget(%llu) = %d", name, (unsigned long long)ino, err);
+	CHECK_ERR(err == 0, "%s: iget(%llu) = %d", name, (unsigned long long)ino, err);
 	if (err) {
 		close(sfd);
 		free(got);
 		free(want);
 		return;
 	}
-	CHECK(in->size == (uint64_t)st.st_size, "%s: size %llu, source %lld", name,
+	CHECK_ERR(in->size == (uint64_t)st.st_size, "%s: size %llu, source %lld", name,
 	      (unsigned long long)in->size, (long long)st.st_size);
 	if (st.st_size <= 64 << 20) {
 		for (uint64_t off = 0; off <= (uint64_t)st.st_size;) {
@@ -247,7 +219,7 @@ static void compare_file(struct uext4_fs *fs, const char *img, const char *tree,
 	if (st.st_size > 0)
 		compare_range(fs, in, sfd, name, (uint64_t)st.st_size - 1, 4096, got, want);
 	printf("  %-12s %12lld bytes  ino %-4llu flags %08x  ok so far (%d failures)\n", name,
-	       (long long)st.st_size, (unsigned long long)ino, in->flags, atomic_load(&failures));
+	       (long long)st.st_size, (unsigned long long)ino, in->flags, atomic_load(&t_failures));
 	iput(fs, in);
 	close(sfd);
 	free(got);
@@ -260,7 +232,7 @@ static struct inode *get_inode(struct uext4_fs *fs, const char *img, const char 
 	uint64_t ino = ino_of(img, name);
 	int err = ino ? iget(fs, ino, &in) : -ENOENT;
 
-	CHECK(err == 0, "%s: iget = %d", name, err);
+	CHECK_ERR(err == 0, "%s: iget = %d", name, err);
 	return err ? NULL : in;
 }
 
@@ -290,7 +262,7 @@ static void check_fragment_map(struct uext4_fs *fs, struct inode *in, unsigned n
 
 		if (err || (m.pblk != 0) != data || m.unwritten ||
 		    (tail ? m.len < 1 || m.len > 1000 : m.len != 1)) {
-			CHECK(0, "fragmented inode %llu: block %llu maps to pblk %llu len %llu (err %d)",
+			CHECK_ERR(0, "fragmented inode %llu: block %llu maps to pblk %llu len %llu (err %d)",
 			      (unsigned long long)in->ino, (unsigned long long)l,
 			      (unsigned long long)m.pblk, (unsigned long long)m.len, err);
 			bad++;
@@ -299,22 +271,14 @@ static void check_fragment_map(struct uext4_fs *fs, struct inode *in, unsigned n
 }
 
 /* ------------------------------------------------------------ the images */
-static void make_image(const char *img, const char *tree, const char *opts, const char *size)
+/* mke2fs -d of tmpdir/tree: the test cannot go on without it. */
+static void make_tree_image(const char *img, const char *tree, const char *opts, const char *size)
 {
-	char dir[512];
+	char all[1024];
 
-	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, tree);
-	if (sh("mke2fs -q -F %s -d %s %s %s >/dev/null 2>&1", opts, dir, img, size) != 0) {
-		fprintf(stderr, "FAIL: mke2fs %s -d %s %s %s\n", opts, dir, img, size);
+	snprintf(all, sizeof(all), "%s -d %s/%s", opts, tmpdir, tree);
+	if (t_make_image(img, size, all) != 0)
 		exit(1);
-	}
-}
-
-static void fsck_clean(const char *img)
-{
-	int rc = sh("e2fsck -fn %s >/dev/null 2>&1", img);
-
-	CHECK(rc == 0, "e2fsck -fn %s is not clean (status %d)", img, rc);
 }
 
 #define GiB (1024ull * 1024 * 1024)
@@ -365,7 +329,7 @@ static void test_ext4_4k(void)
 	struct block_map m;
 
 	printf("ext4, 4 KiB blocks, metadata_csum, extents\n");
-	sh("mkdir -p %s/t4k", tmpdir);
+	t_sh("mkdir -p %s/t4k", tmpdir);
 	src_path(p, sizeof(p), "t4k", "empty"), write_at(p, 0, 0);
 	src_path(p, sizeof(p), "t4k", "small"), write_at(p, 0, 10);
 	src_path(p, sizeof(p), "t4k", "medium"), write_at(p, 0, 100000);
@@ -377,12 +341,12 @@ static void test_ext4_4k(void)
 	src_path(p, sizeof(p), "t4k", "frag"), write_fragmented(p, 1500, 4096);
 	src_path(p, sizeof(p), "t4k", "unw"), write_at(p, 0, 4 * 4096);
 	snprintf(img, sizeof(img), "%s/t4k.img", tmpdir);
-	make_image(img, "t4k", "-t ext4 -b 4096 -O metadata_csum", "64M");
+	make_tree_image(img, "t4k", "-t ext4 -b 4096 -O metadata_csum", "64M");
 	/* Unwritten extents after the data: blocks 4..39, size 40 blocks. */
-	sh("debugfs -w -R 'fallocate /unw 4 39' %s >/dev/null 2>&1", img);
-	sh("debugfs -w -R 'sif /unw size %u' %s >/dev/null 2>&1", 40 * 4096, img);
+	t_sh("debugfs -w -R 'fallocate /unw 4 39' %s >/dev/null 2>&1", img);
+	t_sh("debugfs -w -R 'sif /unw size %u' %s >/dev/null 2>&1", 40 * 4096, img);
 	src_path(p, sizeof(p), "t4k", "unw"), set_size(p, 40 * 4096);
-	fsck_clean(img);
+	t_fsck_clean(img);
 
 	fs = mount_img(img);
 	compare_file(fs, img, "t4k", "empty", NULL, 0);
@@ -395,9 +359,9 @@ static void test_ext4_4k(void)
 
 	if ((in = get_inode(fs, img, "frag"))) {
 		printf("  frag: extent tree depth %d\n", extent_depth(in));
-		CHECK(extent_depth(in) >= 1, "frag: want an extent tree of depth >= 1");
+		CHECK_ERR(extent_depth(in) >= 1, "frag: want an extent tree of depth >= 1");
 		check_fragment_map(fs, in, 1500);
-		CHECK(inode_map(fs, in, 1, 10, &m) == 0 && m.pblk == 0 && m.len == 1,
+		CHECK_ERR(inode_map(fs, in, 1, 10, &m) == 0 && m.pblk == 0 && m.len == 1,
 		      "frag: block 1 should be a one-block hole (pblk %llu len %llu)",
 		      (unsigned long long)m.pblk, (unsigned long long)m.len);
 		iput(fs, in);
@@ -405,7 +369,7 @@ static void test_ext4_4k(void)
 	if ((in = get_inode(fs, img, "unw"))) {
 		int err = inode_map(fs, in, 10, 100, &m);
 
-		CHECK(err == 0 && m.pblk != 0 && m.unwritten && m.len == 30,
+		CHECK_ERR(err == 0 && m.pblk != 0 && m.unwritten && m.len == 30,
 		      "unw: block 10 should be unwritten for 30 blocks (err %d unwritten %d len %llu)",
 		      err, m.unwritten, (unsigned long long)m.len);
 		iput(fs, in);
@@ -413,7 +377,7 @@ static void test_ext4_4k(void)
 	if ((in = get_inode(fs, img, "sparse"))) {
 		int err = inode_map(fs, in, 1000, 1u << 20, &m);
 
-		CHECK(err == 0 && m.pblk == 0 && m.len == 100 * MiB / 4096 - 1000,
+		CHECK_ERR(err == 0 && m.pblk == 0 && m.len == 100 * MiB / 4096 - 1000,
 		      "sparse: hole at block 1000 should end at the next extent (len %llu)",
 		      (unsigned long long)m.len);
 		iput(fs, in);
@@ -430,8 +394,8 @@ static void test_ext4_4k(void)
 			file_pread(fs, in, buf, 1, 0);
 			before = atomic_load(&dev_reads);
 			n = file_pread(fs, in, buf, MiB, MiB);
-			CHECK(n == (ssize_t)MiB, "contig: 1 MiB read returned %zd", n);
-			CHECK(atomic_load(&dev_reads) - before == 1,
+			CHECK_ERR(n == (ssize_t)MiB, "contig: 1 MiB read returned %zd", n);
+			CHECK_ERR(atomic_load(&dev_reads) - before == 1,
 			      "contig: 1 MiB read took %llu device reads, want 1",
 			      (unsigned long long)(atomic_load(&dev_reads) - before));
 			printf("  contig: 1 MiB read = %llu device read(s)\n",
@@ -453,20 +417,20 @@ static void test_ext4_1k(void)
 	struct inode *in;
 
 	printf("ext4, 1 KiB blocks\n");
-	sh("mkdir -p %s/t1k", tmpdir);
+	t_sh("mkdir -p %s/t1k", tmpdir);
 	src_path(p, sizeof(p), "t1k", "frag"), write_fragmented(p, 500, 1024);
 	src_path(p, sizeof(p), "t1k", "odd"), write_at(p, 0, 3 * 1024 + 17);
 	src_path(p, sizeof(p), "t1k", "big"), write_at(p, 0, 3 * MiB + 999);
 	snprintf(img, sizeof(img), "%s/t1k.img", tmpdir);
-	make_image(img, "t1k", "-t ext4 -b 1024", "32M");
-	fsck_clean(img);
+	make_tree_image(img, "t1k", "-t ext4 -b 1024", "32M");
+	t_fsck_clean(img);
 	fs = mount_img(img);
 	compare_file(fs, img, "t1k", "frag", NULL, 0);
 	compare_file(fs, img, "t1k", "odd", NULL, 0);
 	compare_file(fs, img, "t1k", "big", NULL, 0);
 	if ((in = get_inode(fs, img, "frag"))) {
 		printf("  frag: extent tree depth %d\n", extent_depth(in));
-		CHECK(extent_depth(in) == 2, "frag on 1 KiB blocks: want depth 2, got %d",
+		CHECK_ERR(extent_depth(in) == 2, "frag on 1 KiB blocks: want depth 2, got %d",
 		      extent_depth(in));
 		check_fragment_map(fs, in, 500);
 		iput(fs, in);
@@ -488,7 +452,7 @@ static void test_blockmap_1k(void)
 	struct inode *in;
 
 	printf("block-mapped files (ext3 style), 1 KiB blocks\n");
-	sh("mkdir -p %s/tbm", tmpdir);
+	t_sh("mkdir -p %s/tbm", tmpdir);
 	src_path(p, sizeof(p), "tbm", "small"), write_at(p, 0, 5000);
 	src_path(p, sizeof(p), "tbm", "big"), write_at(p, 0, 66 * MiB + 77);
 	src_path(p, sizeof(p), "tbm", "sparse");
@@ -497,16 +461,16 @@ static void test_blockmap_1k(void)
 	set_size(p, 5 * GiB);
 	src_path(p, sizeof(p), "tbm", "frag"), write_fragmented(p, 400, 1024);
 	snprintf(img, sizeof(img), "%s/tbm.img", tmpdir);
-	make_image(img, "tbm", "-t ext3 -b 1024 -O ^metadata_csum", "96M");
-	fsck_clean(img);
+	make_tree_image(img, "tbm", "-t ext3 -b 1024 -O ^metadata_csum", "96M");
+	t_fsck_clean(img);
 	fs = mount_img(img);
 	compare_file(fs, img, "tbm", "small", NULL, 0);
 	compare_file(fs, img, "tbm", "big", NULL, 0);
 	compare_file(fs, img, "tbm", "sparse", sparse_hot, sizeof(sparse_hot) / sizeof(sparse_hot[0]));
 	compare_file(fs, img, "tbm", "frag", NULL, 0);
 	if ((in = get_inode(fs, img, "big"))) {
-		CHECK(!(in->flags & EXT4_EXTENTS_FL), "big: expected a block-mapped file");
-		CHECK(le32(inode_raw(in)->i_block[EXT4_TIND_BLOCK]) != 0,
+		CHECK_ERR(!(in->flags & EXT4_EXTENTS_FL), "big: expected a block-mapped file");
+		CHECK_ERR(le32(inode_raw(in)->i_block[EXT4_TIND_BLOCK]) != 0,
 		      "big: expected a triple indirect block");
 		iput(fs, in);
 	}
@@ -526,14 +490,14 @@ static void test_inline(void)
 	int ninline = 0;
 
 	printf("inline_data, 256-byte inodes\n");
-	sh("mkdir -p %s/tin", tmpdir);
+	t_sh("mkdir -p %s/tin", tmpdir);
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		snprintf(name, sizeof(name), "f%zu", sizes[i]);
 		src_path(p, sizeof(p), "tin", name), write_at(p, 0, sizes[i]);
 	}
 	snprintf(img, sizeof(img), "%s/tin.img", tmpdir);
-	make_image(img, "tin", "-t ext4 -I 256 -O inline_data", "8M");
-	fsck_clean(img);
+	make_tree_image(img, "tin", "-t ext4 -I 256 -O inline_data", "8M");
+	t_fsck_clean(img);
 	fs = mount_img(img);
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		struct inode *in;
@@ -546,16 +510,16 @@ static void test_inline(void)
 				struct block_map m;
 
 				ninline++;
-				CHECK(inline_size(fs, in, &isz) == 0 && isz >= sizes[i],
+				CHECK_ERR(inline_size(fs, in, &isz) == 0 && isz >= sizes[i],
 				      "%s: inline size %zu < file size", name, isz);
-				CHECK(inode_map(fs, in, 0, 1, &m) == -EINVAL,
+				CHECK_ERR(inode_map(fs, in, 0, 1, &m) == -EINVAL,
 				      "%s: inode_map of inline data should be -EINVAL", name);
 			}
 			iput(fs, in);
 		}
 	}
 	printf("  %d of the files are inline\n", ninline);
-	CHECK(ninline >= 4, "expected at least 4 inline files, got %d", ninline);
+	CHECK_ERR(ninline >= 4, "expected at least 4 inline files, got %d", ninline);
 	super_umount(fs);
 
 	/* i_size past the inline data: the rest reads as zeros (as the kernel). */
@@ -566,7 +530,7 @@ static void test_inline(void)
 		int sfd;
 
 		snprintf(big, sizeof(big), "%s/tin_big.img", tmpdir);
-		sh("cp %s %s && debugfs -w -R 'sif /f100 size 250' %s >/dev/null 2>&1", img, big, big);
+		t_sh("cp %s %s && debugfs -w -R 'sif /f100 size 250' %s >/dev/null 2>&1", img, big, big);
 		fs = mount_img(big);
 		src_path(p, sizeof(p), "tin", "f100");
 		sfd = open(p, O_RDONLY);
@@ -577,10 +541,10 @@ static void test_inline(void)
 		if ((in = get_inode(fs, big, "f100"))) {
 			ssize_t n = file_pread(fs, in, got, sizeof(got), 0);
 
-			CHECK(n == 250 && memcmp(got, want, 250) == 0,
+			CHECK_ERR(n == 250 && memcmp(got, want, 250) == 0,
 			      "f100 with i_size 250: read %zd bytes, want data then zeros", n);
 			n = file_pread(fs, in, got, 20, 230);
-			CHECK(n == 20 && memcmp(got, want + 230, 20) == 0,
+			CHECK_ERR(n == 20 && memcmp(got, want + 230, 20) == 0,
 			      "f100 with i_size 250: tail read %zd", n);
 			printf("  i_size past the inline data reads as zeros: %s\n",
 			       n == 20 ? "ok" : "FAILED");
@@ -614,8 +578,8 @@ static void expect_corrupt(const char *img, const char *name, const char *what)
 			if (n < 0)
 				break;
 		}
-		CHECK(n == -EUCLEAN, "%s: reading %s gave %zd, want -EUCLEAN", name, what, n);
-		CHECK(strstr(uext4_last_error(), "inode") != NULL,
+		CHECK_ERR(n == -EUCLEAN, "%s: reading %s gave %zd, want -EUCLEAN", name, what, n);
+		CHECK_ERR(strstr(uext4_last_error(), "inode") != NULL,
 		      "%s: message should name the inode: %s", name, uext4_last_error());
 		printf("  %s: %s\n", what, uext4_last_error());
 		iput(fs, in);
@@ -641,7 +605,7 @@ static void fuzz_file(const char *img, const char *name, const struct fuzz_area 
 	uint64_t ino = ino_of(img, name);
 
 	snprintf(bad, sizeof(bad), "%s/fuzz.img", tmpdir);
-	sh("cp %s %s", img, bad);
+	t_sh("cp %s %s", img, bad);
 	for (int it = 0; it < iters; it++) {
 		struct uext4_fs *fs;
 		struct inode *in = NULL;
@@ -747,7 +711,7 @@ static void test_corruption(void)
 	}
 	super_umount(fs);
 	snprintf(bad, sizeof(bad), "%s/bad_magic.img", tmpdir);
-	sh("cp %s %s", img, bad);
+	t_sh("cp %s %s", img, bad);
 	patch_le32(bad, leaf * bs, 0x1234);  /* magic and eh_entries */
 	expect_corrupt(bad, "frag", "bad extent block magic");
 
@@ -760,14 +724,14 @@ static void test_corruption(void)
 	}
 	super_umount(fs);
 	snprintf(bad, sizeof(bad), "%s/bad_ind.img", tmpdir);
-	sh("cp %s %s", img, bad);
+	t_sh("cp %s %s", img, bad);
 	patch_le32(bad, ind * bs + 8, 0xFFFFFFF0u);
 	expect_corrupt(bad, "big", "indirect pointer past the end");
 
 	/* An extent pointing past the end, on an image without checksums. */
-	sh("mkdir -p %s/tnc && cp %s/t1k/frag %s/tnc/frag", tmpdir, tmpdir, tmpdir);
+	t_sh("mkdir -p %s/tnc && cp %s/t1k/frag %s/tnc/frag", tmpdir, tmpdir, tmpdir);
 	snprintf(img, sizeof(img), "%s/tnc.img", tmpdir);
-	make_image(img, "tnc", "-t ext4 -b 1024 -O ^metadata_csum", "8M");
+	make_tree_image(img, "tnc", "-t ext4 -b 1024 -O ^metadata_csum", "8M");
 	fs = mount_img(img);
 	leaf = 0;
 	if ((in = get_inode(fs, img, "frag"))) {
@@ -781,7 +745,7 @@ static void test_corruption(void)
 	if (leaf) {
 		/* Is it a leaf (depth 2 trees: the child of the root is an index)? */
 		snprintf(bad, sizeof(bad), "%s/bad_ext.img", tmpdir);
-		sh("cp %s %s", img, bad);
+		t_sh("cp %s %s", img, bad);
 		/* Entry 1 of the node: its start_lo (leaf) or leaf_lo (index) field. */
 		patch_le32(bad, leaf * bs + 12 + 12 + 8, 0x7FFFFFF0u);
 		patch_le32(bad, leaf * bs + 12 + 12 + 4, 0x7FFFFFF0u);
@@ -791,20 +755,10 @@ static void test_corruption(void)
 
 int main(void)
 {
-	const char *env = getenv("UEXT4_SEED");
-	uint64_t seed = env ? strtoull(env, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
-
-	if (system("mke2fs -V >/dev/null 2>&1") != 0 || system("debugfs -V >/dev/null 2>&1") != 0) {
-		printf("SKIP: mke2fs/debugfs not installed\n");
-		return 77;
-	}
+	t_need_tools("mke2fs debugfs");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rng = seed ? seed : 1;
-	printf("unit_file: seed %llu (UEXT4_SEED=%llu to replay)\n", (unsigned long long)seed,
-	       (unsigned long long)seed);
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_file.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		die("mkdtemp");
+	rng = t_seed("unit_file", "UEXT4_SEED");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_file");
 	test_ext4_4k();
 	test_ext4_1k();
 	test_blockmap_1k();
@@ -812,9 +766,9 @@ int main(void)
 	test_corruption();
 	test_fuzz();
 	if (!getenv("UEXT4_KEEP"))
-		sh("rm -rf %s", tmpdir);
+		t_sh("rm -rf %s", tmpdir);
 	else
 		printf("kept %s\n", tmpdir);
-	printf(failures ? "unit_file: FAIL (%d)\n" : "unit_file: PASS\n", atomic_load(&failures));
-	return failures ? 1 : 0;
+	printf(t_failures ? "unit_file: FAIL (%d)\n" : "unit_file: PASS\n", atomic_load(&t_failures));
+	return t_failures ? 1 : 0;
 }

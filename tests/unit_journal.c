@@ -40,52 +40,12 @@
 #include <unistd.h>
 
 static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1DULL;
-}
-static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+static uint64_t rnd(void) { return t_rnd(&rng_state); }
+static uint64_t rnd_below(uint64_t n) { return t_rnd_below(&rng_state, n); }
 
 static char tmpdir[128];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : 255;
-}
-
 /* Output of a command, in a malloc'd string. */
-static char *sh_out(const char *cmd)
-{
-	FILE *p = popen(cmd, "r");
-	size_t len = 0, cap = 1 << 16;
-	char *s = t_xmalloc(cap);
-	size_t got;
-
-	if (!p) {
-		s[0] = 0;
-		return s;
-	}
-	while ((got = fread(s + len, 1, cap - len - 1, p)) > 0) {
-		len += got;
-		if (cap - len < 4096)
-			s = t_xrealloc(s, cap *= 2);
-	}
-	s[len] = 0;
-	pclose(p);
-	return s;
-}
 
 /* ------------------------------------------------------------ configs */
 
@@ -200,26 +160,26 @@ static struct uext4_fs *mount_dev(struct bdev *d)
 
 /* ------------------------------------------------------------ image setup */
 
-static void make_image(struct image *im, const struct cfg *c, const char *jsize)
+/* An image of config c with a jsize MiB journal, and POOL free blocks from the
+ * middle on with what they hold, for transactions to write to. */
+static void make_pool_image(struct image *im, const struct cfg *c, const char *jsize)
 {
-	char cmd[512], *out, *p;
+	char cmd[512], opts[256], *out, *p;
 	struct bdev *d;
 	int err, n = 0;
 
 	im->c = c;
 	snprintf(im->path, sizeof(im->path), "%s/%s-%s.img", tmpdir, c->name, jsize);
-	if (sh("mke2fs -q -F -t ext4 -b %u -O %s -J size=%s %s %s >/dev/null 2>&1", c->bs,
-	       c->features, jsize, im->path, c->size)) {
-		fprintf(stderr, "mke2fs failed for %s\n", c->name);
+	snprintf(opts, sizeof(opts), "-t ext4 -b %u -O %s -J size=%s", c->bs, c->features, jsize);
+	if (t_make_image(im->path, c->size, opts))
 		exit(T_FAIL);
-	}
 	/* Free blocks from the middle of the file system on. */
 	d = bdev_open_memory_copy(im->path, &err);
 	if (!d)
 		exit(T_FAIL);
 	snprintf(cmd, sizeof(cmd), "debugfs -R 'ffb %d %llu' %s 2>/dev/null", POOL,
 		 (unsigned long long)(d->size / c->bs / 2), im->path);
-	out = sh_out(cmd);
+	out = t_sh_out(cmd);
 	p = strstr(out, "found:");
 	for (p = p ? p + 6 : out + strlen(out); n < POOL;) {
 		char *end;
@@ -743,7 +703,7 @@ static void scenario_basic(struct image *im)
 		struct ext4_super_block sb;
 		uint8_t *exp = expected(&r, r.first_tid, r.first_tid + (uint32_t)r.nt);
 		struct bdev *fd;
-		int err, rc;
+		int err;
 
 		bdev_read(d, &sb, sizeof(sb), 1024);
 		sb.s_feature_incompat = le32(le32(sb.s_feature_incompat) | EXT4_FEATURE_INCOMPAT_RECOVER);
@@ -754,7 +714,7 @@ static void scenario_basic(struct image *im)
 		dev_save(d, path);
 		bdev_close(d);
 		snprintf(cmd, sizeof(cmd), "debugfs -R 'logdump -a' %s 2>&1", path);
-		out = sh_out(cmd);
+		out = t_sh_out(cmd);
 		snprintf(want, sizeof(want), "FS block %llu logged at", (unsigned long long)r.t[0].homes[0]);
 		T_CHECK(strstr(out, want) != NULL, "logdump does not show '%s'", want);
 		snprintf(want, sizeof(want), "Found expected sequence %u, type 2 (commit block)",
@@ -767,7 +727,7 @@ static void scenario_basic(struct image *im)
 		printf("  (e) debugfs logdump shows our %zu transactions\n", r.nt);
 		free(out);
 		snprintf(cmd, sizeof(cmd), "e2fsck -fy %s 2>&1", path);
-		out = sh_out(cmd);
+		out = t_sh_out(cmd);
 		T_CHECK(strstr(out, "recovering journal") != NULL, "e2fsck -fy did not recover: %s", out);
 		free(out);
 		fd = bdev_open_memory_copy(path, &err);
@@ -776,10 +736,7 @@ static void scenario_basic(struct image *im)
 			printf("  (e) e2fsck -fy replayed our journal: pool as expected\n");
 		if (fd)
 			bdev_close(fd);
-		rc = sh("e2fsck -fn %s >%s/fsck.out 2>&1", path, tmpdir);
-		T_CHECK(rc == 0, "e2fsck -fn after e2fsck replay: rc %d", rc);
-		if (rc)
-			sh("cat %s/fsck.out >&2", tmpdir);
+		t_fsck_clean(path);
 		free(exp);
 	}
 	bdev_close(lg.dev);
@@ -996,37 +953,26 @@ static void check_external(struct image *im)
 static void remove_tmpdir(void)
 {
 	if (tmpdir[0])
-		sh("rm -rf %s", tmpdir);
+		t_sh("rm -rf %s", tmpdir);
 }
 
 int main(void)
 {
-	const char *seed_env = getenv("UNIT_JOURNAL_SEED");
-	uint64_t seed = seed_env ? strtoull(seed_env, NULL, 0) : (uint64_t)time(NULL) * 2654435761u;
+	uint64_t seed = t_seed("unit_journal", "UNIT_JOURNAL_SEED");
 
-	rng_state = seed ? seed : 1;
-	printf("unit_journal: seed %llu (UNIT_JOURNAL_SEED=%llu repeats)\n",
-	       (unsigned long long)seed, (unsigned long long)seed);
-	if (sh("command -v mke2fs >/dev/null && command -v debugfs >/dev/null && "
-	       "command -v e2fsck >/dev/null")) {
-		printf("SKIP: mke2fs/debugfs/e2fsck not installed\n");
-		return T_SKIP;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_journal.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	rng_state = seed;
+	t_need_tools("mke2fs debugfs e2fsck");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_journal");
 	atexit(remove_tmpdir);     /* also on the exit(T_FAIL) paths */
 	for (size_t c = 0; c < sizeof(cfgs) / sizeof(cfgs[0]); c++) {
 		struct image im, small;
 
-		make_image(&im, &cfgs[c], "8");
+		make_pool_image(&im, &cfgs[c], "8");
 		scenario_basic(&im);
 		scenario_corrupt(&im);
 		check_external(&im);
 		/* The smallest journal mke2fs makes: 1024 blocks. */
-		make_image(&small, &cfgs[c], cfgs[c].bs == 1024 ? "1" : "4");
+		make_pool_image(&small, &cfgs[c], cfgs[c].bs == 1024 ? "1" : "4");
 		scenario_wrap(&small);
 		free(im.orig);
 		free(small.orig);

@@ -30,20 +30,6 @@
 
 static char tmpdir[128], img[200];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static uext4_fs *mount_rw(void)
 {
 	struct uext4_opts o = {0};
@@ -224,13 +210,9 @@ int main(void)
 	uint64_t held;
 	int err, rc;
 
-	snprintf(tmpdir, sizeof(tmpdir), "%s/unit_lookup.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_lookup");
 	snprintf(img, sizeof(img), "%s/l.img", tmpdir);
-	if (sh("mke2fs -q -F -t ext4 -b 4096 %s 32M >/dev/null 2>&1", img)) {
+	if (t_sh("mke2fs -q -F -t ext4 -b 4096 %s 32M >/dev/null 2>&1", img)) {
 		printf("SKIP: mke2fs failed\n");
 		return T_SKIP;
 	}
@@ -241,13 +223,12 @@ int main(void)
 	held = case_rmdir_held(fs);
 	err = uext4_umount(fs);
 	T_CHECK(err == 0, "umount: %d %s", err, uext4_last_error());
-	rc = sh("e2fsck -fn %s >%s/fsck.out 2>&1 || cat %s/fsck.out", img, tmpdir, tmpdir);
-	T_CHECK(rc == 0, "e2fsck -fn after unmount: rc %d", rc);
-	rc = sh("debugfs -R 'testi <%llu>' %s 2>/dev/null | grep -q 'is not in use'",
+	t_fsck_clean(img);
+	rc = t_sh("debugfs -R 'testi <%llu>' %s 2>/dev/null | grep -q 'is not in use'",
 		(unsigned long long)held, img);
 	T_CHECK(rc == 0, "inode %llu (removed, counted at unmount) is not free after unmount",
 		(unsigned long long)held);
-	sh("rm -rf %s", tmpdir);
+	t_sh("rm -rf %s", tmpdir);
 	if (t_failures) {
 		printf("unit_lookup: %d failures\n", t_failures);
 		return T_FAIL;

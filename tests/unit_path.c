@@ -13,20 +13,9 @@
 
 static char dir[PATH_MAX], img[PATH_MAX + 16];
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
 static void build_image(void)
 {
-	T_CHECK(sh("set -e; cd %s; mkdir -p src/a/b src/c; printf 12345 > src/a/b/f;"
+	T_CHECK(t_sh("set -e; cd %s; mkdir -p src/a/b src/c; printf 12345 > src/a/b/f;"
 		   "printf 1234567 > src/c/g;"
 		   "ln -s a/b src/rel; ln -s /a/b src/abs; ln -s rel src/chain;"
 		   "ln -s ../c src/a/up; ln -s loop2 src/loop1; ln -s loop1 src/loop2;"
@@ -88,8 +77,8 @@ int main(void)
 	T_CHECK(uext4_stat_path(fs, "/chain", &st) == 0 && S_ISLNK(st.mode),
 		"stat_path does not follow the last link");
 	uext4_umount(fs);
-	T_CHECK(sh("e2fsck -fn %s > /dev/null 2>&1", img) == 0, "e2fsck -fn clean");
-	sh("rm -rf %s", dir);
+	T_CHECK(t_sh("e2fsck -fn %s > /dev/null 2>&1", img) == 0, "e2fsck -fn clean");
+	t_sh("rm -rf %s", dir);
 	printf("unit_path: %s\n", t_failures ? "FAIL" : "PASS");
 	return t_failures ? T_FAIL : T_PASS;
 }

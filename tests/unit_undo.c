@@ -48,19 +48,6 @@ static char base_img[300], trial_img[300];
 static unsigned bsize;
 static char full_name[64], split_name[300], long_target[400];
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	int r = system(cmd);
-	return WIFEXITED(r) ? WEXITSTATUS(r) : 128;
-}
-
 static uint64_t ino_of(uext4_fs *fs, const char *path)
 {
 	uint64_t ino = 0;
@@ -490,7 +477,7 @@ static int make_base(const char *mkfs, const char *size)
 	uext4_fs *fs;
 	struct uext4_statfs sf;
 
-	if (sh("mke2fs -q -F %s %s %s >/dev/null 2>&1", mkfs, base_img, size))
+	if (t_sh("mke2fs -q -F %s %s %s >/dev/null 2>&1", mkfs, base_img, size))
 		return -1;
 	if (mount_img(base_img, &fs))
 		return -1;
@@ -502,14 +489,14 @@ static int make_base(const char *mkfs, const char *size)
 	if (uext4_umount(fs) || err)
 		return -1;
 	/* An inline directory (debugfs makes them inline; uext4 does not). */
-	if (strstr(mkfs, "inline_data") && sh("debugfs -w -R 'mkdir idir' %s >/dev/null 2>&1", base_img))
+	if (strstr(mkfs, "inline_data") && t_sh("debugfs -w -R 'mkdir idir' %s >/dev/null 2>&1", base_img))
 		return -1;
 	snprintf(inline_name, sizeof(inline_name), "in_%037u", 1);
 	snprintf(conv_name, sizeof(conv_name), "conv_%0195u", 2);
 	memset(long_target, 'x', MIN(sizeof(long_target) - 1, (size_t)bsize / 3 + 70));
 	for (size_t i = 0; i < sizeof(big_value); i++)
 		big_value[i] = (char)('a' + i % 26);
-	if (sh("e2fsck -fn %s >/dev/null 2>&1", base_img)) {
+	if (t_sh("e2fsck -fn %s >/dev/null 2>&1", base_img)) {
 		fprintf(stderr, "the base image is not clean\n");
 		return -1;
 	}
@@ -592,7 +579,7 @@ static bool same_bytes(const char *what, const char *a, const char *b)
 		fprintf(stderr, "%s\n", bad > 20 ? " ..." : "");
 		ok = false;
 		if (getenv("UEXT4_UNDO_KEEP"))
-			sh("cp %s %s.kept; cp %s %s.kept", a, a, b, b);
+			t_sh("cp %s %s.kept; cp %s %s.kept", a, a, b, b);
 	}
 	if (fa)
 		fclose(fa);
@@ -611,7 +598,7 @@ static int known_leaks;
  * e2fsck repairs without loss? */
 static bool only_leaks(void)
 {
-	return sh("grep -q 'bitmap differences: *-' %s.fsck && ! grep -v "
+	return t_sh("grep -q 'bitmap differences: *-' %s.fsck && ! grep -v "
 		  "-e '^e2fsck' -e '^Pass' -e '^\\(Block\\|Inode\\) bitmap differences: *-[-0-9(), ]*$' "
 		  "-e '^Fix? no' -e '^Free \\(blocks\\|inodes\\) count wrong' -e '^Directories count wrong' "
 		  "-e 'WARNING: Filesystem still' -e 'time is in the future' "
@@ -622,7 +609,7 @@ static bool only_leaks(void)
 
 static bool fsck_clean(const char *what, bool leak_ok)
 {
-	if (sh("e2fsck -fn %s > %s.fsck 2>&1", trial_img, trial_img) == 0)
+	if (t_sh("e2fsck -fn %s > %s.fsck 2>&1", trial_img, trial_img) == 0)
 		return true;
 	if (leak_ok && only_leaks()) {
 		printf("  KNOWN: %s: blocks or the inode leaked (the deferred free of the "
@@ -632,9 +619,9 @@ static bool fsck_clean(const char *what, bool leak_ok)
 		return true;
 	}
 	fprintf(stderr, "FAIL %s: e2fsck -fn is not clean:\n", what);
-	sh("head -20 %s.fsck >&2", trial_img);
+	t_sh("head -20 %s.fsck >&2", trial_img);
 	if (getenv("UEXT4_UNDO_KEEP"))
-		sh("cp %s %s.kept", trial_img, trial_img);
+		t_sh("cp %s %s.kept", trial_img, trial_img);
 	return false;
 }
 
@@ -651,7 +638,7 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 
 	snprintf(what, sizeof(what), "%s %s, %s point %u fails with %s", flavour, op->name,
 		 sites == FAULT_READ ? "read" : "allocation", n, strerror(ferr));
-	if (sh("cp %s %s", base_img, trial_img) || mount_img(trial_img, &fs)) {
+	if (t_sh("cp %s %s", base_img, trial_img) || mount_img(trial_img, &fs)) {
 		fprintf(stderr, "FAIL %s: cannot mount the copy: %s\n", what, uext4_last_error());
 		return -1;
 	}
@@ -659,7 +646,7 @@ static int trial(const char *flavour, const struct op *op, unsigned sites, int f
 	/* The snapshot read the directories; drop them from the cache so
 	 * that the operation reads them again (fault points). */
 	uext4_umount(fs);
-	if ((op->exact && sh("cp %s %s", trial_img, pre_img)) || mount_img(trial_img, &fs)) {
+	if ((op->exact && t_sh("cp %s %s", trial_img, pre_img)) || mount_img(trial_img, &fs)) {
 		fprintf(stderr, "FAIL %s: cannot mount the copy: %s\n", what, uext4_last_error());
 		return -1;
 	}
@@ -786,18 +773,9 @@ static void run_flavour(const char *flavour, const char *mkfs, const char *size)
 
 int main(int argc, char **argv)
 {
-	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-
-	if (sh("mke2fs -V >/dev/null 2>&1") || sh("e2fsck -V >/dev/null 2>&1")) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
+	t_need_tools("mke2fs e2fsck");
 	only = argc > 1 ? argv[1] : NULL;
-	snprintf(dirpath, sizeof(dirpath), "%s/uext4-undo.XXXXXX", tmp);
-	if (!mkdtemp(dirpath)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
+	t_tmpdir(dirpath, sizeof(dirpath), "uext4-undo");
 	snprintf(base_img, sizeof(base_img), "%s/base.img", dirpath);
 	snprintf(trial_img, sizeof(trial_img), "%s/trial.img", dirpath);
 	snprintf(pre_img, sizeof(pre_img), "%s/pre.img", dirpath);
@@ -805,7 +783,7 @@ int main(int argc, char **argv)
 	run_flavour("ext3", "-t ext3 -b 1024 -N 512", "16M");
 	run_flavour("inline", "-t ext4 -O inline_data -N 512", "32M");
 	if (!getenv("UEXT4_UNDO_KEEP"))
-		sh("rm -rf %s", dirpath);
+		t_sh("rm -rf %s", dirpath);
 	if (!only && !exact_checked) {
 		fprintf(stderr, "FAIL: no refused create was compared byte by byte\n");
 		t_failures++;

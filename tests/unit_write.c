@@ -41,35 +41,14 @@
 #endif
 
 static _Thread_local uint64_t rng_state;
-static uint64_t rnd(void)
-{
-	/* xorshift64* */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1DULL;
-}
-static uint64_t rnd_below(uint64_t n) { return n ? rnd() % n : 0; }
+static uint64_t rnd(void) { return t_rnd(&rng_state); }
+static uint64_t rnd_below(uint64_t n) { return t_rnd_below(&rng_state, n); }
 
 static char tmpdir[128];
 /* Successful operations by kind, printed per scenario (atomic: threads). */
 enum { OP_WRITE, OP_TRUNC, OP_PUNCH, OP_FALLOC, OP_ZERO, OP_COLLAPSE, OP_INSERT, OP_KINDS };
 static _Atomic unsigned op_count[OP_KINDS];
 static bool can_kernel_mount;
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 /* ------------------------------------------------------------ model */
 
@@ -313,14 +292,6 @@ static void random_op(uext4_fs *fs, struct mfile *m, uint32_t bs, uint8_t *buf)
 
 /* ------------------------------------------------------------ images */
 
-static int make_image(const char *path, const char *mkfs_args, const char *size)
-{
-	int rc = sh("mke2fs -q -F %s %s %s >/dev/null 2>&1", mkfs_args, path, size);
-
-	T_CHECK(rc == 0, "mke2fs %s %s: rc %d", mkfs_args, path, rc);
-	return rc;
-}
-
 static uext4_fs *mount_rw(const char *path)
 {
 	struct uext4_opts o = { 0 };
@@ -329,20 +300,6 @@ static uext4_fs *mount_rw(const char *path)
 
 	T_CHECK(err == 0, "mount %s: %d %s", path, err, uext4_last_error());
 	return err ? NULL : fs;
-}
-
-static int fsck(const char *path)
-{
-	int rc = sh("e2fsck -fn %s >%s/fsck.log 2>&1", path, tmpdir);
-
-	if (rc != 0) {
-		char log[300];
-
-		snprintf(log, sizeof(log), "cat %s/fsck.log | head -40 >&2", tmpdir);
-		sh("%s", log);
-	}
-	T_CHECK(rc == 0, "e2fsck -fn %s: rc %d", path, rc);
-	return rc;
 }
 
 /* Mount with the kernel read-only and compare every model file. */
@@ -354,7 +311,7 @@ static void kernel_compare(const char *img, struct mfile *files, int nfiles)
 		return;
 	snprintf(mnt, sizeof(mnt), "%s/mnt", tmpdir);
 	mkdir(mnt, 0755);
-	if (sh("mount -o loop,ro %s %s 2>/dev/null", img, mnt) != 0) {
+	if (t_sh("mount -o loop,ro %s %s 2>/dev/null", img, mnt) != 0) {
 		printf("  (kernel mount of %s failed: skipping the kernel comparison)\n", img);
 		return;
 	}
@@ -389,7 +346,7 @@ static void kernel_compare(const char *img, struct mfile *files, int nfiles)
 		free(buf);
 		close(fd);
 	}
-	sh("umount %s", mnt);
+	t_sh("umount %s", mnt);
 	printf("  kernel read-only mount agrees on %d files\n", nfiles);
 }
 
@@ -400,7 +357,7 @@ static uext4_fs *check_round(uext4_fs *fs, const char *img, struct mfile *files,
 	int err = uext4_umount(fs);
 
 	T_CHECK(err == 0, "%s: umount: %d %s", when, err, uext4_last_error());
-	fsck(img);
+	t_fsck_clean(img);
 	kernel_compare(img, files, n);
 	fs = mount_rw(img);
 	if (!fs)
@@ -438,7 +395,7 @@ static void random_scenario(const char *label, const char *mkfs_args, const char
 	for (int k = 0; k < OP_KINDS; k++)
 		op_count[k] = 0;
 	snprintf(img, sizeof(img), "%s/%s.img", tmpdir, label);
-	if (make_image(img, mkfs_args, size) || !(fs = mount_rw(img))) {
+	if (t_make_image(img, size, mkfs_args) || !(fs = mount_rw(img))) {
 		free(buf);
 		return;
 	}
@@ -499,7 +456,7 @@ static void deep_tree_scenario(int want_depth, uint64_t nblocks)
 	printf("deep extent tree: every other 1 KiB block, %llu blocks, want depth %d\n",
 	       (unsigned long long)nblocks, want_depth);
 	snprintf(img, sizeof(img), "%s/deep%d.img", tmpdir, want_depth);
-	if (make_image(img, "-t ext4 -b 1024 -N 1024", want_depth >= 3 ? "160M" : "16M") ||
+	if (t_make_image(img, want_depth >= 3 ? "160M" : "16M", "-t ext4 -b 1024 -N 1024") ||
 	    !(fs = mount_rw(img)))
 		return;
 	if (create_file(fs, &m, "deep", nblocks * 1024 + 128 * 1024)) {
@@ -601,7 +558,7 @@ static void blockmap_scenario(void)
 
 	printf("ext3 block map: direct, single, double and triple indirect, then truncate\n");
 	snprintf(img, sizeof(img), "%s/ext3.img", tmpdir);
-	if (make_image(img, "-t ext3 -b 1024", "32M") || !(fs = mount_rw(img)))
+	if (t_make_image(img, "32M", "-t ext3 -b 1024") || !(fs = mount_rw(img)))
 		return;
 	if (create_file(fs, &m, "map", 72000ull * 1024)) {
 		uext4_umount(fs);
@@ -669,7 +626,7 @@ static void limits_and_symlinks(void)
 
 	printf("limits (-EFBIG), far sparse writes, fast and slow symlinks\n");
 	snprintf(img, sizeof(img), "%s/limits.img", tmpdir);
-	if (make_image(img, "-t ext4 -b 4096", "64M") || !(fs = mount_rw(img)))
+	if (t_make_image(img, "64M", "-t ext4 -b 4096") || !(fs = mount_rw(img)))
 		return;
 	if (create_file(fs, &m, "far", 4096)) {
 		uext4_umount(fs);
@@ -745,7 +702,7 @@ static void limits_and_symlinks(void)
 			 "-eq 4096 && stat -c %%s %s/mnt/far | grep -qx %llu; rc=$?; umount %s/mnt; "
 			 "exit $rc", img, tmpdir, tmpdir, tmpdir, tmpdir, tmpdir,
 			 (unsigned long long)((1ull << 40) + 200), tmpdir);
-		T_CHECK(sh("%s", cmd) == 0, "kernel: symlinks or the sparse file differ");
+		T_CHECK(t_sh("%s", cmd) == 0, "kernel: symlinks or the sparse file differ");
 	}
 	if (fs) {
 		/* Deleting: fast links hold text and devices a number in i_block,
@@ -782,7 +739,7 @@ static void inline_scenario(void)
 	printf("inline data: in-place writes, conversion to extents, truncation\n");
 	snprintf(src, sizeof(src), "%s/inline_src", tmpdir);
 	snprintf(img, sizeof(img), "%s/inline.img", tmpdir);
-	sh("rm -rf %s && mkdir -p %s", src, src);
+	t_sh("rm -rf %s && mkdir -p %s", src, src);
 	for (int i = 0; i < 3; i++) {
 		char p[600];
 		FILE *fp;
@@ -805,7 +762,7 @@ static void inline_scenario(void)
 		char args[700];
 
 		snprintf(args, sizeof(args), "-t ext4 -b 4096 -I 256 -O inline_data -d %s", src);
-		if (make_image(img, args, "32M") || !(fs = mount_rw(img)))
+		if (t_make_image(img, "32M", args) || !(fs = mount_rw(img)))
 			goto out;
 	}
 	for (int i = 0; i < 3; i++) {
@@ -859,7 +816,7 @@ static void enospc_scenario(void)
 
 	printf("ENOSPC: a file grows until the image is full, then shrinks\n");
 	snprintf(img, sizeof(img), "%s/full.img", tmpdir);
-	if (make_image(img, "-t ext4 -b 1024", "8M") || !(fs = mount_rw(img))) {
+	if (t_make_image(img, "8M", "-t ext4 -b 1024") || !(fs = mount_rw(img))) {
 		free(buf);
 		return;
 	}
@@ -952,7 +909,7 @@ static void threads_scenario(void)
 	printf("threads: %d writers on their own files, one reader of a file being written\n",
 	       NW);
 	snprintf(img, sizeof(img), "%s/threads.img", tmpdir);
-	if (make_image(img, "-t ext4 -b 4096", "64M") || !(fs = mount_rw(img)))
+	if (t_make_image(img, "64M", "-t ext4 -b 4096") || !(fs = mount_rw(img)))
 		return;
 	for (; n < NW; n++) {
 		char name[32];
@@ -983,25 +940,12 @@ static void threads_scenario(void)
 
 int main(void)
 {
-	const char *s = getenv("UNIT_WRITE_SEED");
-	uint64_t seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
+	uint64_t seed = t_seed("unit_write", "UNIT_WRITE_SEED");
 
-	if (seed == 0)
-		seed = 1;
 	rng_state = seed;
-	printf("unit_write: seed %llu (UNIT_WRITE_SEED=%llu to repeat)\n",
-	       (unsigned long long)seed, (unsigned long long)seed);
-	if (sh("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/unit_write.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return T_FAIL;
-	}
-	can_kernel_mount = geteuid() == 0 && getenv("UNIT_WRITE_NO_KERNEL") == NULL &&
-			   access("/dev/loop-control", F_OK) == 0;
+	t_need_tools("mke2fs e2fsck");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_write");
+	can_kernel_mount = t_can_loop() && getenv("UNIT_WRITE_NO_KERNEL") == NULL;
 	printf("kernel comparison: %s\n", can_kernel_mount ? "yes" : "no (needs root and loop)");
 
 	random_scenario("ext4-4k", "-t ext4 -b 4096", "64M", 4096, 3 << 20, 3, 300);
@@ -1018,7 +962,7 @@ int main(void)
 	enospc_scenario();
 	threads_scenario();
 
-	sh("rm -rf %s", tmpdir);
+	t_sh("rm -rf %s", tmpdir);
 	if (t_failures) {
 		printf("unit_write: %d failures (seed %llu)\n", t_failures, (unsigned long long)seed);
 		return T_FAIL;

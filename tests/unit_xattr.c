@@ -26,6 +26,7 @@
 #include "ondisk.h"
 #include "xattr.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -41,35 +42,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
 static int nvalues, nlists, nlinks; /* what was compared (child process) */
 static char tmpdir[64];
 static char srcdir[128], mntdir[128];
 static bool have_mnt;
-
-#define CHECK(cond, ...)                                             \
-	do {                                                         \
-		if (!(cond)) {                                       \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);  \
-			printf(__VA_ARGS__);                         \
-			printf("\n");                                \
-			failures++;                                  \
-		}                                                    \
-	} while (0)
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
 
 /* ------------------------------------------------------------ the tree */
 
@@ -89,7 +65,7 @@ static void set_x(const char *rel, const char *name, size_t len)
 	snprintf(path, sizeof(path), "%s/%s", srcdir, rel);
 	if (lsetxattr(path, name, v, len, 0) != 0) {
 		printf("FAIL setxattr %s %s (%zu bytes): %m\n", rel, name, len);
-		failures++;
+		t_failures++;
 	}
 	free(v);
 }
@@ -103,7 +79,7 @@ static void mk_file(const char *rel, size_t size)
 	fill_random(buf, size, true);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	if (fd < 0 || write(fd, buf, size) != (ssize_t)size)
-		printf("FAIL create %s: %m\n", path), failures++;
+		printf("FAIL create %s: %m\n", path), t_failures++;
 	if (fd >= 0)
 		close(fd);
 	free(buf);
@@ -117,7 +93,7 @@ static void mk_link(const char *rel, size_t len)
 	target[len] = '\0';
 	snprintf(path, sizeof(path), "%s/%s", srcdir, rel);
 	if (symlink(target, path) != 0)
-		printf("FAIL symlink %s: %m\n", path), failures++;
+		printf("FAIL symlink %s: %m\n", path), t_failures++;
 	free(target);
 }
 
@@ -156,8 +132,8 @@ static void build_tree(void)
 	mk_file("inl100", 100);
 	set_x("inl100", "user.i", 4);
 	mk_file("acl", 10);
-	run("setfacl -m u:1234:rw-,g:555:r--,m::rwx %s/acl", srcdir);
-	run("mkdir %s/acldir && setfacl -m u:7:r-x %s/acldir && "
+	t_sh("setfacl -m u:1234:rw-,g:555:r--,m::rwx %s/acl", srcdir);
+	t_sh("mkdir %s/acldir && setfacl -m u:7:r-x %s/acldir && "
 	    "setfacl -d -m u:1000:rwx,g:100:r-x,o::--- %s/acldir && "
 	    "mkdir %s/acldir/sub && touch %s/acldir/child", srcdir, srcdir, srcdir, srcdir, srcdir);
 	for (size_t i = 0; i < NLINKS; i++) {
@@ -189,7 +165,7 @@ static void build_tree_1k(void)
 	set_x("small", "user.b", 300);
 	set_x("small", "trusted.c", 500);
 	mk_file("acl", 10);
-	run("setfacl -m u:42:rw-,g:43:r--,m::rw- %s/acl", srcdir);
+	t_sh("setfacl -m u:42:rw-,g:43:r--,m::rw- %s/acl", srcdir);
 	mk_link("l60", 60);
 	mk_link("l200", 200);
 	mk_link("l1000", 1000);
@@ -417,7 +393,7 @@ static int check_image_uext4(const char *label, const char *img, bool inline_dat
 
 	CHECK(err == 0, "%s: mount: %s", label, uext4_last_error());
 	if (err)
-		return failures;
+		return t_failures;
 	for (size_t i = 0; i < cur_npaths; i++) {
 		struct stat st;
 		char src[512];
@@ -435,7 +411,7 @@ static int check_image_uext4(const char *label, const char *img, bool inline_dat
 	uext4_umount(fs);
 	printf("  compared %d name lists, %d values, %d symlink targets\n", nlists, nvalues,
 	       nlinks);
-	return failures;
+	return t_failures;
 }
 
 /*
@@ -453,12 +429,12 @@ static void check_image(const char *label, const char *img, bool inline_data)
 	 * an inline-data symlink with an xattr block (/lx100 with -O
 	 * inline_data).  Then we check the image is unchanged instead.
 	 */
-	fsck_before = run("e2fsck -fn %s >/dev/null 2>&1", img);
+	fsck_before = t_sh("e2fsck -fn %s >/dev/null 2>&1", img);
 	if (fsck_before)
 		printf("  note: e2fsck -fn rejects the image as mke2fs made it; "
 		       "checking that it stays byte-identical instead\n");
-	run("md5sum %s > %s.md5", img, img);
-	have_mnt = run("mount -o loop,ro %s %s 2>/dev/null", img, mntdir) == 0;
+	t_sh("md5sum %s > %s.md5", img, img);
+	have_mnt = t_sh("mount -o loop,ro %s %s 2>/dev/null", img, mntdir) == 0;
 	printf("%s: comparing with the source tree%s\n", label,
 	       have_mnt ? " and the kernel (loop mount)" : " (no loop mount: kernel skipped)");
 	fflush(stdout);
@@ -468,11 +444,11 @@ static void check_image(const char *label, const char *img, bool inline_data)
 	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
 	      WEXITSTATUS(status) == 0, "%s: libuext4 checks failed (status 0x%x)", label, status);
 	if (have_mnt)
-		CHECK(run("umount %s", mntdir) == 0, "umount %s", mntdir);
+		CHECK(t_sh("umount %s", mntdir) == 0, "umount %s", mntdir);
 	if (fsck_before == 0)
-		CHECK(run("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "%s: e2fsck -fn not clean",
+		CHECK(t_sh("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "%s: e2fsck -fn not clean",
 		      label);
-	CHECK(run("md5sum --quiet -c %s.md5", img) == 0, "%s: the image changed", label);
+	CHECK(t_sh("md5sum --quiet -c %s.md5", img) == 0, "%s: the image changed", label);
 }
 
 /*
@@ -490,8 +466,8 @@ static void check_ea_inode(void)
 
 	printf("EA inodes: values written by the kernel, read by libuext4\n");
 	snprintf(img, sizeof(img), "%s/ea.img", tmpdir);
-	if (run("mke2fs -q -F -t ext4 -b 4096 -I 256 -O ea_inode %s 32M", img) ||
-	    run("mount -o loop %s %s 2>/dev/null", img, mntdir)) {
+	if (t_sh("mke2fs -q -F -t ext4 -b 4096 -I 256 -O ea_inode %s 32M", img) ||
+	    t_sh("mount -o loop %s %s 2>/dev/null", img, mntdir)) {
 		printf("  SKIP: cannot make or loop-mount an ea_inode image\n");
 		return;
 	}
@@ -507,9 +483,9 @@ static void check_ea_inode(void)
 	ok &= lsetxattr(path, "user.small", "abc", 3, 0) == 0;
 	snprintf(path, sizeof(path), "%s/l30", mntdir);
 	ok &= symlink("012345678901234567890123456789", path) == 0;
-	CHECK(run("umount %s", mntdir) == 0, "umount ea.img");
+	CHECK(t_sh("umount %s", mntdir) == 0, "umount ea.img");
 	CHECK(ok, "setting big xattrs through the kernel failed");
-	CHECK(run("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "ea.img: e2fsck -fn not clean");
+	CHECK(t_sh("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "ea.img: e2fsck -fn not clean");
 	if (!ok || uext4_mount(img, &o, &fs)) {
 		CHECK(0, "ea.img: mount: %s", uext4_last_error());
 		goto out;
@@ -617,7 +593,7 @@ static void expect_corrupt(const char *what, const char *clean, off_t off, const
 	ssize_t n;
 
 	snprintf(img, sizeof(img), "%s/corrupt.img", tmpdir);
-	if (off < 0 || run("cp %s %s", clean, img) || img_rw(img, (void *)patch, len, off, true)) {
+	if (off < 0 || t_sh("cp %s %s", clean, img) || img_rw(img, (void *)patch, len, off, true)) {
 		CHECK(0, "%s: could not set up the corruption", what);
 		return;
 	}
@@ -663,7 +639,7 @@ static void check_corruption(void)
 
 	printf("corruption: xattr entries, ACLs, symlinks (image without metadata_csum)\n");
 	snprintf(img, sizeof(img), "%s/nocsum.img", tmpdir);
-	if (run("mke2fs -q -F -t ext4 -b 4096 -I 256 -O ^metadata_csum -d %s %s 32M",
+	if (t_sh("mke2fs -q -F -t ext4 -b 4096 -I 256 -O ^metadata_csum -d %s %s 32M",
 		srcdir, img)) {
 		CHECK(0, "mke2fs failed");
 		return;
@@ -735,7 +711,7 @@ static void check_corruption(void)
 
 	printf("corruption: xattr block checksum (metadata_csum image)\n");
 	snprintf(csimg, sizeof(csimg), "%s/csum.img", tmpdir);
-	if (run("mke2fs -q -F -t ext4 -b 4096 -I 256 -O metadata_csum -d %s %s 32M", srcdir,
+	if (t_sh("mke2fs -q -F -t ext4 -b 4096 -I 256 -O metadata_csum -d %s %s 32M", srcdir,
 		csimg) == 0) {
 		uint8_t byte = 0;
 
@@ -745,7 +721,7 @@ static void check_corruption(void)
 		byte ^= 0x5a;
 		expect_corrupt("xattr block checksum", csimg, blkoff, &byte, 1, "big", "user.big");
 	}
-	CHECK(run("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "nocsum.img not clean");
+	CHECK(t_sh("e2fsck -fn %s >/dev/null 2>&1", img) == 0, "nocsum.img not clean");
 }
 
 /* ------------------------------------------------------------ main */
@@ -770,14 +746,8 @@ int main(int argc, char **argv)
 		printf("SKIP: needs root (trusted.* xattrs, loop mounts)\n");
 		return 77;
 	}
-	if (run("command -v setfacl >/dev/null && command -v mke2fs >/dev/null && "
-		"command -v debugfs >/dev/null")) {
-		printf("SKIP: needs setfacl (package acl), mke2fs and debugfs\n");
-		return 77;
-	}
-	strcpy(tmpdir, "/tmp/unit_xattr.XXXXXX");
-	if (!mkdtemp(tmpdir))
-		return perror("mkdtemp"), 1;
+	t_need_tools("setfacl mke2fs debugfs");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "unit_xattr");
 	snprintf(srcdir, sizeof(srcdir), "%s/src", tmpdir);
 	snprintf(mntdir, sizeof(mntdir), "%s/mnt", tmpdir);
 	mkdir(srcdir, 0755);
@@ -786,7 +756,7 @@ int main(int argc, char **argv)
 
 	for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
 		snprintf(img, sizeof(img), "%s/img%zu.img", tmpdir, i);
-		if (run("mke2fs -q -F -t ext4 %s -d %s %s 32M", images[i].opts, srcdir, img)) {
+		if (t_sh("mke2fs -q -F -t ext4 %s -d %s %s 32M", images[i].opts, srcdir, img)) {
 			CHECK(0, "mke2fs %s failed", images[i].opts);
 			continue;
 		}
@@ -802,13 +772,13 @@ int main(int argc, char **argv)
 	cur_paths = paths_1k;
 	cur_npaths = NPATHS_1K;
 	snprintf(img, sizeof(img), "%s/img1k.img", tmpdir);
-	if (run("mke2fs -q -F -t ext4 -b 1024 -I 256 -d %s %s 16M", srcdir, img) == 0)
+	if (t_sh("mke2fs -q -F -t ext4 -b 1024 -I 256 -d %s %s 16M", srcdir, img) == 0)
 		check_image("1 KiB blocks", img, false);
 	else
 		CHECK(0, "mke2fs -b 1024 failed");
 
 	if (!getenv("UNIT_XATTR_KEEP"))
-		run("rm -rf --one-file-system %s", tmpdir);
-	printf("unit_xattr: %s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-	return failures ? 1 : 0;
+		t_sh("rm -rf --one-file-system %s", tmpdir);
+	printf("unit_xattr: %s (%d failures)\n", t_failures ? "FAIL" : "PASS", t_failures);
+	return t_failures ? 1 : 0;
 }

@@ -53,48 +53,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-static _Atomic int failures;
 static char tmpdir[64];
-
-#define CHECK(cond, ...)                                                          \
-	do {                                                                      \
-		if (!(cond)) {                                                    \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);               \
-			printf(__VA_ARGS__);                                      \
-			printf(" [last error: %s]\n", uext4_last_error());        \
-			failures++;                                               \
-		}                                                                 \
-	} while (0)
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-	int rc;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	rc = system(cmd);
-	return WIFEXITED(rc) ? WEXITSTATUS(rc) : 255;
-}
 
 /* ------------------------------------------------------------ random */
 
-static uint64_t rnd_next(uint64_t *s)
-{
-	uint64_t x = *s;
-
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 static uint32_t rnd(uint64_t *s, uint32_t n)
 {
-	return n ? (uint32_t)(rnd_next(s) % n) : 0;
+	return (uint32_t)t_rnd_below(s, n);
 }
 
 /* ------------------------------------------------------------ model */
@@ -316,26 +281,26 @@ static int file_check(uext4_fs *fs, struct mfile *f)
 	if (f->gone)
 		return 0;
 	n = uext4_listxattr(fs, f->ino, list, sizeof(list));
-	CHECK(n >= 0, "listxattr %s: %zd", f->name, n);
+	CHECK_ERR(n >= 0, "listxattr %s: %zd", f->name, n);
 	if (n < 0)
 		return 1;
 	for (p = list; p < list + n; p += strlen(p) + 1) {
 		struct mentry *e = m_find(f, p);
 
-		CHECK(e, "%s: listed %s not in the model", f->name, p);
+		CHECK_ERR(e, "%s: listed %s not in the model", f->name, p);
 		bad += !e;
 		seen += e != NULL;
 	}
-	CHECK(seen == f->n, "%s: %d listed, model has %d", f->name, seen, f->n);
+	CHECK_ERR(seen == f->n, "%s: %d listed, model has %d", f->name, seen, f->n);
 	for (int i = 0; i < f->n; i++) {
 		struct mentry *e = &f->e[i];
 
 		n = uext4_getxattr(fs, f->ino, e->name, val, sizeof(val));
-		CHECK(n == (ssize_t)e->len && memcmp(val, e->val, e->len) == 0,
+		CHECK_ERR(n == (ssize_t)e->len && memcmp(val, e->val, e->len) == 0,
 		      "%s: %s: got %zd bytes, want %zu", f->name, e->name, n, e->len);
 		bad += n != (ssize_t)e->len;
 	}
-	CHECK(uext4_getattr(fs, f->ino, &st) == 0 && (st.mode & 0777) == f->mode,
+	CHECK_ERR(uext4_getattr(fs, f->ino, &st) == 0 && (st.mode & 0777) == f->mode,
 	      "%s: mode %o want %o", f->name, st.mode & 0777, f->mode);
 	return bad;
 }
@@ -416,7 +381,7 @@ static void template_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opsta
 			snprintf(nm, sizeof(nm), "user.big%d", i);
 			if (r >= 85) {
 				err = uext4_removexattr(fs, f->ino, nm);
-				CHECK(err == 0 || (err == -ENODATA && !m_find(f, nm)),
+				CHECK_ERR(err == 0 || (err == -ENODATA && !m_find(f, nm)),
 				      "%s: remove %s: %d", f->name, nm, err);
 				m_remove(f, nm);
 				os->removes++;
@@ -424,7 +389,7 @@ static void template_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opsta
 			}
 			make_value(val, len, t * 10 + (unsigned)i);
 			err = uext4_setxattr(fs, f->ino, nm, val, len, 0);
-			CHECK(err == 0, "%s: template %u %s: %d", f->name, t, nm, err);
+			CHECK_ERR(err == 0, "%s: template %u %s: %d", f->name, t, nm, err);
 			if (!err)
 				m_set(f, nm, val, len);
 			os->sets++;
@@ -434,7 +399,7 @@ static void template_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opsta
 	snprintf(nm, sizeof(nm), "user.big%u", t);
 	make_value(val, len, 100 + rnd(s, 2));
 	err = uext4_setxattr(fs, f->ino, nm, val, len, 0);
-	CHECK(err == 0, "%s: change %s: %d", f->name, nm, err);
+	CHECK_ERR(err == 0, "%s: change %s: %d", f->name, nm, err);
 	if (!err)
 		m_set(f, nm, val, len);
 	os->sets++;
@@ -461,24 +426,24 @@ static void random_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opstats
 
 		if (rnd(s, 4) == 0) {
 			err = uext4_removexattr(fs, f->ino, an);
-			CHECK(err == 0, "%s: remove %s: %d", f->name, an, err);
+			CHECK_ERR(err == 0, "%s: remove %s: %d", f->name, an, err);
 			m_remove(f, an);
 			return;
 		}
 		if (strcmp(an, ACL_DEFAULT) == 0 && !f->dir) {
 			err = uext4_setxattr(fs, f->ino, an, val, len, 0);
-			CHECK(err == -EACCES, "%s: default ACL on file: %d", f->name, err);
+			CHECK_ERR(err == -EACCES, "%s: default ACL on file: %d", f->name, err);
 			return;
 		}
 		err = uext4_setxattr(fs, f->ino, an, val, len, 0);
 		os->acls++;
 		if (err == -ENOSPC) {
 			os->enospc++;
-			CHECK(!must_fit(f, an, len, acl_disk_len(val, len)),
+			CHECK_ERR(!must_fit(f, an, len, acl_disk_len(val, len)),
 			      "%s: ENOSPC for %s that fits", f->name, an);
 			return;
 		}
-		CHECK(err == 0, "%s: set %s: %d", f->name, an, err);
+		CHECK_ERR(err == 0, "%s: set %s: %d", f->name, an, err);
 		if (err)
 			return;
 		if (strcmp(an, ACL_ACCESS) == 0) {
@@ -500,11 +465,11 @@ static void random_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opstats
 		err = uext4_removexattr(fs, f->ino, name);
 		os->removes++;
 		if (e) {
-			CHECK(err == 0, "%s: remove %s: %d", f->name, name, err);
+			CHECK_ERR(err == 0, "%s: remove %s: %d", f->name, name, err);
 			if (!err)
 				m_remove(f, name);
 		} else {
-			CHECK(err == -ENODATA, "%s: remove absent %s: %d", f->name, name, err);
+			CHECK_ERR(err == -ENODATA, "%s: remove absent %s: %d", f->name, name, err);
 			os->nodata++;
 		}
 		return;
@@ -516,22 +481,22 @@ static void random_op(uext4_fs *fs, struct mfile *f, uint64_t *s, struct opstats
 	err = uext4_setxattr(fs, f->ino, name, val, len, flags);
 	os->sets++;
 	if ((flags & XATTR_CREATE) && e) {
-		CHECK(err == -EEXIST, "%s: create existing %s: %d", f->name, name, err);
+		CHECK_ERR(err == -EEXIST, "%s: create existing %s: %d", f->name, name, err);
 		os->exist++;
 		return;
 	}
 	if ((flags & XATTR_REPLACE) && !e) {
-		CHECK(err == -ENODATA, "%s: replace absent %s: %d", f->name, name, err);
+		CHECK_ERR(err == -ENODATA, "%s: replace absent %s: %d", f->name, name, err);
 		os->nodata++;
 		return;
 	}
 	if (err == -ENOSPC) {
 		os->enospc++;
-		CHECK(!must_fit(f, name, len, 0), "%s: ENOSPC for %s (%zu bytes) that fits",
+		CHECK_ERR(!must_fit(f, name, len, 0), "%s: ENOSPC for %s (%zu bytes) that fits",
 		      f->name, name, len);
 		return;
 	}
-	CHECK(err == 0, "%s: set %s (%zu bytes, flags %d): %d", f->name, name, len, flags, err);
+	CHECK_ERR(err == 0, "%s: set %s (%zu bytes, flags %d): %d", f->name, name, len, flags, err);
 	if (!err)
 		m_set(f, name, val, len);
 }
@@ -587,9 +552,9 @@ static void *reader(void *p)
 		if (f->gone)
 			continue;
 		n = uext4_listxattr(a->fs, f->ino, list, sizeof(list));
-		CHECK(n >= 0 || n == -ERANGE, "reader: listxattr %s: %zd", f->name, n);
+		CHECK_ERR(n >= 0 || n == -ERANGE, "reader: listxattr %s: %zd", f->name, n);
 		n = uext4_getxattr(a->fs, f->ino, names[rnd(&s, NNAMES)], val, sizeof(val));
-		CHECK(n >= 0 || n == -ENODATA, "reader: getxattr %s: %zd", f->name, n);
+		CHECK_ERR(n >= 0 || n == -ENODATA, "reader: getxattr %s: %zd", f->name, n);
 		reads++;
 	}
 	a->ops = reads;
@@ -672,45 +637,45 @@ static void sharing_test(uext4_fs *fs)
 	struct uext4_stat sa, sb, sc;
 	uint64_t ba, bb, bc, old;
 
-	CHECK(uext4_create(fs, 2, "share_a", 0644, &sa) == 0, "create share_a");
-	CHECK(uext4_create(fs, 2, "share_b", 0644, &sb) == 0, "create share_b");
-	CHECK(uext4_create(fs, 2, "share_c", 0644, &sc) == 0, "create share_c");
-	CHECK(set_big(fs, sa.ino, 0) == 0 && set_big(fs, sb.ino, 0) == 0, "set identical sets");
+	CHECK_ERR(uext4_create(fs, 2, "share_a", 0644, &sa) == 0, "create share_a");
+	CHECK_ERR(uext4_create(fs, 2, "share_b", 0644, &sb) == 0, "create share_b");
+	CHECK_ERR(uext4_create(fs, 2, "share_c", 0644, &sc) == 0, "create share_c");
+	CHECK_ERR(set_big(fs, sa.ino, 0) == 0 && set_big(fs, sb.ino, 0) == 0, "set identical sets");
 	ba = file_acl_of(fs, sa.ino);
 	bb = file_acl_of(fs, sb.ino);
-	CHECK(ba && ba == bb && refcount_of(fs, ba) == 2,
+	CHECK_ERR(ba && ba == bb && refcount_of(fs, ba) == 2,
 	      "identical sets share one block: %llu %llu refcount %u", (unsigned long long)ba,
 	      (unsigned long long)bb, refcount_of(fs, ba));
-	CHECK(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == block_size / 512,
+	CHECK_ERR(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == block_size / 512,
 	      "i_blocks counts the shared block: %llu", (unsigned long long)sa.blocks);
 	old = ba;
-	CHECK(set_big(fs, sb.ino, 5) == 0, "change share_b");
+	CHECK_ERR(set_big(fs, sb.ino, 5) == 0, "change share_b");
 	bb = file_acl_of(fs, sb.ino);
-	CHECK(bb && bb != old && refcount_of(fs, old) == 1 && refcount_of(fs, bb) == 1,
+	CHECK_ERR(bb && bb != old && refcount_of(fs, old) == 1 && refcount_of(fs, bb) == 1,
 	      "copy on write: old %llu (refcount %u), new %llu (refcount %u)",
 	      (unsigned long long)old, refcount_of(fs, old), (unsigned long long)bb,
 	      refcount_of(fs, bb));
-	CHECK(set_big(fs, sb.ino, 0) == 0, "change share_b back");
+	CHECK_ERR(set_big(fs, sb.ino, 0) == 0, "change share_b back");
 	bb = file_acl_of(fs, sb.ino);
-	CHECK(bb == old && refcount_of(fs, old) == 2, "shares again: %llu refcount %u",
+	CHECK_ERR(bb == old && refcount_of(fs, old) == 2, "shares again: %llu refcount %u",
 	      (unsigned long long)bb, refcount_of(fs, old));
 	for (int i = 0; i < 3; i++) {
 		char nm[32];
 
 		snprintf(nm, sizeof(nm), "user.big%d", i);
-		CHECK(uext4_removexattr(fs, sa.ino, nm) == 0, "remove %s", nm);
+		CHECK_ERR(uext4_removexattr(fs, sa.ino, nm) == 0, "remove %s", nm);
 	}
-	CHECK(file_acl_of(fs, sa.ino) == 0 && refcount_of(fs, old) == 1,
+	CHECK_ERR(file_acl_of(fs, sa.ino) == 0 && refcount_of(fs, old) == 1,
 	      "emptied inode drops its reference: file_acl %llu refcount %u",
 	      (unsigned long long)file_acl_of(fs, sa.ino), refcount_of(fs, old));
-	CHECK(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == 0, "i_blocks back to 0: %llu",
+	CHECK_ERR(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == 0, "i_blocks back to 0: %llu",
 	      (unsigned long long)sa.blocks);
-	CHECK(set_big(fs, sc.ino, 0) == 0, "share_c identical");
+	CHECK_ERR(set_big(fs, sc.ino, 0) == 0, "share_c identical");
 	bc = file_acl_of(fs, sc.ino);
-	CHECK(bc == old && refcount_of(fs, old) == 2, "share_c shares: %llu refcount %u",
+	CHECK_ERR(bc == old && refcount_of(fs, old) == 2, "share_c shares: %llu refcount %u",
 	      (unsigned long long)bc, refcount_of(fs, old));
-	CHECK(uext4_unlink(fs, 2, "share_b") == 0, "unlink share_b");
-	CHECK(refcount_of(fs, old) == 1, "unlink drops the reference: refcount %u",
+	CHECK_ERR(uext4_unlink(fs, 2, "share_b") == 0, "unlink share_b");
+	CHECK_ERR(refcount_of(fs, old) == 1, "unlink drops the reference: refcount %u",
 	      refcount_of(fs, old));
 	printf("  sharing: identical sets share, copy on write, re-share, release: done\n");
 }
@@ -796,58 +761,58 @@ static void ea_inode_test(uext4_fs *fs)
 
 	make_value(v1, sizeof(v1), 1);
 	make_value(v2, sizeof(v2), 2);
-	CHECK(uext4_create(fs, 2, "ea_a", 0644, &sa) == 0, "create ea_a");
-	CHECK(uext4_create(fs, 2, "ea_b", 0644, &sb) == 0, "create ea_b");
-	CHECK(uext4_setxattr(fs, sa.ino, "user.big", v1, sizeof(v1), 0) == 0, "set 8 KiB on ea_a");
-	CHECK(uext4_setxattr(fs, sb.ino, "user.big", v1, sizeof(v1), 0) == 0, "set 8 KiB on ea_b");
+	CHECK_ERR(uext4_create(fs, 2, "ea_a", 0644, &sa) == 0, "create ea_a");
+	CHECK_ERR(uext4_create(fs, 2, "ea_b", 0644, &sb) == 0, "create ea_b");
+	CHECK_ERR(uext4_setxattr(fs, sa.ino, "user.big", v1, sizeof(v1), 0) == 0, "set 8 KiB on ea_a");
+	CHECK_ERR(uext4_setxattr(fs, sb.ino, "user.big", v1, sizeof(v1), 0) == 0, "set 8 KiB on ea_b");
 	i1 = ea_of(fs, sa.ino, "big");
-	CHECK(i1 && i1 == ea_of(fs, sb.ino, "big"), "equal values share an EA inode: %u %u", i1,
+	CHECK_ERR(i1 && i1 == ea_of(fs, sb.ino, "big"), "equal values share an EA inode: %u %u", i1,
 	      ea_of(fs, sb.ino, "big"));
 	ref = ea_facts(fs, i1, &hash, &flags, &size);
 	/* In inode bodies each entry counts; a block the two share counts once. */
-	CHECK(ref == (inode_size > 128 ? 2u : 1u), "EA inode %u: reference count %llu", i1,
+	CHECK_ERR(ref == (inode_size > 128 ? 2u : 1u), "EA inode %u: reference count %llu", i1,
 	      (unsigned long long)ref);
-	CHECK((flags & EXT4_EA_INODE_FL) && size == sizeof(v1) &&
+	CHECK_ERR((flags & EXT4_EA_INODE_FL) && size == sizeof(v1) &&
 	      hash == ea_value_hash(fs, v1, sizeof(v1)),
 	      "EA inode %u: flags 0x%x size %llu hash 0x%x", i1, flags, (unsigned long long)size,
 	      hash);
-	CHECK(free_inodes_of(fs) == free0 - 3, "two files and one EA inode: %lld free, was %lld",
+	CHECK_ERR(free_inodes_of(fs) == free0 - 3, "two files and one EA inode: %lld free, was %lld",
 	      (long long)free_inodes_of(fs), (long long)free0);
 	charge = sizeof(v1) / 512 + (inode_size > 128 ? 0 : block_size / 512);
-	CHECK(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == charge,
+	CHECK_ERR(uext4_getattr(fs, sa.ino, &sa) == 0 && sa.blocks == charge,
 	      "i_blocks carries the value's charge: %llu, want %llu",
 	      (unsigned long long)sa.blocks, (unsigned long long)charge);
-	CHECK(uext4_getxattr(fs, sb.ino, "user.big", got, 10) == -ERANGE, "short buffer: ERANGE");
-	CHECK(uext4_getxattr(fs, sb.ino, "user.big", NULL, 0) == (ssize_t)sizeof(v1),
+	CHECK_ERR(uext4_getxattr(fs, sb.ino, "user.big", got, 10) == -ERANGE, "short buffer: ERANGE");
+	CHECK_ERR(uext4_getxattr(fs, sb.ino, "user.big", NULL, 0) == (ssize_t)sizeof(v1),
 	      "size query");
-	CHECK(uext4_getxattr(fs, sb.ino, "user.big", got, sizeof(got)) == (ssize_t)sizeof(v1) &&
+	CHECK_ERR(uext4_getxattr(fs, sb.ino, "user.big", got, sizeof(got)) == (ssize_t)sizeof(v1) &&
 	      memcmp(got, v1, sizeof(v1)) == 0, "value reads back");
 	if (inode_size == 128) {
 		/* A change of ea_a copies the shared block: the copy counts too. */
-		CHECK(uext4_setxattr(fs, sa.ino, "user.x", "y", 1, 0) == 0, "set user.x on ea_a");
+		CHECK_ERR(uext4_setxattr(fs, sa.ino, "user.x", "y", 1, 0) == 0, "set user.x on ea_a");
 		ref = ea_facts(fs, i1, &hash, &flags, &size);
-		CHECK(ref == 2, "copy on write of a block naming EA inode %u: count %llu", i1,
+		CHECK_ERR(ref == 2, "copy on write of a block naming EA inode %u: count %llu", i1,
 		      (unsigned long long)ref);
 	}
 	/* Replace ea_a's value: a new EA inode; the old one keeps ea_b's. */
-	CHECK(uext4_setxattr(fs, sa.ino, "user.big", v2, sizeof(v2), 0) == 0, "replace on ea_a");
+	CHECK_ERR(uext4_setxattr(fs, sa.ino, "user.big", v2, sizeof(v2), 0) == 0, "replace on ea_a");
 	i2 = ea_of(fs, sa.ino, "big");
-	CHECK(i2 && i2 != i1 && ea_facts(fs, i2, &hash, &flags, &size) == 1 &&
+	CHECK_ERR(i2 && i2 != i1 && ea_facts(fs, i2, &hash, &flags, &size) == 1 &&
 	      ea_facts(fs, i1, &hash, &flags, &size) == 1,
 	      "replaced: EA inodes %u (count %llu) and %u (count %llu)", i2,
 	      (unsigned long long)ea_facts(fs, i2, &hash, &flags, &size), i1,
 	      (unsigned long long)ea_facts(fs, i1, &hash, &flags, &size));
-	CHECK(free_inodes_of(fs) == free0 - 4, "a second EA inode: %lld free",
+	CHECK_ERR(free_inodes_of(fs) == free0 - 4, "a second EA inode: %lld free",
 	      (long long)free_inodes_of(fs));
 	/* Removing ea_b's, the last reference, frees its EA inode. */
-	CHECK(uext4_removexattr(fs, sb.ino, "user.big") == 0, "remove from ea_b");
-	CHECK(free_inodes_of(fs) == free0 - 3, "EA inode %u freed: %lld free", i1,
+	CHECK_ERR(uext4_removexattr(fs, sb.ino, "user.big") == 0, "remove from ea_b");
+	CHECK_ERR(free_inodes_of(fs) == free0 - 3, "EA inode %u freed: %lld free", i1,
 	      (long long)free_inodes_of(fs));
-	CHECK(uext4_getattr(fs, sb.ino, &sb) == 0 && sb.blocks == 0, "ea_b's i_blocks back to 0: %llu",
+	CHECK_ERR(uext4_getattr(fs, sb.ino, &sb) == 0 && sb.blocks == 0, "ea_b's i_blocks back to 0: %llu",
 	      (unsigned long long)sb.blocks);
 	/* Unlinking ea_a frees its EA inode with it. */
-	CHECK(uext4_unlink(fs, 2, "ea_a") == 0 && uext4_unlink(fs, 2, "ea_b") == 0, "unlink");
-	CHECK(free_inodes_of(fs) == free0, "all freed: %lld free, was %lld",
+	CHECK_ERR(uext4_unlink(fs, 2, "ea_a") == 0 && uext4_unlink(fs, 2, "ea_b") == 0, "unlink");
+	CHECK_ERR(free_inodes_of(fs) == free0, "all freed: %lld free, was %lld",
 	      (long long)free_inodes_of(fs), (long long)free0);
 	printf("  EA inodes: shared, counted, replaced, removed, freed with the file: done\n");
 }
@@ -863,47 +828,47 @@ static void error_cases(uext4_fs *fs)
 	uint32_t v2 = 2, v1 = 1;
 	int err;
 
-	CHECK(uext4_create(fs, 2, "errs", 0644, &st) == 0, "create errs");
-	CHECK((err = uext4_setxattr(fs, st.ino, "foo.bar", "x", 1, 0)) == -EOPNOTSUPP,
+	CHECK_ERR(uext4_create(fs, 2, "errs", 0644, &st) == 0, "create errs");
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "foo.bar", "x", 1, 0)) == -EOPNOTSUPP,
 	      "unknown prefix: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "system.data", "x", 1, 0)) == -EOPNOTSUPP,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "system.data", "x", 1, 0)) == -EOPNOTSUPP,
 	      "system.data: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.", "x", 1, 0)) == -EINVAL,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.", "x", 1, 0)) == -EINVAL,
 	      "empty suffix: %d", err);
 	memset(longname, 'n', sizeof(longname));
 	memcpy(longname, "user.", 5);
 	longname[256] = 0;
-	CHECK((err = uext4_setxattr(fs, st.ino, longname, "x", 1, 0)) == -ERANGE,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, longname, "x", 1, 0)) == -ERANGE,
 	      "256-byte name: %d", err);
 	longname[255] = 0;
-	CHECK((err = uext4_setxattr(fs, st.ino, longname, "x", 1, 0)) == 0,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, longname, "x", 1, 0)) == 0,
 	      "255-byte name: %d", err);
-	CHECK((err = uext4_removexattr(fs, st.ino, longname)) == 0, "remove it: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.a", "x", 1, XATTR_REPLACE)) == -ENODATA,
+	CHECK_ERR((err = uext4_removexattr(fs, st.ino, longname)) == 0, "remove it: %d", err);
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.a", "x", 1, XATTR_REPLACE)) == -ENODATA,
 	      "replace absent: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.a", "x", 1, XATTR_CREATE)) == 0,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.a", "x", 1, XATTR_CREATE)) == 0,
 	      "create: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.a", "y", 1, XATTR_CREATE)) == -EEXIST,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.a", "y", 1, XATTR_CREATE)) == -EEXIST,
 	      "create existing: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.a", "yy", 2, XATTR_REPLACE)) == 0,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.a", "yy", 2, XATTR_REPLACE)) == 0,
 	      "replace: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.e", "", 0, 0)) == 0, "empty value: %d",
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.e", "", 0, 0)) == 0, "empty value: %d",
 	      err);
-	CHECK(uext4_getxattr(fs, st.ino, "user.e", big, 10) == 0, "empty value reads back");
-	CHECK((err = uext4_removexattr(fs, st.ino, "user.zz")) == -ENODATA, "remove absent: %d",
+	CHECK_ERR(uext4_getxattr(fs, st.ino, "user.e", big, 10) == 0, "empty value reads back");
+	CHECK_ERR((err = uext4_removexattr(fs, st.ino, "user.zz")) == -ENODATA, "remove absent: %d",
 	      err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.big", big, block_size, 0)) ==
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.big", big, block_size, 0)) ==
 	      (ea_variant ? 0 : -ENOSPC), "value of a whole block: %d", err);
-	CHECK((err = uext4_setxattr(fs, st.ino, "user.huge", big, 65537, 0)) == -E2BIG,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, "user.huge", big, 65537, 0)) == -E2BIG,
 	      "value over 64 KiB: %d", err);
 	/* Malformed ACLs. */
-	CHECK((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, acl, 3, 0)) == -EINVAL,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, acl, 3, 0)) == -EINVAL,
 	      "short ACL: %d", err);
 	memcpy(acl, &v1, 4);
-	CHECK((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, acl, 4, 0)) == -EOPNOTSUPP,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, acl, 4, 0)) == -EOPNOTSUPP,
 	      "ACL version 1: %d", err);
 	memcpy(acl, &v2, 4);
-	CHECK((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, acl, 10, 0)) == -EINVAL,
+	CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, acl, 10, 0)) == -EINVAL,
 	      "ACL size: %d", err);
 	{
 		/* USER entry without a MASK; GROUP_OBJ before USER_OBJ. */
@@ -914,20 +879,20 @@ static void error_cases(uext4_fs *fs)
 		uint16_t badperm[] = { 2, 0, 1, 8, 0xffff, 0xffff, 4, 6, 0xffff, 0xffff, 0x20, 4,
 				       0xffff, 0xffff };
 
-		CHECK((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, bad1, sizeof(bad1), 0)) ==
+		CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, bad1, sizeof(bad1), 0)) ==
 		      -EINVAL, "ACL without mask: %d", err);
-		CHECK((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, bad2, sizeof(bad2), 0)) ==
+		CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, bad2, sizeof(bad2), 0)) ==
 		      -EINVAL, "ACL out of order: %d", err);
-		CHECK((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, badperm, sizeof(badperm),
+		CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_ACCESS, badperm, sizeof(badperm),
 					    0)) == -EINVAL, "ACL perm 8: %d", err);
 		bad2[2] = 1;
 		bad2[6] = 4;
-		CHECK((err = uext4_setxattr(fs, st.ino, ACL_DEFAULT, bad2, sizeof(bad2), 0)) ==
+		CHECK_ERR((err = uext4_setxattr(fs, st.ino, ACL_DEFAULT, bad2, sizeof(bad2), 0)) ==
 		      -EACCES, "default ACL on a file: %d", err);
-		CHECK((err = uext4_removexattr(fs, st.ino, ACL_ACCESS)) == 0,
+		CHECK_ERR((err = uext4_removexattr(fs, st.ino, ACL_ACCESS)) == 0,
 		      "remove absent ACL (kernel: 0): %d", err);
 	}
-	CHECK(uext4_unlink(fs, 2, "errs") == 0, "unlink errs");
+	CHECK_ERR(uext4_unlink(fs, 2, "errs") == 0, "unlink errs");
 	printf("  error cases: done\n");
 }
 
@@ -942,7 +907,7 @@ static void system_data_test(uext4_fs *fs)
 	int err, err2;
 	ssize_t got;
 
-	CHECK(uext4_create(fs, 2, "sysdata", 0644, &st) == 0, "create sysdata");
+	CHECK_ERR(uext4_create(fs, 2, "sysdata", 0644, &st) == 0, "create sysdata");
 	if (iget(fs, st.ino, &n))
 		return;
 	memset(big, 'b', sizeof(big));
@@ -950,26 +915,26 @@ static void system_data_test(uext4_fs *fs)
 	if (handle_begin(fs, &h) == 0) {
 		err = xattr_set_raw(h, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, "inline!", 7, 0);
 		err2 = xattr_set_raw(h, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, big, sizeof(big), 0);
-		CHECK(err2 == -ENOSPC, "system.data larger than the inode body: %d", err2);
+		CHECK_ERR(err2 == -ENOSPC, "system.data larger than the inode body: %d", err2);
 		if (inode_size == 128) {
-			CHECK(err == -ENOSPC, "system.data with 128-byte inodes: %d", err);
+			CHECK_ERR(err == -ENOSPC, "system.data with 128-byte inodes: %d", err);
 		} else {
-			CHECK(err == 0 && n->file_acl == 0, "system.data set in the body: %d", err);
+			CHECK_ERR(err == 0 && n->file_acl == 0, "system.data set in the body: %d", err);
 			got = xattr_get_raw(fs, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, buf, sizeof(buf));
-			CHECK(got == 7 && memcmp(buf, "inline!", 7) == 0, "system.data reads back: %zd",
+			CHECK_ERR(got == 7 && memcmp(buf, "inline!", 7) == 0, "system.data reads back: %zd",
 			      got);
 		}
 		handle_end(h);
 	}
 	urw_unlock(&n->lock);
 	got = uext4_listxattr(fs, st.ino, list, sizeof(list));
-	CHECK(got == 0, "system.data is not listed: %zd", got);
-	CHECK(uext4_getxattr(fs, st.ino, "system.data", buf, sizeof(buf)) == -EOPNOTSUPP,
+	CHECK_ERR(got == 0, "system.data is not listed: %zd", got);
+	CHECK_ERR(uext4_getxattr(fs, st.ino, "system.data", buf, sizeof(buf)) == -EOPNOTSUPP,
 	      "system.data is not readable by name");
 	urw_wrlock(&n->lock);
 	if (handle_begin(fs, &h) == 0) {
 		err = xattr_set_raw(h, n, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0, 0);
-		CHECK(err == (inode_size == 128 ? -ENODATA : 0), "system.data removed: %d", err);
+		CHECK_ERR(err == (inode_size == 128 ? -ENODATA : 0), "system.data removed: %d", err);
 		handle_end(h);
 	}
 	urw_unlock(&n->lock);
@@ -991,7 +956,7 @@ static int kernel_compare(const char *img)
 	}
 	snprintf(mnt, sizeof(mnt), "%s/mnt", tmpdir);
 	mkdir(mnt, 0755);
-	if (run("mount -o loop,ro %s %s 2>/dev/null", img, mnt) != 0) {
+	if (t_sh("mount -o loop,ro %s %s 2>/dev/null", img, mnt) != 0) {
 		printf("  kernel comparison skipped: loop mount failed\n");
 		return 0;
 	}
@@ -1005,32 +970,32 @@ static int kernel_compare(const char *img)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", mnt, f->name);
 		n = llistxattr(path, list, sizeof(list));
-		CHECK(n >= 0, "kernel listxattr %s: %s", path, strerror(errno));
+		CHECK_ERR(n >= 0, "kernel listxattr %s: %s", path, strerror(errno));
 		for (p = list; n > 0 && p < list + n; p += strlen(p) + 1) {
 			struct mentry *e = m_find(f, p);
 
-			CHECK(e, "kernel lists %s on %s, not in the model", p, f->name);
+			CHECK_ERR(e, "kernel lists %s on %s, not in the model", p, f->name);
 			bad += !e;
 			seen += e != NULL;
 		}
-		CHECK(seen == f->n, "kernel: %s: %d listed, model %d", f->name, seen, f->n);
+		CHECK_ERR(seen == f->n, "kernel: %s: %d listed, model %d", f->name, seen, f->n);
 		bad += seen != f->n;
 		for (int j = 0; j < f->n; j++) {
 			struct mentry *e = &f->e[j];
 
 			n = lgetxattr(path, e->name, val, sizeof(val));
-			CHECK(n == (ssize_t)e->len && memcmp(val, e->val, e->len) == 0,
+			CHECK_ERR(n == (ssize_t)e->len && memcmp(val, e->val, e->len) == 0,
 			      "kernel: %s %s: %zd bytes (%s), want %zu", f->name, e->name, n,
 			      n < 0 ? strerror(errno) : "", e->len);
 			bad += n != (ssize_t)e->len;
 			nval++;
 		}
-		CHECK(lstat(path, &st) == 0 && (st.st_mode & 0777) == f->mode,
+		CHECK_ERR(lstat(path, &st) == 0 && (st.st_mode & 0777) == f->mode,
 		      "kernel: %s mode %o want %o", f->name, st.st_mode & 0777, f->mode);
 	}
 	/* getfacl/getfattr as a person would look (output not compared). */
-	run("getfattr -d -m - --absolute-names %s/f0 >/dev/null 2>&1", mnt);
-	run("umount %s", mnt);
+	t_sh("getfattr -d -m - --absolute-names %s/f0 >/dev/null 2>&1", mnt);
+	t_sh("umount %s", mnt);
 	printf("  kernel (ro loop mount): %d files, %d values compared, %s\n", nfiles, nval,
 	       bad ? "MISMATCH" : "identical");
 	return bad;
@@ -1044,11 +1009,11 @@ static int fsck(const char *img)
 	int rc;
 
 	snprintf(cmd, sizeof(cmd), "e2fsck -fn %s > %s/fsck.out 2>&1", img, tmpdir);
-	rc = run("%s", cmd);
+	rc = t_sh("%s", cmd);
 	if (rc != 0) {
 		printf("FAIL e2fsck -fn exit %d:\n", rc);
-		run("head -40 %s/fsck.out", tmpdir);
-		failures++;
+		t_sh("head -40 %s/fsck.out", tmpdir);
+		t_failures++;
 	} else {
 		printf("  e2fsck -fn: clean\n");
 	}
@@ -1060,7 +1025,7 @@ static int do_mount(const char *img, uext4_fs **fs)
 	struct uext4_opts o = { 0 };
 	int err = uext4_mount(img, &o, fs);
 
-	CHECK(err == 0, "mount %s: %d", img, err);
+	CHECK_ERR(err == 0, "mount %s: %d", img, err);
 	return err;
 }
 
@@ -1068,7 +1033,7 @@ static void do_umount(uext4_fs *fs)
 {
 	/* The index is per mount; the lead's unmount should call this. */
 	xattr_index_destroy(fs);
-	CHECK(uext4_umount(fs) == 0, "umount");
+	CHECK_ERR(uext4_umount(fs) == 0, "umount");
 }
 
 static void variant(unsigned bs, unsigned isz, bool csum, bool ea, uint64_t seed)
@@ -1085,11 +1050,11 @@ static void variant(unsigned bs, unsigned isz, bool csum, bool ea, uint64_t seed
 	printf("variant: %u-byte blocks, %u-byte inodes, %s%s\n", bs, isz,
 	       csum ? "metadata_csum" : "no metadata_csum", ea ? ", ea_inode" : "");
 	snprintf(img, sizeof(img), "%s/img", tmpdir);
-	if (run("rm -f %s && truncate -s 32M %s && mke2fs -q -F -t ext4 -b %u -I %u "
+	if (t_sh("rm -f %s && truncate -s 32M %s && mke2fs -q -F -t ext4 -b %u -I %u "
 		"-O %smetadata_csum%s %s >/dev/null 2>&1", img, img, bs, isz, csum ? "" : "^",
 		ea ? ",ea_inode" : "", img)) {
 		printf("FAIL mke2fs\n");
-		failures++;
+		t_failures++;
 		return;
 	}
 	if (do_mount(img, &fs))
@@ -1113,7 +1078,7 @@ static void variant(unsigned bs, unsigned isz, bool csum, bool ea, uint64_t seed
 		f->mode = f->dir ? 0755 : 0644;
 		err = f->dir ? uext4_mkdir(fs, 2, f->name, f->mode, &st)
 			     : uext4_create(fs, 2, f->name, f->mode, &st);
-		CHECK(err == 0, "create %s: %d", f->name, err);
+		CHECK_ERR(err == 0, "create %s: %d", f->name, err);
 		f->ino = st.ino;
 	}
 	for (unsigned i = 0; i < nops; i++) {
@@ -1129,7 +1094,7 @@ static void variant(unsigned bs, unsigned isz, bool csum, bool ea, uint64_t seed
 	for (int i = 0; i < nfiles; i += 4) {
 		if (files[i].dir)
 			continue;
-		CHECK(uext4_unlink(fs, 2, files[i].name) == 0, "unlink %s", files[i].name);
+		CHECK_ERR(uext4_unlink(fs, 2, files[i].name) == 0, "unlink %s", files[i].name);
 		files[i].gone = true;
 	}
 	do_umount(fs);
@@ -1162,15 +1127,8 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("unit_xattrw: seed %llu\n", (unsigned long long)seed);
-	if (run("command -v mke2fs >/dev/null && command -v e2fsck >/dev/null") != 0) {
-		printf("SKIP: mke2fs/e2fsck not installed\n");
-		return T_SKIP;
-	}
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/uxattrw.XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		printf("FAIL mkdtemp\n");
-		return T_FAIL;
-	}
+	t_need_tools("mke2fs e2fsck");
+	t_tmpdir(tmpdir, sizeof(tmpdir), "uxattrw");
 	if (!seed)
 		seed = 1;
 	make_names();
@@ -1182,8 +1140,8 @@ int main(int argc, char **argv)
 	variant(1024, 256, false, false, seed + 5);
 	variant(4096, 256, true, true, seed + 6);
 	variant(1024, 128, false, true, seed + 7);
-	run("rm -rf %s", tmpdir);
-	printf("unit_xattrw: %s (seed %llu)\n", failures ? "FAIL" : "PASS",
+	t_sh("rm -rf %s", tmpdir);
+	printf("unit_xattrw: %s (seed %llu)\n", t_failures ? "FAIL" : "PASS",
 	       (unsigned long long)seed);
-	return failures ? T_FAIL : T_PASS;
+	return t_failures ? T_FAIL : T_PASS;
 }

@@ -29,6 +29,7 @@
 #include "icache.h"
 #include "inode.h"
 #include "uext4.h"
+#include "t.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,14 +48,7 @@ static uext4_fs *fs;
 static unsigned rounds, seed0;
 static uint64_t dirs[MAX_PAIRS];
 static atomic_bool done[MAX_PAIRS];
-static _Atomic int failures;
 static _Atomic uint64_t opened, refused;
-
-static void fail(const char *what, int err)
-{
-	printf("FAIL %s: %s (%s)\n", what, strerror(err < 0 ? -err : err), uext4_last_error());
-	atomic_fetch_add(&failures, 1);
-}
 
 static void *unlinker(void *arg)
 {
@@ -63,24 +57,24 @@ static void *unlinker(void *arg)
 	int err;
 
 	memset(block, 'u', sizeof(block));
-	for (unsigned r = 0; r < rounds && !atomic_load(&failures); r++) {
+	for (unsigned r = 0; r < rounds && !atomic_load(&t_failures); r++) {
 		struct uext4_stat st;
 		uext4_file *f;
 
 		if ((err = uext4_create(fs, dirs[p], "f", S_IFREG | 0644, &st))) {
-			fail("create f", err);
+			t_fail_call("create f", err);
 			break;
 		}
 		/* Half of them with a block, so that a free has one to give back. */
 		if (rand_r(&seed) % 2 && (err = uext4_open(fs, st.ino, O_RDWR, &f)) == 0) {
 			if (uext4_pwrite(f, block, sizeof(block), 0) != (ssize_t)sizeof(block))
-				fail("write f", -EIO);
+				t_fail_call("write f", -EIO);
 			uext4_release(f);
 		} else if (err) {
-			fail("open new f", err);
+			t_fail_call("open new f", err);
 		}
 		if ((err = uext4_unlink(fs, dirs[p], "f")))
-			fail("unlink f", err);
+			t_fail_call("unlink f", err);
 	}
 	atomic_store(&done[p], true);
 	return NULL;
@@ -102,32 +96,32 @@ static void open_and_write(unsigned p, uint64_t ino, unsigned n)
 		return;
 	}
 	if (err) {
-		fail("open looked-up f", err);
+		t_fail_call("open looked-up f", err);
 		return;
 	}
 	atomic_fetch_add(&opened, 1);
 	memset(pat, (int)('a' + (p * 31 + n) % 26), sizeof(pat));
 	if (uext4_pwrite(f, pat, sizeof(pat), 4096) != (ssize_t)sizeof(pat))
-		fail("write looked-up f", -EIO);
+		t_fail_call("write looked-up f", -EIO);
 	else if (uext4_pread(f, back, sizeof(back), 4096) != (ssize_t)sizeof(back) ||
 		 memcmp(pat, back, sizeof(pat)))
-		fail("read back looked-up f", -EIO);
+		t_fail_call("read back looked-up f", -EIO);
 	if ((err = uext4_release(f)))
-		fail("release looked-up f", err);
+		t_fail_call("release looked-up f", err);
 }
 
 static void *opener(void *arg)
 {
 	unsigned p = (unsigned)(uintptr_t)arg;
 
-	for (unsigned n = 0; !atomic_load(&done[p]) && !atomic_load(&failures); n++) {
+	for (unsigned n = 0; !atomic_load(&done[p]) && !atomic_load(&t_failures); n++) {
 		struct uext4_stat st;
 		int err = uext4_lookup(fs, dirs[p], "f", &st);
 
 		if (err == -ENOENT)
 			continue;
 		if (err) {
-			fail("lookup f", err);
+			t_fail_call("lookup f", err);
 			break;
 		}
 		open_and_write(p, st.ino, n);
@@ -203,24 +197,24 @@ static int handshake_phase(void)
 	int err;
 
 	if ((err = uext4_create(fs, UEXT4_ROOT_INO, "victim", S_IFREG | 0644, &st)))
-		return fail("create victim", err), 1;
+		return t_fail_call("create victim", err), 1;
 	victim_ino = st.ino;
 	if ((err = iget(fs, victim_ino, &victim)))
-		return fail("iget victim", err), 1;
+		return t_fail_call("iget victim", err), 1;
 	both = race_claims(&claims, &neither);
 	iput(fs, victim);
 	printf("claims raced with grabs: %u rounds, %u claims won, %u both won, %u both lost\n",
 	       HANDSHAKES, claims, both, neither);
 	if (both) {
 		printf("FAIL a claim won while a grabbed reference was held\n");
-		atomic_fetch_add(&failures, 1);
+		atomic_fetch_add(&t_failures, 1);
 	}
 	if (neither) {
 		printf("FAIL a claim that gave up made a grab of the live inode fail\n");
-		atomic_fetch_add(&failures, 1);
+		atomic_fetch_add(&t_failures, 1);
 	}
 	if ((err = uext4_unlink(fs, UEXT4_ROOT_INO, "victim")))
-		fail("unlink victim", err);
+		t_fail_call("unlink victim", err);
 	return both || neither;
 }
 
@@ -255,11 +249,11 @@ static void *late_opener(void *arg)
 			if (uext4_getattr(fs, atomic_load(&late_ino), &st) != 0)
 				atomic_fetch_add(&late_dead, 1);
 			if (uext4_pwrite(f, block, sizeof(block), 0) != (ssize_t)sizeof(block))
-				fail("write of the late-opened file", -EIO);
+				t_fail_call("write of the late-opened file", -EIO);
 			uext4_release(f);
 		} else if (err != -ENOENT && !(err == -EUCLEAN &&
 						strstr(uext4_last_error(), "not in use"))) {
-			fail("late open", err);
+			t_fail_call("late open", err);
 		}
 		atomic_store(&late_done, r);
 	}
@@ -281,7 +275,7 @@ static int late_phase(void)
 		if ((err = uext4_create(fs, UEXT4_ROOT_INO, "late", S_IFREG | 0644, &st)) ||
 		    (err = uext4_open(fs, st.ino, O_RDWR, &f)) ||
 		    (err = uext4_unlink(fs, UEXT4_ROOT_INO, "late"))) {
-			fail("late: create, open, unlink", err);
+			t_fail_call("late: create, open, unlink", err);
 			if (f)
 				uext4_release(f);
 			break;
@@ -304,7 +298,7 @@ static int late_phase(void)
 	       "the file freed\n", LATE_ROUNDS, atomic_load(&late_opened), atomic_load(&late_dead));
 	if (atomic_load(&late_dead)) {
 		printf("FAIL an open file was freed under its holder\n");
-		atomic_fetch_add(&failures, 1);
+		atomic_fetch_add(&t_failures, 1);
 	}
 	return err || atomic_load(&late_dead);
 }
@@ -324,14 +318,14 @@ static int hold_unlinked_across_umount(void)
 	memset(block, 'h', sizeof(block));
 	if ((err = uext4_create(fs, UEXT4_ROOT_INO, "held", S_IFREG | 0644, &st)) ||
 	    (err = uext4_open(fs, st.ino, O_RDWR, &f)))
-		return fail("create held", err), 1;
+		return t_fail_call("create held", err), 1;
 	if (uext4_pwrite(f, block, sizeof(block), 0) != (ssize_t)sizeof(block))
-		fail("write held", -EIO);
+		t_fail_call("write held", -EIO);
 	uext4_release(f);
 	if ((err = iget(fs, st.ino, &held)))
-		return fail("iget held", err), 1;
+		return t_fail_call("iget held", err), 1;
 	if ((err = uext4_unlink(fs, UEXT4_ROOT_INO, "held")))
-		return fail("unlink held", err), 1;
+		return t_fail_call("unlink held", err), 1;
 	return 0;
 }
 
@@ -353,7 +347,7 @@ int main(int argc, char **argv)
 	}
 	seed0 = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
 	if ((err = uext4_mount(argv[1], NULL, &fs))) {
-		fail("mount", err);
+		t_fail_call("mount", err);
 		return 1;
 	}
 	if (handshake_phase() || late_phase())
@@ -364,7 +358,7 @@ int main(int argc, char **argv)
 
 		snprintf(name, sizeof(name), "d%u", p);
 		if ((err = uext4_mkdir(fs, UEXT4_ROOT_INO, name, 0755, &st))) {
-			fail("mkdir", err);
+			t_fail_call("mkdir", err);
 			return 1;
 		}
 		dirs[p] = st.ino;
@@ -380,8 +374,8 @@ int main(int argc, char **argv)
 	if (hold_unlinked_across_umount())
 		return 1;
 	if ((err = uext4_umount(fs)))
-		fail("umount", err);
-	if (!failures && opened == 0)
+		t_fail_call("umount", err);
+	if (!t_failures && opened == 0)
 		printf("note: no opener won a race this run\n");
-	return failures ? 1 : 0;
+	return t_failures ? 1 : 0;
 }

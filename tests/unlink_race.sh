@@ -11,13 +11,9 @@
 # test-timeout: 300
 # run-in: release asan tsan
 . "$(dirname "$0")/lib.sh"
-setup_traps
-P=$UEXT4_BUILD/tests/unlink_race
-[ -x "$P" ] || skip "no $P: build first"
-command -v mke2fs > /dev/null || skip "no mke2fs"
+helper_test P unlink_race mke2fs
 D=$(mktemp_dir)
-SEED=${SEED:-$RANDOM}
-echo "seed=$SEED"
+test_seed unlink_race
 for opts in "-O orphan_file" "-O ^orphan_file"; do
 	note "mke2fs $opts"
 	rm -f "$D/r.img"

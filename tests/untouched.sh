@@ -15,10 +15,8 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 setup_traps
-for t in mke2fs dumpe2fs e2fsck cmp debugfs; do
-	command -v $t > /dev/null || skip "$t not installed"
-done
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
+need mke2fs dumpe2fs e2fsck cmp debugfs
+need_built "$UEXT4"
 T=$(mktemp_dir)
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/san:detect_leaks=1"
 FAILS=0 CHECKS=0

@@ -10,6 +10,7 @@
  * Prints "OK" or the errno name.
  */
 #include "uext4.h"
+#include "t.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -100,8 +101,8 @@ int main(int argc, char **argv)
 		int r;
 
 		if ((r = uext4_mount(argv[2], &o, &fs)) < 0) {
-			fprintf(stderr, "mount: %s\n", uext4_last_error());
-			return 2;
+			t_fail_call("mount", r);
+			return T_FAIL;
 		}
 		r = lib_rename(fs, argv[3], argv[4], parse_flags(argv + 5, argc - 5, 1));
 		report(r);
@@ -109,10 +110,10 @@ int main(int argc, char **argv)
 			printf("%o %u %u %u,%u %u\n", st.mode, st.uid, st.gid, major(st.rdev),
 			       minor(st.rdev), st.nlink);
 		if ((r = uext4_umount(fs)) < 0) {
-			fprintf(stderr, "umount: %s\n", uext4_last_error());
-			return 2;
+			t_fail_call("umount", r);
+			return T_FAIL;
 		}
-		return 0;
+		return T_PASS;
 	}
 	fprintf(stderr, "usage: whiteout sys OLD NEW FLAG... | lib IMAGE OLD NEW FLAG...\n");
 	return 2;

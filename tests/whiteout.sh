@@ -22,17 +22,9 @@
 # Every image ends e2fsck -fn clean.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
-setup_traps
-[ -c /dev/fuse ] || skip "/dev/fuse missing"
-command -v fusermount3 > /dev/null || skip "fusermount3 missing"
-command -v setpriv > /dev/null || skip "setpriv (util-linux) missing"
-can_loop || skip "needs root and a loop device (the kernel's ext4 is the oracle)"
-[ -x "$UEXT4" ] || fail "$UEXT4 not built"
-HELPER=$UEXT4_BUILD/tests/whiteout
-[ -x "$HELPER" ] || fail "$HELPER not built"
-T=$(mktemp_dir)
-san_logs_in "$T"
-FAILS=0
+fuse_test setpriv:util-linux
+need_loop
+need_helper HELPER whiteout
 km=$T/k fm=$T/f
 mkdir -p "$km" "$fm"
 mount_uext4() { # IMAGE DIR [OPTS]
@@ -169,6 +161,6 @@ umount_uext4 "$fm"
 fsck_clean "$T/ok.img" "overlay kernel image"
 fsck_clean "$T/ou.img" "overlay uext4 image"
 
-if ls "$T"/san* > /dev/null 2>&1; then cat "$T"/san*; bad "sanitizer reports"; fi
+san_check
 [ "$FAILS" = 0 ] || fail "$FAILS check(s) failed"
 echo "whiteout: OK"

@@ -6,19 +6,15 @@
 # (EUCLEAN, recorded), since what a new inode would inherit is unknown.
 set -e
 out=${1:?usage: mk_bad_default_acl.sh OUT.img}
-for t in mke2fs debugfs; do command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }; done
-rm -f "$out"
-mke2fs -q -F -t ext4 -b 1024 "$out" 8M >/dev/null
-echo healthy > "$out.tmp"
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
 # On-disk ACL: version 1, USER_OBJ rwx, GROUP_OBJ r-x, OTHER r-x, MASK rwx.
 printf '\x01\x00\x00\x00\x01\x00\x07\x00\x04\x00\x05\x00\x20\x00\x05\x00\x10\x00\x07\x00' > "$out.acl"
-debugfs -w -f - "$out" >/dev/null 2>&1 <<CMDS
-write $out.tmp file
-mkdir dir
+mk_healthy "$out" <<CMDS
 mkdir d
 ea_set -r -f $out.acl d system.posix_acl_default
 CMDS
-rm -f "$out.tmp" "$out.acl"
+rm -f "$out.acl"
 debugfs -R 'ea_list d' "$out" 2>/dev/null | grep -q posix_acl_default ||
 	{ echo "debugfs did not store the ACL"; exit 1; }
-echo "inode $(debugfs -R 'stat d' "$out" 2>/dev/null | awk '/^Inode:/ {print $2; exit}'): directory /d with a malformed default ACL (MASK after OTHER)"
+echo "inode $(mk_ino "$out" d): directory /d with a malformed default ACL (MASK after OTHER)"

@@ -3,15 +3,10 @@
 # more than i_block holds (59 bytes); /file and /dir are healthy.
 set -e
 out=${1:?usage: mk_bad_symlink.sh OUT.img}
-for t in mke2fs debugfs; do command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }; done
-rm -f "$out"
-mke2fs -q -F -t ext4 -b 1024 "$out" 8M >/dev/null
-echo healthy > "$out.tmp"
-debugfs -w -f - "$out" >/dev/null 2>&1 <<CMDS
-write $out.tmp file
-mkdir dir
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_healthy "$out" <<CMDS
 symlink lnk /file
 sif lnk size 100
 CMDS
-rm -f "$out.tmp"
-echo "inode $(debugfs -R 'stat lnk' "$out" 2>/dev/null | awk '/^Inode:/ {print $2; exit}'): fast symlink /lnk with i_size 100 (i_block holds 59)"
+echo "inode $(mk_ino "$out" lnk): fast symlink /lnk with i_size 100 (i_block holds 59)"

@@ -7,14 +7,10 @@
 # refused, naming inode 1.
 set -euo pipefail
 out=${1:?usage: mk_badblocks_bogus.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_badblocks.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-rm -f "$out"
-: > "$out"   # an existing file: mke2fs -q prints nothing
-mke2fs -q -F -t ext4 -b 1024 "$out" 8M
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
+mk_fs "$out" 8M -t ext4 -b 1024
 echo hello > "$tmp/hello"
 debugfs -w -R "write $tmp/hello hello.txt" "$out" > /dev/null 2>&1
 ind=$(debugfs -R "ffb 1" "$out" 2> /dev/null | sed 's/.*found: //; s/ *$//')

@@ -5,20 +5,9 @@
 # but no allocator may hand out a listed block.
 set -euo pipefail
 out=${1:?usage: mk_badblocks_free.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_badblocks.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-rm -f "$out"
-: > "$out"   # an existing file: mke2fs -q prints nothing
-mke2fs -q -F -t ext4 -b 1024 "$out" 8M
-echo hello > "$tmp/hello"
-awk 'BEGIN { for (i = 0; i < 20480; i++) printf "%c", 97 + i % 26 }' > "$tmp/data"
-debugfs -w -f - "$out" > /dev/null 2>&1 <<DBG
-write $tmp/hello hello.txt
-write $tmp/data data
-DBG
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_hello_data "$out"
 # The first free blocks: where the next allocation goes.
 read -r f1 f2 f3 < <(debugfs -R "ffb 3" "$out" 2> /dev/null | sed 's/.*found: //; s/ *$//')
 [ -n "$f3" ] || { echo "mk_badblocks_free.sh: debugfs found no free block"; exit 1; }

@@ -5,20 +5,9 @@
 # use, as inode 1 still lists it.
 set -euo pipefail
 out=${1:?usage: mk_badblocks_shared.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_badblocks.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-rm -f "$out"
-: > "$out"   # an existing file: mke2fs -q prints nothing
-mke2fs -q -F -t ext4 -b 1024 "$out" 8M
-echo hello > "$tmp/hello"
-awk 'BEGIN { for (i = 0; i < 20480; i++) printf "%c", 97 + i % 26 }' > "$tmp/data"
-debugfs -w -f - "$out" > /dev/null 2>&1 <<DBG
-write $tmp/hello hello.txt
-write $tmp/data data
-DBG
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_hello_data "$out"
 d=$(debugfs -R "bmap /data 0" "$out" 2> /dev/null)
 [ -n "$d" ] || { echo "mk_badblocks_shared.sh: debugfs found no /data"; exit 1; }
 debugfs -w -f - "$out" > /dev/null 2>&1 <<DBG

@@ -5,7 +5,8 @@
 # The inode bitmaps and the tree (/file, /dir) are healthy.
 set -e
 out=${1:?usage: mk_block_bitmaps_bad.sh OUT.img}
-for t in mke2fs debugfs dumpe2fs dd; do command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }; done
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs dumpe2fs dd
 rm -f "$out"
 mke2fs -q -F -t ext4 -b 1024 "$out" 16M >/dev/null
 echo healthy > "$out.tmp"

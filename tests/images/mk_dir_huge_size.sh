@@ -6,11 +6,9 @@
 # (debugfs's set_inode_field keeps the inode checksum right).
 set -euo pipefail
 out=${1:?usage: mk_dir_huge_size.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
 mkdir -p "$tmp/root/d"
 for n in a b c; do echo "$n" > "$tmp/root/d/$n"; done
 echo "kept" > "$tmp/root/keep"

@@ -7,11 +7,9 @@
 # xattr.  Deleting /f must free the EA inode.
 set -euo pipefail
 out=${1:?usage: mk_ea_inode.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_ea_inode.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
 rm -f "$out"
 truncate -s 64M "$out"
 mke2fs -q -F -t ext4 -b 4096 -O ea_inode "$out" > "$tmp/mke2fs.err" 2>&1 || { cat "$tmp/mke2fs.err"; exit 1; }

@@ -9,11 +9,9 @@
 # header is edited with dd.
 set -euo pipefail
 out=${1:?usage: mk_err_extent_deep.sh OUT.img}
-for t in mke2fs debugfs dd; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs dd
+mk_scratch
 # Six 4 KiB runs with holes between them: more extents than the root's
 # four, so the tree gets a leaf block.
 : > "$tmp/deep"

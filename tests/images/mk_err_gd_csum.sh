@@ -4,9 +4,8 @@
 # `uext4 info` must still show (tests/errors.sh).
 set -euo pipefail
 out=${1:?usage: mk_err_gd_csum.sh OUT.img}
-for t in mke2fs dd od; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs dd od
 rm -f "$out"; truncate -s 64M "$out"
 mke2fs -q -F -t ext4 -b 4096 -O metadata_csum,64bit "$out"
 # 4 KiB blocks: the descriptors start in block 1, 64 bytes each;

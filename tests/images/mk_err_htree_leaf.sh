@@ -6,11 +6,9 @@
 # applies (tests/errors.sh).  /ok is a healthy file.
 set -euo pipefail
 out=${1:?usage: mk_err_htree_leaf.sh OUT.img}
-for t in mke2fs debugfs e2fsck dd od; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs e2fsck dd od
+mk_scratch
 mkdir -p "$tmp/root/big"
 for ((i = 0; i < 300; i++)); do : > "$tmp/root/big/name_with_some_length_$i"; done
 echo hello > "$tmp/root/ok"

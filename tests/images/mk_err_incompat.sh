@@ -4,9 +4,8 @@
 # shows the superblock (tests/errors.sh).
 set -euo pipefail
 out=${1:?usage: mk_err_incompat.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
 rm -f "$out"; truncate -s 16M "$out"
 mke2fs -q -F -t ext4 -b 4096 "$out"
 debugfs -w -R "feature encrypt" "$out" > /dev/null 2>&1

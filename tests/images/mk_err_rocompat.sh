@@ -4,11 +4,9 @@
 # refused, reads (ls, stat, cat, getfattr) must work (tests/errors.sh).
 set -euo pipefail
 out=${1:?usage: mk_err_rocompat.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
 echo hello > "$tmp/ok"
 rm -f "$out"; truncate -s 16M "$out"
 mke2fs -q -F -t ext4 -b 4096 "$out"

@@ -11,11 +11,9 @@
 # the first extent, i_block[4] is ee_len | ee_start_hi << 16).
 set -euo pipefail
 out=${1:?usage: mk_extent_huge_claim.sh OUT.img}
-for t in mke2fs debugfs dumpe2fs; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs dumpe2fs
+mk_scratch
 mkdir -p "$tmp/root"
 head -c 8192 /dev/zero | tr '\0' 'w' > "$tmp/root/wrap"
 head -c 4096 /dev/zero | tr '\0' 'f' > "$tmp/root/far"

@@ -4,11 +4,9 @@
 # corruption message, and orphan cleanup must not wedge on it).
 set -eu
 out=${1:?usage: mk_extent_root_too_deep.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v $t > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_img.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
 t=$tmp/tree
 mkdir -p "$t/dir"
 echo hello > "$t/hello.txt"

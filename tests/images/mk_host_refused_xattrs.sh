@@ -16,11 +16,9 @@
 # line); e2fsck -fy then fixes debugfs's i_blocks accounting of EA inodes.
 set -eu
 out=${1:?usage: mk_host_refused_xattrs.sh OUT.img}
-for t in mke2fs debugfs e2fsck; do
-	command -v $t > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_img.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs e2fsck
+mk_scratch
 t=$tmp/tree
 mkdir -p "$t/dir" "$t/sub/deep"
 echo hello > "$t/hello.txt"

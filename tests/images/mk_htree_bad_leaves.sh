@@ -5,7 +5,8 @@
 # was taken (mkdir /h/new).  /file and /dir are healthy.
 set -e
 out=${1:?usage: mk_htree_bad_leaves.sh OUT.img}
-for t in mke2fs debugfs e2fsck dd; do command -v $t >/dev/null || { echo "SKIP: $t not installed"; exit 77; }; done
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs e2fsck dd
 rm -f "$out"
 mke2fs -q -F -t ext4 -b 1024 "$out" 8M >/dev/null
 echo healthy > "$out.tmp"

@@ -7,11 +7,9 @@
 # is edited with dd: dx_root_info.indirect_levels is byte 30 of block 0).
 set -euo pipefail
 out=${1:?usage: mk_htree_deep.sh OUT.img}
-for t in mke2fs debugfs e2fsck dd; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs e2fsck dd
+mk_scratch
 mkdir -p "$tmp/root/big"
 for ((i = 0; i < 300; i++)); do : > "$tmp/root/big/name_with_some_length_$i"; done
 echo hello > "$tmp/root/ok"

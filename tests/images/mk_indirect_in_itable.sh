@@ -8,14 +8,10 @@
 # Writes to /bad must be refused, naming the inode and the block.
 set -euo pipefail
 out=${1:?usage: mk_indirect_in_itable.sh OUT.img}
-for t in mke2fs debugfs dumpe2fs dd; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_indirect_in_itable.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-rm -f "$out"
-: > "$out"   # an existing file: mke2fs -q prints nothing
-mke2fs -q -F -t ext4 -O ^extent,^64bit -b 1024 "$out" 8M
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs dumpe2fs dd
+mk_scratch
+mk_fs "$out" 8M -t ext4 -O ^extent,^64bit -b 1024
 head -c 20480 /dev/urandom > "$tmp/data"
 echo hello > "$tmp/hello"
 debugfs -w -f - "$out" > /dev/null 2>&1 <<DBG

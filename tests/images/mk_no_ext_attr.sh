@@ -5,11 +5,9 @@
 # be set, as the kernel does.
 set -euo pipefail
 out=${1:?usage: mk_no_ext_attr.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_no_ext_attr.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
 rm -f "$out"
 truncate -s 16M "$out"
 mke2fs -q -F -t ext2 -O ^ext_attr -I 128 "$out" > "$tmp/mke2fs.err" 2>&1 || { cat "$tmp/mke2fs.err"; exit 1; }

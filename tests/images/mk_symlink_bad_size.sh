@@ -3,11 +3,9 @@
 # says i_size 3, shorter than its target string: a corrupt symlink (every operation on it must take the same validity check).
 set -eu
 out=${1:?usage: mk_symlink_bad_size.sh OUT.img}
-for t in mke2fs debugfs; do
-	command -v $t > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_img.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs
+mk_scratch
 t=$tmp/tree
 mkdir -p "$t/dir"
 echo hello > "$t/hello.txt"

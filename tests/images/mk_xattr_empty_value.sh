@@ -8,11 +8,9 @@
 # empty entries valid.
 set -euo pipefail
 out=${1:?usage: mk_xattr_empty_value.sh OUT.img}
-for t in mke2fs debugfs e2fsck; do
-	command -v "$t" > /dev/null || { echo "SKIP: $t not installed"; exit 77; }
-done
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mk_xattr_empty_value.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs e2fsck
+mk_scratch
 rm -f "$out"
 truncate -s 64M "$out"
 mke2fs -q -F -t ext4 -b 4096 -I 256 -O ea_inode "$out" > "$tmp/mke2fs.err" 2>&1 || { cat "$tmp/mke2fs.err"; exit 1; }

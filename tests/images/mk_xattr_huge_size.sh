@@ -10,11 +10,9 @@
 # at byte 128 + 32 + 4 + 8 of the inode).
 set -euo pipefail
 out=${1:?usage: mk_xattr_huge_size.sh OUT.img}
-for t in mke2fs debugfs dd; do
-	command -v $t > /dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/mk_lib.inc"
+mk_need mke2fs debugfs dd
+mk_scratch
 rm -f "$out"; truncate -s 64M "$out"
 mke2fs -q -F -t ext4 -b 4096 -I 256 -O ea_inode,^metadata_csum "$out"
 echo "hello" > "$tmp/data"
