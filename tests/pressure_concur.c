@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 	}
 	for (long t = 0; t < THREADS; t++) {
 		struct uext4_stat d;
-		char name[16];
+		char name[24];
 
 		snprintf(name, sizeof(name), "d%ld", t);
 		if (uext4_mkdir(fs, UEXT4_ROOT_INO, name, 0755, &d)) {

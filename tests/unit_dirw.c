@@ -903,7 +903,7 @@ static void inline_xattr_part(struct uext4_fs *fs, struct dirtest *t)
 	if (dir_lookup(fs, d3, "file_005_renamed", 16, &ino, &dt) || ino != x5)
 		FAIL("inl3: file_005_renamed");
 	for (int i = 1; i < 6; i++) {
-		char nm[9];
+		char nm[16];
 
 		snprintf(nm, sizeof(nm), "file_00%d", i % 10);
 		if (i < 4 && dir_lookup(fs, d3, nm, 8, &ino, &dt))
