@@ -2170,18 +2170,21 @@ static bool caller_name_of(const struct server *s, pid_t pid, fuse_ino_t ino, ui
  * file among its open files (chattr holds it open) and have the kernel
  * drop that name.  When the caller closes the file the inode goes with it,
  * and the next stat looks it up afresh.  The dio_inval thread sends the
- * notification, after the reply: the kernel takes the directory's lock for
- * it, and an unlink holding that lock may wait for this file's, which the
- * caller holds until we answer.  No name found (another mount namespace,
- * say): the old ctime shows until the kernel drops the inode, as before.
+ * notification, not the request's thread: the kernel takes the directory's
+ * lock for it, and an unlink holding that lock may wait for this file's,
+ * which the caller holds until we answer.  No name found (another mount
+ * namespace, say): the old ctime shows until the kernel drops the inode,
+ * as before.
  */
 static void drop_name(fuse_req_t req, struct server *s, fuse_ino_t ino)
 {
 	struct dio_inval *d;
+	struct uext4_stat st;
 	char name[NAME_MAX + 1];
 	uint64_t dir;
 
-	if (!writeback_on(s) || !s->mnt[0] || !caller_name_of(s, fuse_req_ctx(req)->pid, ino, &dir, name))
+	if (!writeback_on(s) || !s->mnt[0] || uext4_getattr(s->fs, to_ext4(ino), &st) < 0 ||
+	    !S_ISREG(st.mode) || !caller_name_of(s, fuse_req_ctx(req)->pid, ino, &dir, name))
 		return;
 	if (!(d = calloc(1, sizeof(*d))) || !(d->name = strdup(name))) {
 		free(d);
@@ -2192,19 +2195,18 @@ static void drop_name(fuse_req_t req, struct server *s, fuse_ino_t ino)
 	dio_inval_queue_item(d);
 }
 
-static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags, bool *drop)
+static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags)
 {
 	struct server *s = begin_write(req);
-	struct uext4_stat st;
 	int ret;
 
 	write_back_before_flags(s, ino, flags);
 	ret = uext4_set_flags(s->fs, to_ext4(ino), flags);
 
-	if (ret >= 0)
+	if (ret >= 0) {
 		notify_attr_changed(s, ino);    /* ctime */
-	*drop = ret >= 0 && writeback_on(s) && uext4_getattr(s->fs, to_ext4(ino), &st) == 0 &&
-		S_ISREG(st.mode);
+		drop_name(req, s, ino);
+	}
 	return ret;
 }
 
@@ -2215,7 +2217,6 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 	struct server *s = srv(req);
 	uint32_t fl;
 	struct fsxattr fx;
-	bool drop = false;
 	int ret;
 
 	if (flags & FUSE_IOCTL_COMPAT) {
@@ -2247,9 +2248,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 		if (in_bufsz < sizeof(int))
 			break;
 		memcpy(&fl, in_buf, sizeof(fl));
-		ret = ioctl_setflags(req, ino, fl, &drop);
-		if (drop)
-			drop_name(req, s, ino);
+		ret = ioctl_setflags(req, ino, fl);
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
 		if (ret < 0 && -ret == EUCLEAN)
 			log_corruption(s);
@@ -2264,9 +2263,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 			return;
 		}
 		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) >= 0)
-			ret = ioctl_setflags(req, ino, xflags_to_flags(fx.fsx_xflags, fl), &drop);
-		if (ret >= 0 && drop)
-			drop_name(req, s, ino);
+			ret = ioctl_setflags(req, ino, xflags_to_flags(fx.fsx_xflags, fl));
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
 		return;
 	default:
