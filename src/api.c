@@ -962,6 +962,23 @@ static int check_file_writable(uext4_file *f)
 	return 0;
 }
 
+/*
+ * The rest of a write that stopped short.  Space freed by a transaction
+ * that has not committed is counted free but not handed out yet (busy
+ * blocks): a write can run out of the other free blocks part way.  If so,
+ * commit and write the rest, so that a count short of the whole is a real
+ * lack of space (the writeback cache's WRITEs are such writes, and the
+ * kernel counts a short one as lost data).  Bytes written, 0 if none.
+ */
+static size_t pwrite_rest(uext4_file *f, const void *buf, size_t size, uint64_t off)
+{
+	ssize_t m = file_pwrite(f->fs, f->inode, buf, size, off);
+
+	if (trans_retry_after_enospc(f->fs, (int)MIN(m, 0)))
+		m = file_pwrite(f->fs, f->inode, buf, size, off);
+	return m > 0 ? (size_t)m : 0;
+}
+
 ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 {
 	int err = check_file_writable(f);
@@ -975,7 +992,10 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
 
 	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
-		n = file_pwrite(f->fs, f->inode, buf, size, off);
+		return file_pwrite(f->fs, f->inode, buf, size, off);
+	if (n > 0 && (size_t)n < size)
+		n += pwrite_rest(f, (const uint8_t *)buf + n, size - (size_t)n,
+				 off == FILE_APPEND ? off : off + (uint64_t)n);
 	return n;
 }
 

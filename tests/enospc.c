@@ -8,6 +8,11 @@
  *                           caller that splits an extent still succeeds
  *                           (its tree block may use the reserved blocks,
  *                           as on the kernel's ext4: generic/256)
+ *   enospc busy IMAGE       one write larger than the free space that no
+ *                           commit holds back: the rest is space an
+ *                           uncommitted unlink freed ("busy" until its
+ *                           commit); the write must store every byte,
+ *                           not stop short where the busy blocks begin
  *
  * fill: NTHREADS threads each create files in their own directory and
  * write them in random-sized chunks, with some mkdir, long symlinks and
@@ -521,10 +526,60 @@ static int run_reserved(void)
 	return 0;
 }
 
+/*
+ * busy: a 16 MiB file written and committed, then unlinked without a
+ * commit, so its blocks are free but busy (not handed out before the
+ * unlink commits).  One write of most of the free space must commit and go
+ * on when the blocks outside the busy ones run out: a short count here is
+ * what the writeback cache loses (the kernel's dirty pages come back as
+ * such writes, and a short one is a failed write-back).
+ */
+static int run_busy(void)
+{
+	const size_t big = 16u << 20;
+	struct uext4_opts o = { .commit_secs = 3600 };  /* no timer commit in between */
+	struct uext4_statfs sf;
+	struct uext4_stat st;
+	uext4_file *f = NULL;
+	unsigned char *buf = t_xmalloc(big);
+	int r = uext4_mount(g_img, &o, &g_fs);
+
+	if (r < 0) {
+		printf("FAIL: mount %s: %s (%s)\n", g_img, strerror(-r), uext4_last_error());
+		free(buf);
+		return -1;
+	}
+	memset(buf, 0xb5, big);
+	T_CHECK(uext4_create(g_fs, UEXT4_ROOT_INO, "big", S_IFREG | 0644, &st) == 0, "create big");
+	T_CHECK(uext4_open(g_fs, st.ino, O_RDWR, &f) == 0, "open big");
+	T_CHECK(uext4_pwrite(f, buf, big, 0) == (ssize_t)big, "write 16 MiB: %s", uext4_last_error());
+	uext4_release(f);
+	T_CHECK(uext4_sync(g_fs) == 0, "sync");
+	T_CHECK(uext4_unlink(g_fs, UEXT4_ROOT_INO, "big") == 0, "unlink big");
+	uext4_statfs(g_fs, &sf);
+	statfs_print("after the unlink (not committed):", &sf);
+	/* All the free space but 1 MiB (metadata), most of it busy. */
+	size_t want = (size_t)(sf.blocks_avail * sf.block_size) - (1u << 20);
+	if (want > big)
+		want = big;
+	T_CHECK(want > (8u << 20), "only %zu bytes free after freeing 16 MiB", want);
+	T_CHECK(uext4_create(g_fs, UEXT4_ROOT_INO, "after", S_IFREG | 0644, &st) == 0, "create after");
+	T_CHECK(uext4_open(g_fs, st.ino, O_RDWR, &f) == 0, "open after");
+	ssize_t n = uext4_pwrite(f, buf, want, 0);
+	printf("one write of %zu bytes into busy space: %zd\n", want, n);
+	T_CHECK(n == (ssize_t)want, "the write into busy space stored %zd of %zu bytes: %s", n, want,
+		n < 0 ? uext4_last_error() : "a short count");
+	uext4_release(f);
+	free(buf);
+	umount_fs();
+	fsck();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: enospc fill|reserved IMAGE [SEED]\n");
+		fprintf(stderr, "usage: enospc fill|reserved|busy IMAGE [SEED]\n");
 		return 2;
 	}
 	g_img = argv[2];
@@ -544,6 +599,8 @@ int main(int argc, char **argv)
 		r = run_fill(seed);
 	else if (!strcmp(argv[1], "reserved"))
 		r = run_reserved();
+	else if (!strcmp(argv[1], "busy"))
+		r = run_busy();
 	else
 		return 2;
 	if (r || t_failures || atomic_load(&g_bad)) {

@@ -2,7 +2,8 @@
 # enospc.sh - fill small images until ENOSPC (tests/enospc.c): 8 MiB (1K
 # blocks), 16 MiB with 4K blocks, 8 MiB with only 64 inodes, and the
 # reserved-blocks check (mke2fs -m 5: a non-root caller stops at the
-# reserve, root can still write).  Every image ends e2fsck -fn clean.
+# reserve, root can still write), and one write into space an
+# uncommitted unlink freed (busy blocks: the write must not stop short).  Every image ends e2fsck -fn clean.
 # ENOSPC_SEED=N replays.
 # test-timeout: 600
 set -uo pipefail
@@ -25,5 +26,6 @@ run small4k fill     16M -t ext4 -b 4096
 run inodes  fill     8M  -t ext4 -N 64
 run ext3    fill     8M  -t ext3
 run reserve reserved 16M -t ext4 -m 5
+run busy    busy     32M -t ext4 -m 0
 [ $rc = 0 ] && echo "enospc.sh: all pass (seed $SEED)"
 exit $rc
