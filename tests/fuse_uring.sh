@@ -16,6 +16,8 @@
 #      read(2)-served fallback.  Content checks and e2fsck -fn as in 1.
 #   3. The FUSE tests fuse_rw.sh, fuse_ro.sh, fuse_kill.sh and killpriv.sh run as they
 #      are, over io_uring (UEXT4_FUSE_LOOP=uring makes it the default loop).
+#      Under TSan in make check only fuse_rw.sh, the concurrent one (the
+#      others' paths are the release run's); all four with UEXT4_LONG=1.
 # test-timeout: 1500
 # run-in: release asan-long tsan
 . "$(dirname "$0")/lib.sh"
@@ -130,7 +132,11 @@ echo 1 > "$PARAM"
 round uring
 
 note "3. the FUSE tests over io_uring"
-for t in fuse_rw fuse_ro fuse_kill killpriv; do
+URING_TESTS="fuse_rw fuse_ro fuse_kill killpriv"
+case "$UEXT4_BUILD" in
+*tsan*) [ "${UEXT4_LONG:-0}" = 1 ] || { URING_TESTS=fuse_rw; echo "TSan: fuse_rw.sh only (all four with UEXT4_LONG=1)"; } ;;
+esac
+for t in $URING_TESTS; do
 	UEXT4_FUSE_LOOP=uring bash "$TOP/tests/$t.sh" > "$T/$t.log" 2>&1
 	rc=$?
 	case $rc in

@@ -54,7 +54,7 @@
 #
 # Environment: SWEEP_IMAGES="GLOB..." (image names: corrupt-NN, mk_NAME),
 # SWEEP_CMDS="md rm ..." (columns), SWEEP_SAMPLE=N (N images at random;
-# the default: a third of them, a tenth under the sanitizers, all with
+# the default: a fifth of them, a tenth under the sanitizers, all with
 # UEXT4_LONG=1), SWEEP_SEED (for the sample),
 # SWEEP_KEEP=DIR (keep every failing cell's image there),
 # SWEEP_NO_CORRUPT=1 (builders only), SWEEP_STRICT=0 (the old relaxed rule
@@ -155,14 +155,14 @@ done
 sel=()
 for id in "${IDS[@]}"; do wanted "$id" && sel+=("$id"); done
 IDS=("${sel[@]}")
-# `make check` sweeps a sample (a third of the images in release, a tenth
+# `make check` sweeps a sample (a fifth of the images in release, a tenth
 # under the sanitizers, a fresh one each run); `make check-long`
 # (UEXT4_LONG=1) sweeps them all, as does a run given SWEEP_IMAGES.
 SAMPLE=${SWEEP_SAMPLE:-}
 if [ -z "$SAMPLE" ] && [ -z "${UEXT4_LONG:-}" ] && [ -z "${SWEEP_IMAGES:-}" ]; then
 	case "$UEXT4_BUILD" in
 	*asan* | *tsan*) SAMPLE=$(((${#IDS[@]} + 9) / 10)) ;;
-	*) SAMPLE=$(((${#IDS[@]} + 2) / 3)) ;;
+	*) SAMPLE=$(((${#IDS[@]} + 4) / 5)) ;;
 	esac
 fi
 if [ -n "$SAMPLE" ] && [ "$SAMPLE" -lt ${#IDS[@]} ]; then
