@@ -1,6 +1,6 @@
 /*
  * acl.h - POSIX ACLs (acl.c; the getxattr/setxattr translation is in
- * xattr.c): the on-disk format's constants, inheritance at create, and the
+ * xattr.c): inheritance at create, and the
  * rewrite of the access ACL at chmod.
  */
 #ifndef UEXT4_ACL_H
@@ -13,27 +13,7 @@ struct uext4_fs;
 struct handle;
 struct inode;
 
-
-/*
- * On disk (the kernel's fs/ext4/acl.h): a 4-byte header (version 1), then
- * entries of 4 bytes (tag, perm) for USER_OBJ/GROUP_OBJ/MASK/OTHER, or 8
- * bytes (tag, perm, id) for USER/GROUP, all little-endian.  getxattr(2)
- * uses the VFS format (include/uapi/linux/posix_acl_xattr.h): a 4-byte
- * header (version 2), then 8-byte entries (tag, perm, id), id = -1 unless
- * USER/GROUP.
- */
-#define ACL_DISK_VERSION 1
-#define ACL_XATTR_VERSION 2
-#define ACL_TAG_USER_OBJ 0x01
-#define ACL_TAG_USER 0x02
-#define ACL_TAG_GROUP_OBJ 0x04
-#define ACL_TAG_GROUP 0x08
-#define ACL_TAG_MASK 0x10
-#define ACL_TAG_OTHER 0x20
-#define ACL_UNDEFINED_ID 0xFFFFFFFFu
-#define ACL_SHORT_ENTRY 4
-#define ACL_LONG_ENTRY 8
-#define ACL_HDR 4
+/* The on-disk and getxattr(2) formats' constants are in ondisk.h. */
 
 /* What a new inode gets from its directory's default ACL: on-disk values
  * (malloc()ed, NULL = none), computed before the handle opens. */

@@ -35,7 +35,6 @@
  * Nothing here is shared between threads: the caller's one thread runs
  * the whole fill (and keeps the identity root, umask 0, that it sets).
  */
-#include "acl.h"
 #include "caller.h"
 #include "error.h"
 #include "internal.h"

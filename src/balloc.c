@@ -43,6 +43,7 @@
 #include "csum.h"
 #include "error.h"
 #include "fault.h"
+#include "geom.h"
 #include "internal.h"
 #include "lock.h"
 #include "ondisk.h"
@@ -342,7 +343,7 @@ static uint32_t next_window_size(const struct balloc_pa *pa)
 uint32_t balloc_base_meta_blocks(struct uext4_fs *fs, uint32_t g)
 {
 	uint32_t dpb = fs->block_size / fs->desc_size;
-	uint32_t has_super = super_group_has_super(fs, g) ? 1 : 0;
+	uint32_t has_super = geom_group_has_super(fs, g) ? 1 : 0;
 	uint32_t first_meta_bg = le32(fs->sb.s_first_meta_bg);
 	bool meta_bg = FS_HAS_INCOMPAT(fs, META_BG);
 

@@ -73,9 +73,9 @@
 #include "ondisk.h"
 #include "shard.h"
 #include "slab.h"
-#include "trans.h"
 
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -852,4 +852,51 @@ size_t bcache_take_dirty(struct bcache *bc, struct buf ***out)
 void bcache_note_write_done(struct bcache *bc)
 {
 	atomic_fetch_add(&bc->write_epoch, 1);
+}
+
+/* ------------------------------------------- frozen copies (the commit's) */
+
+/* Take the copy of a frozen buffer: BUF_FROZEN -> BUF_COPYING in one CAS
+ * (the other state bits change meanwhile), so exactly one thread copies. */
+bool buf_claim_copy(struct buf *b)
+{
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+
+	while (st & BUF_FROZEN)
+		if (atomic_compare_exchange_weak_explicit(&b->state, &st,
+							  (st & ~BUF_FROZEN) | BUF_COPYING,
+							  memory_order_acquire, memory_order_acquire))
+			return true;
+	return false;
+}
+
+/* Another thread is copying: a 4 KiB memcpy, unless it was preempted. */
+void buf_wait_copied(struct buf *b)
+{
+	for (unsigned spins = 0;
+	     atomic_load_explicit(&b->state, memory_order_acquire) & BUF_COPYING; spins++) {
+		if (spins >= 64)
+			sched_yield();
+		else
+			cpu_relax();
+	}
+}
+
+void buf_copy_frozen(struct buf *b, uint32_t block_size)
+{
+	memcpy(b->frozen, b->data, block_size);
+	atomic_fetch_and_explicit(&b->state, ~BUF_COPYING, memory_order_release);
+}
+
+/* After this the commit's copy of b (if b is frozen) is made: b may change. */
+void buf_unfreeze(struct buf *b, uint32_t block_size)
+{
+	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
+
+	if (__builtin_expect(!(st & (BUF_FROZEN | BUF_COPYING)), 1))
+		return;
+	if (buf_claim_copy(b))
+		buf_copy_frozen(b, block_size);
+	else
+		buf_wait_copied(b);
 }

@@ -48,6 +48,19 @@ static inline bool buf_verified(struct buf *b)
 static inline void buf_set_verified(struct buf *b)
 { atomic_fetch_or_explicit(&b->state, BUF_VERIFIED, memory_order_release); }
 void bcache_counters(struct bcache *bc, struct uext4_counters *c);
+
+/* The committing transaction's frozen copy of a buffer (BUF_FROZEN,
+ * BUF_COPYING in b->state, b->frozen): the commit freezes what it writes,
+ * and whoever changes the buffer first (a handle, the commit itself, or
+ * the cache forgetting or reusing it) makes the copy.  buf_claim_copy():
+ * true if this thread is to copy (then buf_copy_frozen()), else another
+ * is and buf_wait_copied() waits for it. */
+bool buf_claim_copy(struct buf *b);
+void buf_copy_frozen(struct buf *b, uint32_t block_size);
+void buf_wait_copied(struct buf *b);
+/* The buffer is about to change: make the committing transaction's copy
+ * now if it is still frozen, wait if another thread is making it. */
+void buf_unfreeze(struct buf *b, uint32_t block_size);
 /* Is blocknr cached and uptodate? */
 bool bcache_uptodate(struct bcache *bc, uint64_t blocknr);
 /* Read count blocks from start in one device read and cache those not yet

@@ -18,9 +18,9 @@
 #include "crc.h"
 #include "csum.h"
 #include "error.h"
+#include "geom.h"
 #include "internal.h"
 #include "ondisk.h"
-#include "super.h"
 
 #include <string.h>
 
@@ -99,7 +99,7 @@ int csum_read_group_desc(struct uext4_fs *fs, uint32_t group, struct ext4_group_
 	if (group >= fs->groups_count || len == 0 || fs->desc_size > fs->block_size)
 		return fs_corrupt("group descriptor %u: group or descriptor size %u out of range",
 				  group, fs->desc_size);
-	blk = super_desc_location(fs, group, &offset);
+	blk = geom_desc_location(fs, group, &offset);
 	err = bread(fs->bc, blk, UEXT4_META_GROUP_DESC, &b);
 	if (err)
 		return err;
@@ -148,7 +148,7 @@ int csum_verify_group_desc(struct uext4_fs *fs, uint32_t group, const void *gd)
 	got = get_le16((const uint8_t *)gd + GD_CSUM_OFFSET);
 	if (got == want)
 		return 0;
-	blk = super_desc_location(fs, group, &offset);
+	blk = geom_desc_location(fs, group, &offset);
 	return fs_corrupt("group descriptor %u (block %llu): checksum 0x%04x expected 0x%04x",
 			  group, (unsigned long long)blk, got, want);
 }

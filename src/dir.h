@@ -45,7 +45,7 @@ int dir_make(struct handle *h, struct inode *dir, uint64_t parent);
 bool dir_can_share(struct uext4_fs *fs, const struct inode *dir);
 /* Add name unless it exists (-EEXIST): make() is called with the leaf
  * locked and room for the entry found, makes the inode and writes the
- * directory's inode (dir_touch_shared()); it returns its inode number, or
+ * directory's inode (dirtimes_touch_shared()); it returns its inode number, or
  * an error after undoing what it did (then no entry is added). */
 int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
 		   unsigned ftype, int (*make)(void *ctx, uint64_t *ino), void *ctx);
@@ -55,12 +55,6 @@ int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t
  * and returns an error. */
 int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, size_t len,
 		      uint64_t ino, int (*commit)(void *ctx), void *ctx);
-/* Set dir's mtime and ctime and write its inode, under the directory's
- * attribute lock: with dir->lock shared, several writers do this at once. */
-int dir_touch_shared(struct handle *h, struct inode *dir);
-/* A directory's mtime and ctime, consistent with each other while
- * dir_touch_shared() runs elsewhere (a seqcount: no lock, nothing written). */
-void dir_read_times(const struct inode *dir, struct timespec *mtime, struct timespec *ctime);
 /* 1 if the directory holds only "." and "..", 0 if not, or -errno. */
 int dir_is_empty(struct uext4_fs *fs, struct inode *dir);
 

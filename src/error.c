@@ -23,10 +23,10 @@
  * its writes succeed, fs_errors_committed()): an error write
  * starts from it, never from fs->sb, which a running handle may be changing
  * (s_last_orphan) and which holds the aborted transaction's changes.
+ * The write itself (checksum, device, flush) is the mount's: error.c sits
+ * below the checksums and the devices and calls nothing above it.
  */
-#include "blockdev.h"
 #include "clock.h"
-#include "csum.h"
 #include "error.h"
 #include "internal.h"
 #include "lock.h"
@@ -96,6 +96,7 @@ struct fs_errors {
 	struct ext4_super_block image;  /* the superblock the last commit wrote */
 	struct ext4_super_block pending; /* the one the running commit writes */
 	char first_msg[256];            /* this mount's first error, for EROFS */
+	fs_write_super_fn write_super;  /* immutable: puts a superblock on the device */
 	bool journal_aborted;           /* a write-back error aborted the journal */
 };
 
@@ -130,7 +131,7 @@ static int choose_policy(const struct uext4_fs *fs, const struct uext4_opts *o)
 	return v == UEXT4_ERRORS_CONTINUE || v == UEXT4_ERRORS_PANIC ? (int)v : UEXT4_ERRORS_RO;
 }
 
-int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o)
+int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o, fs_write_super_fn write_super)
 {
 	struct fs_errors *e;
 
@@ -141,6 +142,7 @@ int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o)
 	ulock_init(&e->lock, RANK_ERRORS);
 	e->policy = choose_policy(fs, o);
 	e->writable = !fs->read_only;
+	e->write_super = write_super;
 	copy_error_fields(&e->rec, &fs->sb);
 	e->image = fs->sb;
 	e->pending = fs->sb;
@@ -161,13 +163,10 @@ void fs_errors_fold(struct uext4_fs *fs, struct ext4_super_block *sb)
 {
 	struct fs_errors *e = fs->errs;
 
-	if (!e) {
-		csum_set_super(fs, sb);
+	if (!e)
 		return;
-	}
 	ulock_lock(&e->lock);
 	copy_error_fields(sb, &e->rec);
-	csum_set_super(fs, sb);
 	e->pending = *sb;
 	ulock_unlock(&e->lock);
 }
@@ -206,12 +205,9 @@ uint32_t fs_errors_seq(struct uext4_fs *fs)
 static int write_image(struct uext4_fs *fs, struct fs_errors *e)
 {
 	struct ext4_super_block sb = e->image;
-	int err;
 
 	copy_error_fields(&sb, &e->rec);
-	csum_set_super(fs, &sb);
-	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
-	return err ? err : bdev_flush(fs->dev);
+	return e->write_super(fs, &sb);
 }
 
 int fs_errors_write_super(struct uext4_fs *fs, uint32_t clear_incompat, uint16_t set_state)

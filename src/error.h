@@ -48,10 +48,13 @@ int fs_write_error(struct uext4_fs *fs, int err, bool journal, const char *func)
  * recorded so far. */
 struct ext4_super_block;
 struct uext4_opts;
-int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o);
+/* Puts sb on the device now, checksummed and flushed (the mount's: the
+ * error record calls nothing above its layer).  0 or -errno. */
+typedef int (*fs_write_super_fn)(struct uext4_fs *fs, struct ext4_super_block *sb);
+int fs_errors_init(struct uext4_fs *fs, const struct uext4_opts *o, fs_write_super_fn write_super);
 void fs_errors_destroy(struct uext4_fs *fs);
-/* Commit (super_write): the recorded error fields into sb, its checksum;
- * sb is then the image later error writes start from. */
+/* Commit (super_write): the recorded error fields into sb (the caller
+ * sets its checksum); sb is then the image later error writes start from. */
 void fs_errors_fold(struct uext4_fs *fs, struct ext4_super_block *sb);
 /* The commit that folded it wrote it: later error writes start from it. */
 void fs_errors_committed(struct uext4_fs *fs);

@@ -30,6 +30,7 @@
 #include "bcache.h"
 #include "error.h"
 #include "file.h"
+#include "geom.h"
 #include "icache.h"
 #include "inode.h"
 #include "internal.h"
@@ -192,7 +193,7 @@ static int collect_super_gdt(struct uext4_fs *fs, struct meta_runs *r, uint32_t 
 			     uint64_t old_desc, uint64_t reserved)
 {
 	uint32_t dpb = fs->block_size / fs->desc_size;
-	bool has_super = super_group_has_super(fs, g);
+	bool has_super = geom_group_has_super(fs, g);
 	uint64_t first = group_first_block(fs, g);
 	int err;
 

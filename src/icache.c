@@ -101,6 +101,11 @@ static uint32_t unused_per_shard(unsigned limit)
 	return (uint32_t)(n / ICACHE_SHARDS);
 }
 
+const struct icache_host *icache_host(const struct uext4_fs *fs)
+{
+	return fs->icache ? fs->icache->host : NULL;
+}
+
 struct icache *icache_create(struct uext4_fs *fs, unsigned limit, const struct icache_host *host)
 {
 	struct icache *ic = aligned_alloc(CACHELINE, sizeof(*ic));

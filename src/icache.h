@@ -23,7 +23,16 @@ struct icache_host {
 	 * the allocator set aside for it (balloc.c; takes group locks, so
 	 * never called under a shard lock). */
 	void (*release_prealloc)(struct uext4_fs *fs, struct inode *inode);
+	/* The loader (inode.c) checks a read inode's in-inode xattr area
+	 * (xattr.c, above this layer); 0 or -EUCLEAN with the message. */
+	int (*check_xattrs)(struct uext4_fs *fs, struct inode *inode);
+	/* Orphan cleanup is running (orphan.c): the loader then accepts an
+	 * inode with no links, as the kernel's ext4_iget() in that state. */
+	bool (*orphan_cleanup_running)(const struct uext4_fs *fs);
 };
+
+/* The host the mount gave the inode cache (NULL before it has one). */
+const struct icache_host *icache_host(const struct uext4_fs *fs);
 
 struct icache;
 /* limit: most idle inodes kept (uext4_opts.inode_cache); 0 = default. */

@@ -10,7 +10,7 @@
 #include "bcache.h"
 #include "clock.h"
 #include "csum.h"
-#include "dir.h"
+#include "dirtimes.h"
 #include "error.h"
 #include "flags.h"
 #include "ialloc.h"
@@ -19,9 +19,7 @@
 #include "internal.h"
 #include "lock.h"
 #include "ondisk.h"
-#include "orphan.h"
 #include "trans.h"
-#include "xattr.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -271,12 +269,21 @@ static bool valid_file_type(uint32_t mode)
 	return false;
 }
 
+/* The in-inode xattr area, checked by the layer that owns xattrs. */
+static int check_xattrs(struct uext4_fs *fs, struct inode *n)
+{
+	const struct icache_host *host = icache_host(fs);
+
+	return host ? host->check_xattrs(fs, n) : 0;
+}
+
 /* An inode referenced by a directory must be in use and of a real type. */
 /* Orphan cleanup at mount loads the inodes with no links it is to free,
  * as the kernel's ext4_iget() in its orphan cleanup state. */
 static int check_in_use(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 {
-	bool unlinked_ok = n->links == 0 && fs->orphan && orphan_cleanup_running(fs);
+	const struct icache_host *host = icache_host(fs);
+	bool unlinked_ok = n->links == 0 && host && host->orphan_cleanup_running(fs);
 
 	if (n->mode == 0 || (n->links == 0 && n->ino >= EXT4_GOOD_OLD_FIRST_INO && !unlinked_ok))
 		return fs_corrupt("inode %llu (block %llu) is not in use (deleted inode referenced)",
@@ -501,7 +508,7 @@ static int load_inode(struct uext4_fs *fs, uint64_t ino, struct inode **out, uin
 	brelse(fs->bc, b);
 	if ((err = csum_verify_inode(fs, ino, n->raw)) || (err = decode_inode(fs, n, blk)) ||
 	    (err = check_in_use(fs, n, blk)) || (err = check_inode_body(fs, n, blk)) ||
-	    (err = xattr_check_ibody(fs, n))) {
+	    (err = check_xattrs(fs, n))) {
 		icache_free_memory(fs, n);
 		return err;
 	}
@@ -704,7 +711,7 @@ void inode_to_stat(struct uext4_fs *fs, const struct inode *n, struct uext4_stat
 	if (S_ISDIR(n->mode)) {
 		/* Parallel creates in a directory change these two with its
 		 * lock shared (dir.c). */
-		dir_read_times(n, &st->mtime, &st->ctime);
+		dirtimes_read(n, &st->mtime, &st->ctime);
 	} else {
 		st->mtime = n->mtime;
 		st->ctime = n->ctime;
@@ -767,7 +774,7 @@ unsigned ftype_of_mode(uint32_t mode)
  * sets it).  Stored only when it changes: a directory is written with its
  * lock shared by parallel creates, whose times (fs_time()) already fit,
  * except on a large inode too old to have the *_extra words; there the
- * stores are atomic, as dir_touch_shared()'s, for dir_read_times().
+ * stores are atomic, as dirtimes_touch_shared()'s, for dirtimes_read().
  */
 static void fit_time_field(struct inode *n, const uint32_t *extra, struct timespec *t)
 {

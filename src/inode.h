@@ -74,7 +74,7 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
  * changes an inode's fields calls this before its handle ends; twice is
  * harmless.  Caller holds inode->lock for writing (or owns a new inode),
  * or, for a directory changed in parallel, for reading with the
- * directory's attribute stripe lock (dir_touch_shared()).
+ * directory's attribute stripe lock (dirtimes_touch_shared()).
  */
 int inode_write(struct handle *h, struct inode *inode);
 /* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time

@@ -322,9 +322,9 @@ struct inode {
 	 * directory's mtime and ctime: creates and unlinks of files that stay
 	 * in one htree leaf hold the directory's lock for READING only, and change
 	 * those two under the directory's attribute stripe lock (dir.c,
-	 * dir_touch_shared(), with a seqcount); so they are written by the
+	 * dirtimes_touch_shared(), with a seqcount); so they are written by the
 	 * holder of lock for writing, or of lock for reading and that stripe
-	 * lock, and read under lock for writing or with dir_read_times().
+	 * lock, and read under lock for writing or with dirtimes_read().
 	 * last_alloc_group: relaxed atomics under lock held either way.  The
 	 * fields from istate on are atomics or say what protects them. */
 	struct urwlock lock;

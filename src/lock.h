@@ -31,7 +31,7 @@ enum lock_rank {
 				 * dir->lock; inside a handle, since lookups in
 				 * undo paths read leaves with a handle open */
 	RANK_EA_INODE = 17,
-	RANK_DIR_ATTR = 18,     /* directory mtime/ctime stripe (dir.c): shared
+	RANK_DIR_ATTR = 18,     /* directory mtime/ctime stripe (dirtimes.c): shared
 				 * writers of one directory */     /* EA inode lock shard (ea_inode.c): an xattr value's inode */
 	RANK_ICACHE_SHARD = 20, /* inode cache hash shard */
 	RANK_GROUP = 25,        /* struct group_info.lock: one group's counters and bitmaps */

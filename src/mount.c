@@ -239,11 +239,14 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 }
 
 /* The caches and group table of a mount (none of it written back). */
-/* What the inode cache calls outside itself: freeing an unlinked inode,
- * giving back an evicted inode's block preallocation. */
+/* What the inode cache and loader call outside their layer: freeing an
+ * unlinked inode, giving back an evicted inode's block preallocation,
+ * checking a loaded inode's xattrs, asking whether orphan cleanup runs. */
 static const struct icache_host mount_icache_host = {
 	.free_unlinked = inode_free_unlinked,
 	.release_prealloc = balloc_release_prealloc,
+	.check_xattrs = xattr_check_ibody,
+	.orphan_cleanup_running = orphan_cleanup_running,
 };
 
 static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
@@ -321,8 +324,26 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	 * (before this mount, or by the replay itself). */
 	fs_errors_keep_across_replay(&fs->sb, &before);
 	fs_errors_fold(fs, &fs->sb);
+	csum_set_super(fs, &fs->sb);
 	fs_errors_committed(fs);
 	return 0;
+}
+
+/* The statistics' view of the buffer cache (stats.c). */
+static void io_counters(struct uext4_fs *fs, struct uext4_counters *c)
+{
+	bcache_counters(fs->bc, c);
+}
+
+/* The error record's superblock write (error.c): as ext4_commit_super(),
+ * straight to the primary superblock, flushed. */
+static int write_super_now(struct uext4_fs *fs, struct ext4_super_block *sb)
+{
+	int err;
+
+	csum_set_super(fs, sb);
+	err = bdev_write(fs->dev, sb, sizeof(*sb), EXT4_SUPERBLOCK_OFFSET);
+	return err ? err : bdev_flush(fs->dev);
 }
 
 int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out)
@@ -344,7 +365,7 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->use_fixed_time = o->use_fixed_time != 0;
 	fs->fixed_time = o->fixed_time;
 	fs->bulk = o->bulk != 0;
-	if ((err = stats_init(fs)) || (err = super_read(fs, o->read_only)) || (err = fs_errors_init(fs, o)))
+	if ((err = stats_init(fs, io_counters)) || (err = super_read(fs, o->read_only)) || (err = fs_errors_init(fs, o, write_super_now)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
 		goto fail;

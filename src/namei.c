@@ -14,6 +14,7 @@
  */
 #include "acl.h"
 #include "dir.h"
+#include "dirtimes.h"
 #include "error.h"
 #include "flags.h"
 #include "icache.h"
@@ -380,7 +381,7 @@ static int make_in_leaf(void *ctx, uint64_t *ino)
 	if (!err && (m->ai->access || m->ai->deflt))
 		err = acl_inherit_apply(m->h, m->n, m->ai);
 	if (!err)
-		err = dir_touch_shared(m->h, m->dir);
+		err = dirtimes_touch_shared(m->h, m->dir);
 	if (!err) {
 		/* The entry goes in next, the leaf still locked. */
 		inode_created(m->n);
@@ -747,7 +748,7 @@ static int unlink_in_leaf(void *ctx)
 	if (!err)
 		err = inode_write(u->h, c);
 	if (!err)
-		err = dir_touch_shared(u->h, u->dir);
+		err = dirtimes_touch_shared(u->h, u->dir);
 	return err ? undo_rollback(&log, err) : 0;
 }
 

@@ -15,7 +15,6 @@
  * The FUSE server counts its requests itself (fuse/fuse.c) and appends
  * its section to this report.
  */
-#include "bcache.h"
 #include "error.h"
 #include "internal.h"
 #include "lock.h"
@@ -44,13 +43,14 @@ const char *uext4_meta_kind_name(unsigned kind)
 	return kind < UEXT4_META_NKINDS ? kind_names[kind] : NULL;
 }
 
-int stats_init(struct uext4_fs *fs)
+int stats_init(struct uext4_fs *fs, stats_io_counters_fn io_counters)
 {
 	struct fs_stats *st = aligned_alloc(CACHELINE, sizeof(*st));
 
 	if (!st)
 		return fs_err(ENOMEM, "out of memory for the statistics");
 	memset(st, 0, sizeof(*st));
+	st->io_counters = io_counters;
 	atomic_store(&st->since_ns, lockstat_now_ns());
 	fs->stats = st;
 	return 0;
@@ -141,7 +141,7 @@ int uext4_stats_reset(uext4_fs *fs)
 	zero(&st->handle_waits);
 	zero(&st->handle_wait_ns);
 	zero(&st->handle_wait_max_ns);
-	bcache_counters(fs->bc, &c);
+	st->io_counters(fs, &c);
 	for (int k = 0; k < UEXT4_META_NKINDS; k++) {
 		atomic_store_explicit(&st->base_reads[k], c.reads[k], memory_order_relaxed);
 		atomic_store_explicit(&st->base_writes[k], c.writes[k], memory_order_relaxed);
@@ -177,7 +177,7 @@ int uext4_stats_get(uext4_fs *fs, struct uext4_stats *out)
 	out->enabled = atomic_load(&st->on);
 	out->elapsed_ns = since(lockstat_now_ns(), &st->since_ns);
 	lockstat_read(out->locks, &out->nlocks);
-	bcache_counters(fs->bc, &c);
+	st->io_counters(fs, &c);
 	for (int k = 0; k < UEXT4_META_NKINDS; k++) {
 		out->io.reads[k] = since(c.reads[k], &st->base_reads[k]);
 		out->io.writes[k] = since(c.writes[k], &st->base_writes[k]);

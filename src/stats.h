@@ -14,7 +14,12 @@
  * counters by the one committer at a time, the handle-wait counters by
  * handles that waited (a slow path: they slept on a commit).
  */
+/* The buffer cache's I/O counters, read through the mount (stats.c sits
+ * below the cache). */
+typedef void (*stats_io_counters_fn)(struct uext4_fs *fs, struct uext4_counters *c);
+
 struct fs_stats {
+	stats_io_counters_fn io_counters;       /* immutable after stats_init() */
 	_Atomic bool on;
 	_Atomic uint64_t since_ns;
 	_Atomic uint64_t commits, blocks, blocks_max, commit_ns, commit_max_ns;
@@ -23,7 +28,7 @@ struct fs_stats {
 	_Atomic uint64_t base_reads[UEXT4_META_NKINDS], base_writes[UEXT4_META_NKINDS];
 	_Atomic uint64_t base_hits, base_misses, base_evictions;
 } __attribute__((aligned(CACHELINE)));
-int stats_init(struct uext4_fs *fs);
+int stats_init(struct uext4_fs *fs, stats_io_counters_fn io_counters);
 void stats_destroy(struct uext4_fs *fs);
 static inline bool stats_on(const struct fs_stats *st);
 /* A commit: blocks written, and the clock at its start, when handles ran

@@ -13,6 +13,7 @@
 #include "crc.h"
 #include "csum.h"
 #include "error.h"
+#include "geom.h"
 #include "inode.h"
 #include "internal.h"
 #include "lock.h"
@@ -193,45 +194,6 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 	return 0;
 }
 
-static bool is_power_of(uint32_t n, uint32_t base)
-{
-	while (n > 1 && n % base == 0)
-		n /= base;
-	return n == 1;
-}
-
-bool super_group_has_super(struct uext4_fs *fs, uint32_t g)
-{
-	if (g == 0)
-		return true;
-	if (FS_HAS_COMPAT(fs, SPARSE_SUPER2))
-		return g == le32(fs->sb.s_backup_bgs[0]) || g == le32(fs->sb.s_backup_bgs[1]);
-	if (g <= 1 || !FS_HAS_RO_COMPAT(fs, SPARSE_SUPER))
-		return true;
-	if (!(g & 1))
-		return false;
-	return is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7);
-}
-
-uint64_t super_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset)
-{
-	uint32_t per_block = fs->block_size / fs->desc_size;
-	uint32_t nr = group / per_block, first_group;
-	uint64_t sb_block = fs->block_size == 1024 ? 1 : 0;
-	uint64_t has_super;
-
-	*offset = (group % per_block) * fs->desc_size;
-	if (!FS_HAS_INCOMPAT(fs, META_BG) || nr < le32(fs->sb.s_first_meta_bg))
-		return sb_block + nr + 1;
-	/* meta_bg: the descriptors of a meta group sit in its first group,
-	 * after the superblock backup if that group has one. */
-	first_group = nr * per_block;
-	has_super = super_group_has_super(fs, first_group) ? 1 : 0;
-	if (fs->block_size == 1024 && nr == 0 && fs->first_data_block == 0)
-		has_super++; /* the superblock is in block 1 */
-	return (uint64_t)first_group * fs->blocks_per_group + fs->first_data_block + has_super;
-}
-
 static int check_range(struct uext4_fs *fs, uint32_t g, const char *what, uint64_t blk,
 		       uint64_t count)
 {
@@ -312,7 +274,7 @@ int super_load_group_descs(struct uext4_fs *fs)
 		ulock_init(&fs->groups[g].lock, RANK_GROUP);
 	for (uint32_t i = 0; i < nblocks; i++) {
 		uint32_t off;
-		uint64_t blk = super_desc_location(fs, i * dpb, &off);
+		uint64_t blk = geom_desc_location(fs, i * dpb, &off);
 		struct buf *b;
 		int err;
 
@@ -486,7 +448,8 @@ int super_write_now(struct uext4_fs *fs, uint32_t last_orphan)
 		return err;
 	sb = fs->sb;
 	sb.s_last_orphan = last_orphan;
-	fs_errors_fold(fs, &sb);     /* the checksum, and the image errors are written on */
+	fs_errors_fold(fs, &sb);     /* the image errors are written on */
+	csum_set_super(fs, &sb);
 	err = bdev_write(fs->dev, &sb, sizeof(sb), EXT4_SUPERBLOCK_OFFSET);
 	if (!err && !(err = bdev_flush(fs->dev)))
 		fs_errors_committed(fs);
@@ -549,7 +512,8 @@ int super_write(struct uext4_fs *fs)
 	sb->s_free_inodes_count = cpu_to_le32((uint32_t)fi);
 	sb->s_wtime = cpu_to_le32((uint32_t)now.tv_sec);
 	sb->s_wtime_hi = (uint8_t)((uint64_t)now.tv_sec >> 32);
-	fs_errors_fold(fs, sb);     /* the recorded errors, the checksum */
+	fs_errors_fold(fs, sb);     /* the recorded errors */
+	csum_set_super(fs, sb);
 	if ((err = bread(fs->bc, blk, UEXT4_META_SUPER, &b)))
 		return err;
 	memcpy(b->data + off, sb, sizeof(*sb));
@@ -573,7 +537,7 @@ int super_write_group_desc(struct uext4_fs *fs, uint32_t g)
 	bool big = fs->desc_size >= EXT4_MIN_DESC_SIZE_64BIT;
 	struct ext4_group_desc *d;
 	uint32_t off;
-	uint64_t blk = super_desc_location(fs, g, &off);
+	uint64_t blk = geom_desc_location(fs, g, &off);
 	struct buf *b;
 	int err;
 

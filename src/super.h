@@ -28,11 +28,6 @@ int super_begin_writing(struct uext4_fs *fs);
 int super_write_group_desc(struct uext4_fs *fs, uint32_t g);
 /* The superblock changed besides its counters: write it at the next commit. */
 void super_mark_dirty(struct uext4_fs *fs);
-/* Does group g hold a superblock backup (sparse_super, sparse_super2)? */
-bool super_group_has_super(struct uext4_fs *fs, uint32_t g);
-/* Block holding group's descriptor, and its byte offset there (meta_bg
- * aware, as the kernel's descriptor_loc()). */
-uint64_t super_desc_location(struct uext4_fs *fs, uint32_t group, uint32_t *offset);
 /* groupcheck.c: before a read-write mount, every group's bitmaps and
  * inode table lie in range and overlap nothing (-EUCLEAN naming them),
  * and the bad-blocks inode's map is sound: its blocks are left in

@@ -372,56 +372,6 @@ int handle_end_unthrottled(struct handle *h)
 
 /* ------------------------------------------------------------- frozen COW */
 
-/* Take the copy of a frozen buffer: BUF_FROZEN -> BUF_COPYING in one CAS
- * (the other state bits change meanwhile), so exactly one thread copies. */
-static bool claim_copy(struct buf *b)
-{
-	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
-
-	while (st & BUF_FROZEN)
-		if (atomic_compare_exchange_weak_explicit(&b->state, &st,
-							  (st & ~BUF_FROZEN) | BUF_COPYING,
-							  memory_order_acquire, memory_order_acquire))
-			return true;
-	return false;
-}
-
-/* Another thread is copying: a 4 KiB memcpy, unless it was preempted. */
-static void wait_copied(struct buf *b)
-{
-	for (unsigned spins = 0;
-	     atomic_load_explicit(&b->state, memory_order_acquire) & BUF_COPYING; spins++) {
-		if (spins >= 64)
-			sched_yield();
-		else
-			cpu_relax();
-	}
-}
-
-static void copy_frozen(struct buf *b, uint32_t block_size)
-{
-	memcpy(b->frozen, b->data, block_size);
-	atomic_fetch_and_explicit(&b->state, ~BUF_COPYING, memory_order_release);
-}
-
-/* After this the commit's copy of b (if b is frozen) is made: b may change. */
-static void unfreeze(struct buf *b, uint32_t block_size)
-{
-	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
-
-	if (__builtin_expect(!(st & (BUF_FROZEN | BUF_COPYING)), 1))
-		return;
-	if (claim_copy(b))
-		copy_frozen(b, block_size);
-	else
-		wait_copied(b);
-}
-
-void buf_unfreeze(struct buf *b, uint32_t block_size)
-{
-	unfreeze(b, block_size);
-}
-
 static void note_access(struct handle *h, struct buf *b)
 {
 #ifdef UEXT4_LOCKDEP
@@ -442,12 +392,12 @@ int handle_write_access(struct handle *h, struct buf *b)
 	uint32_t st = atomic_load_explicit(&b->state, memory_order_acquire);
 
 	if (__builtin_expect((st & (BUF_FROZEN | BUF_COPYING)) != 0, 0)) {
-		if (claim_copy(b)) {
-			copy_frozen(b, h->fs->block_size);
+		if (buf_claim_copy(b)) {
+			buf_copy_frozen(b, h->fs->block_size);
 			atomic_fetch_add_explicit(&h->fs->trans->handle_copies, 1,
 						  memory_order_relaxed);
 		} else {
-			wait_copied(b);
+			buf_wait_copied(b);
 		}
 	}
 	note_access(h, b);
@@ -463,7 +413,7 @@ uint64_t trans_handle_copies(struct uext4_fs *fs)
  * saw to a copy the commit might still need. */
 int handle_create_access(struct handle *h, struct buf *b)
 {
-	unfreeze(b, h->fs->block_size);
+	buf_unfreeze(b, h->fs->block_size);
 	note_access(h, b);
 	return 0;
 }
@@ -786,10 +736,10 @@ static int snapshot_dirty(struct uext4_fs *fs, uint8_t **copies, uint64_t **bloc
 static void copy_frozen_all(struct uext4_fs *fs, struct buf **held, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (claim_copy(held[i]))
-			copy_frozen(held[i], fs->block_size);
+		if (buf_claim_copy(held[i]))
+			buf_copy_frozen(held[i], fs->block_size);
 		else
-			wait_copied(held[i]);
+			buf_wait_copied(held[i]);
 	}
 }
 

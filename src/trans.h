@@ -74,10 +74,6 @@ void handle_dirty(struct handle *h, struct buf *b, enum csum_kind kind, uint64_t
  * are also revoked in the journal (a later replay must not write an old
  * copy over the block's next owner). */
 void handle_forget(struct handle *h, uint64_t blocknr, uint32_t count, bool metadata);
-/* The buffer is about to change outside handle_write_access() (bcache:
- * forgotten or reused): make the committing transaction's copy now if it
- * is still frozen, wait if another thread is making it. */
-void buf_unfreeze(struct buf *b, uint32_t block_size);
 /* How many frozen copies handle_write_access() made (for tests). */
 uint64_t trans_handle_copies(struct uext4_fs *fs);
 /* Commit the running transaction (everything changed so far) and wait

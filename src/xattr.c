@@ -43,7 +43,6 @@
  * The write side (xattr_set, xattr_set_raw, xattr_release_inode) is
  * described where it starts, below ("write side").
  */
-#include "acl.h"
 #include "balloc.h"
 #include "bcache.h"
 #include "csum.h"
