@@ -2032,6 +2032,26 @@ static void notify_attr_changed(const struct server *s, fuse_ino_t ino)
 		fuse_lowlevel_notify_inval_inode(s->se, ino, -1, 0);
 }
 
+/*
+ * After an access ACL set the mode: a caller outside the file's group and
+ * without CAP_FSETID (root stands for it) loses setgid, as the kernel's
+ * posix_acl_update_mode() (fstests generic/375).  libfuse 3.14 cannot
+ * take the kernel's own flag for it (FUSE_SETXATTR_ACL_KILL_SGID needs
+ * FUSE_SETXATTR_EXT's longer request), so the server decides.
+ */
+static int acl_drop_sgid(fuse_req_t req, struct server *s, fuse_ino_t ino)
+{
+	struct uext4_setattr a = { .valid = UEXT4_SET_MODE };
+	struct uext4_stat u;
+	int ret = uext4_getattr(s->fs, to_ext4(ino), &u);
+
+	if (ret < 0 || !(u.mode & S_ISGID) || fuse_req_ctx(req)->uid == 0 ||
+	    caller_in_group(req, u.gid))
+		return ret < 0 ? ret : 0;
+	a.mode = u.mode & 07777 & ~(uint32_t)S_ISGID;
+	return uext4_setattr(s->fs, to_ext4(ino), &a, &u);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			const char *value, size_t size, int flags)
 {
@@ -2040,8 +2060,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	/* An access ACL sets the permission bits (as chmod would): the kernel
 	 * has the old mode cached. */
-	if (ret >= 0 && !strcmp(name, "system.posix_acl_access"))
+	if (ret >= 0 && !strcmp(name, "system.posix_acl_access")) {
+		ret = acl_drop_sgid(req, s, ino);
 		notify_attr_changed(s, ino);
+	}
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 

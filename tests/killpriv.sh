@@ -19,7 +19,8 @@
 #          otrunc (open O_TRUNC), chown (to the owner it has), falloc,
 #          punch, zero (fallocate(1) of the first 4 KiB; FALLOCATE has no
 #          kill flag: the server decides by the caller; collapse and
-#          insert never reach a FUSE server);
+#          insert never reach a FUSE server), setfacl (an access ACL:
+#          setgid goes for a caller outside the group, generic/375);
 #   USER:  a non-root owner (setpriv: no CAP_FSETID), the same owner with
 #          the x2745 files' group as a supplementary group, and root,
 # root makes a file owned by the user with that mode (and setcap), the user
@@ -40,7 +41,7 @@ setup_traps
 need_root "setpriv to another user, setcap, loop mounts"
 need_loop "no loop device for the kernel's ext4"
 need_fuse
-need setpriv:util-linux setcap:libcap2-bin getcap:libcap2-bin truncate
+need setpriv:util-linux setcap:libcap2-bin getcap:libcap2-bin truncate setfacl:acl
 
 work=$(mktemp_dir)
 chmod 755 "$work"
@@ -50,7 +51,7 @@ STATES="4755 2755 2745 x2745 6755 c0755 c4755"
 OTHER_GID=3999  # a group the user is not in
 # (No collapse or insert: the kernel's FUSE client refuses those modes
 # itself, EOPNOTSUPP, before any request.)
-OPS="write pwrite truncate otrunc chown falloc punch zero"
+OPS="write pwrite truncate otrunc chown falloc punch zero setfacl"
 USERS="user member root"
 
 as() { # as USER CMD...
@@ -73,6 +74,7 @@ run_op() { # run_op OP FILE
 	falloc) fallocate -o 0 -l 8192 "$2" ;;
 	punch) fallocate -p -o 0 -l 4096 "$2" ;;
 	zero) fallocate -z -o 0 -l 4096 "$2" ;;
+	setfacl) setfacl -m u::rwx,g::rwx,o::rwx "$2" ;;
 	esac
 }
 
