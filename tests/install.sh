@@ -17,6 +17,8 @@
 #     statically against it, mounts an image and reads a file;
 #   - man -l renders both pages (a NAME section), and the uext4(1) page
 #     holds every line of `uext4 --help` and of each `uext4 help COMMAND`;
+#   - mount -o remount,ro and remount,rw through the helper change the
+#     mounted file system (creates refused, then allowed), as fstests do;
 #   - mount.fuse.uext4 adds suid,dev unless nosuid or nodev was given, as
 #     mount.fuse3 does (mount(8) passes a helper neither);
 #   - as root, in a private mount namespace whose /usr/sbin and /usr/bin
@@ -102,6 +104,14 @@ if [ "${1:-}" = --ns ]; then
 	[ "$got" = "suid dev" ] || fail "a set-user-ID program or a device node does not work: '$got'"
 	echo "written through mount(8)" > "$MNT/hello" || fail "write in the mount"
 	mkdir "$MNT/newdir" || fail "mkdir in the mount"
+	note "mount -o remount,ro DIR, then remount,rw (fstests' _scratch_remount)"
+	mount -t fuse.uext4 -o remount,ro "$IMG" "$MNT" || fail "mount -o remount,ro: exit $?"
+	case ",$(findmnt -n -o OPTIONS "$MNT")," in *,ro,*) ;; *) fail "not read-only after remount,ro: $(findmnt -n -o OPTIONS "$MNT")" ;; esac
+	touch "$MNT/after-ro" 2> "$IMG.ro-err" && fail "a create succeeded on the read-only remount"
+	grep -q "Read-only file system" "$IMG.ro-err" || fail "create after remount,ro: $(cat "$IMG.ro-err")"
+	[ "$(cat "$MNT/hello")" = "written through mount(8)" ] || fail "/hello unreadable after remount,ro"
+	mount -o remount,rw "$MNT" || fail "mount -o remount,rw: exit $?"
+	echo again > "$MNT/after-rw" || fail "write after remount,rw"
 	note "umount DIR, then flock IMG (the server holds it until written back)"
 	umount "$MNT" || fail "umount: exit $?"
 	mountpoint -q "$MNT" && fail "still mounted after umount"
