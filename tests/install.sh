@@ -19,6 +19,7 @@
 #     holds every line of `uext4 --help` and of each `uext4 help COMMAND`;
 #   - mount -o remount,ro and remount,rw through the helper change the
 #     mounted file system (creates refused, then allowed), as fstests do;
+#     the umount of a bind mount of one of its files returns at once;
 #   - mount.fuse.uext4 adds suid,dev unless nosuid or nodev was given, as
 #     mount.fuse3 does (mount(8) passes a helper neither);
 #   - as root, in a private mount namespace whose /usr/sbin and /usr/bin
@@ -123,6 +124,11 @@ if [ "${1:-}" = --ns ]; then
 	note "mount -t fuse.uext4 -o uhelper=uext4: umount runs umount.uext4 and waits"
 	mount -t fuse.uext4 -o uhelper=uext4 "$IMG" "$MNT" || fail "mount -o uhelper=uext4: exit $?"
 	echo "second" > "$MNT/second" || fail "write in the mount"
+	# A bind mount of one of its files (generic/306): its umount must
+	# not wait for the server, which still serves $MNT.
+	touch "$IMG.bindpoint" || fail "bind mount point"
+	mount --bind "$MNT/second" "$IMG.bindpoint" || fail "mount --bind of a file of the mount"
+	timeout 20 umount "$IMG.bindpoint" || fail "umount of the bind mount: exit $? (124: it waited for the server)"
 	umount "$MNT" || fail "umount: exit $?"
 	flock -n "$IMG" true || fail "umount returned while the server still held the image (umount.uext4 not run?)"
 	[ "$(debugfs -R 'cat /second' "$IMG" 2> /dev/null)" = "second" ] || fail "/second not in the image when umount returned"
