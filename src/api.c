@@ -963,20 +963,18 @@ static int check_file_writable(uext4_file *f)
 }
 
 /*
- * The rest of a write that stopped short.  Space freed by a transaction
- * that has not committed is counted free but not handed out yet (busy
- * blocks): a write can run out of the other free blocks part way.  If so,
- * commit and write the rest, so that a count short of the whole is a real
- * lack of space (the writeback cache's WRITEs are such writes, and the
- * kernel counts a short one as lost data).  Bytes written, 0 if none.
+ * file_pwrite(), and once more after a commit if it found no block to
+ * take.  Space freed by a transaction that has not committed is counted
+ * free but not handed out yet (busy blocks), so a write can run out of the
+ * other free blocks at its start or part way (then it is short).
  */
-static size_t pwrite_rest(uext4_file *f, const void *buf, size_t size, uint64_t off)
+static ssize_t pwrite_committing(uext4_file *f, const void *buf, size_t size, uint64_t off)
 {
-	ssize_t m = file_pwrite(f->fs, f->inode, buf, size, off);
+	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
 
-	if (trans_retry_after_enospc(f->fs, (int)MIN(m, 0)))
-		m = file_pwrite(f->fs, f->inode, buf, size, off);
-	return m > 0 ? (size_t)m : 0;
+	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
+		n = file_pwrite(f->fs, f->inode, buf, size, off);
+	return n;
 }
 
 ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
@@ -989,13 +987,15 @@ ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off)
 		return 0;
 	if ((f->flags & (O_APPEND | UEXT4_O_CACHED_OFFSETS)) == O_APPEND)
 		off = FILE_APPEND;      /* placed at the end under the inode lock */
-	ssize_t n = file_pwrite(f->fs, f->inode, buf, size, off);
+	ssize_t n = pwrite_committing(f, buf, size, off), m;
 
-	if (trans_retry_after_enospc(f->fs, (int)MIN(n, 0)))
-		return file_pwrite(f->fs, f->inode, buf, size, off);
-	if (n > 0 && (size_t)n < size)
-		n += pwrite_rest(f, (const uint8_t *)buf + n, size - (size_t)n,
-				 off == FILE_APPEND ? off : off + (uint64_t)n);
+	/* Short: the rest, after a commit if it too finds no block, so that a
+	 * short count is a real lack of space (the writeback cache's WRITEs
+	 * are such writes, and the kernel counts a short one as lost data). */
+	if (n > 0 && (size_t)n < size &&
+	    (m = pwrite_committing(f, (const uint8_t *)buf + n, size - (size_t)n,
+				   off == FILE_APPEND ? off : off + (uint64_t)n)) > 0)
+		n += m;
 	return n;
 }
 
