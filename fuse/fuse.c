@@ -597,13 +597,26 @@ static bool cache_closed(const struct server *s, uint64_t avail)
 	return avail < s->full.dirty_bound + FULL_MARGIN;
 }
 
+/*
+ * A file whose size is near ext4's largest (uext4_size_headroom()): the
+ * kernel's FUSE knows no largest size, so its cache would take a write past
+ * it that write-back then cannot store (fstests generic/308).  Such files
+ * are written direct, where that write(2) gets EFBIG as on ext4.  A file
+ * far below it written past it at once (a sparse write at 16 TiB) is the
+ * case this cannot see: its fsync and `uext4 umount` report the EFBIG.
+ */
+static bool near_max_size(const struct server *s, uext4_file *f)
+{
+	return uext4_size_headroom(f) < s->full.dirty_bound + FULL_MARGIN;
+}
+
 /* A file opened for writing: through the cache while there is room for
  * what the kernel may hold, else direct (FOPEN_DIRECT_IO). */
 static void choose_write_mode(struct server *s, struct open_file *of, struct fuse_file_info *fi)
 {
 	if ((fi->flags & O_ACCMODE) == O_RDONLY || !writeback_on(s))
 		return;
-	if (near_full(s, avail_bytes(s))) {
+	if (near_full(s, avail_bytes(s)) || near_max_size(s, of->f)) {
 		fi->direct_io = 1;
 		return;
 	}
@@ -664,6 +677,17 @@ static int full_guard_getattr(const struct server *s, fuse_ino_t ino,
 }
 
 /* --------------------------------------------- failed write-backs (wbf) */
+
+/*
+ * A write-back WRITE the image took only part of: an error, not the short
+ * count, which the kernel would take as success (its fsync then says
+ * nothing).  The file at ext4's largest size: EFBIG (a sparse write(2) past
+ * it that the cache took, near_max_size()); else the space ran out.
+ */
+static int short_write_back_err(uext4_file *f)
+{
+	return uext4_size_headroom(f) == 0 ? -EFBIG : -ENOSPC;
+}
 
 static void record_write_back_failure(struct server *s, fuse_ino_t ino, long err)
 {
@@ -1844,8 +1868,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		}
 	}
 	n = uext4_pwrite(of->f, buf, size, (uint64_t)off);
-	if (fi->writepage && (n < 0 || (size_t)n < size))       /* lost */
-		record_write_back_failure(s, ino, n < 0 ? n : -ENOSPC);
+	if (fi->writepage && n >= 0 && (size_t)n < size)
+		n = short_write_back_err(of->f);
+	if (fi->writepage && n < 0)     /* lost */
+		record_write_back_failure(s, ino, n);
 	else if (fi->writepage)
 		full_guard_written_back(s, ino);
 	if (n < 0)

@@ -447,6 +447,10 @@ int uext4_setattr(uext4_fs *fs, uint64_t ino, const struct uext4_setattr *a,
 /* Write at any offset; extends the file and fills holes as needed.  A file
  * opened with O_APPEND writes at its end.  Returns bytes written. */
 ssize_t uext4_pwrite(uext4_file *f, const void *buf, size_t size, uint64_t off);
+/* Bytes the file may still grow: from its size to the largest size a file
+ * of its kind may have (the kernel's s_maxbytes; 16 TiB - 4 KiB for an
+ * extent file of 4 KiB blocks).  A write starting past it fails (EFBIG). */
+uint64_t uext4_size_headroom(uext4_file *f);
 /* mode: 0 or FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE (with KEEP_SIZE),
  * FALLOC_FL_ZERO_RANGE, FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE
  * (values of <linux/falloc.h>). */

@@ -1027,6 +1027,17 @@ int uext4_fsync(uext4_file *f, int datasync)
 	return trans_commit_tid(f->fs, atomic_load(&f->inode->last_tid));
 }
 
+uint64_t uext4_size_headroom(uext4_file *f)
+{
+	uint64_t max, size;
+
+	urw_rdlock(&f->inode->lock);
+	max = file_max_bytes(f->fs, f->inode);
+	size = f->inode->size;
+	urw_unlock(&f->inode->lock);
+	return size < max ? max - size : 0;
+}
+
 int uext4_sync(uext4_fs *fs)
 {
 	fs_clear_err();

@@ -52,9 +52,6 @@ int inline_convert(struct handle *h, struct inode *inode);
 /* Change the size of an inline-data file in place. */
 int inline_set_size(struct handle *h, struct inode *inode, uint64_t size);
 
-/* file.c: largest size a file of this inode's mapping can have. */
-uint64_t file_max_bytes(const struct uext4_fs *fs, const struct inode *inode);
-
 /* ---------------------------------------------------------------- extents.c */
 int extent_map(struct uext4_fs *fs, struct inode *inode, uint64_t lblk, uint64_t max_len,
 	       struct block_map *m);

@@ -32,6 +32,8 @@ int inode_bread(struct uext4_fs *fs, struct inode *inode, uint64_t lblk,
 		enum uext4_meta_kind kind, struct buf **out);
 /* Read file data (regular files and symlink bodies), any offset. */
 ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
+/* Largest size a file of this inode's mapping can have (s_maxbytes). */
+uint64_t file_max_bytes(const struct uext4_fs *fs, const struct inode *inode);
 /* SEEK_DATA (want_data) or SEEK_HOLE from off: an offset, or -ENXIO. */
 int64_t file_seek_data(struct uext4_fs *fs, struct inode *inode, uint64_t off, bool want_data);
 

@@ -14,6 +14,12 @@
  *   fuse_wbcache tsorder DIR     generic/423's objects, one after another:
  *                                no time may go backwards from one to the
  *                                next.
+ *   fuse_wbcache maxsize DIR     generic/308: a block written just below
+ *                                the largest file size, then writes at and
+ *                                across it from a new open: what write(2)
+ *                                and fsync return.
+ *   fuse_wbcache maxfresh DIR    a new file written at once at that size:
+ *                                refused at write(2) or at fsync.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +34,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
@@ -398,6 +405,74 @@ static int mode_tsorder(const char *dir)
 	return 0;
 }
 
+/* One pwrite of len bytes at off, then fsync: what each returned. */
+static void maxsize_write(const char *path, const char *what, off_t off, size_t len)
+{
+	static char buf[1 << 16];
+	int fd = open(path, O_WRONLY | O_CREAT, 0644);
+	ssize_t n;
+	int e;
+
+	if (fd < 0)
+		die(path);
+	memset(buf, 'm', sizeof(buf));
+	n = pwrite(fd, buf, len, off);
+	e = errno;
+	printf("%s: pwrite %zu at %jd: %zd%s%s", what, len, (intmax_t)off, n,
+	       n < 0 ? " " : "", n < 0 ? strerror(e) : "");
+	printf(", fsync %s\n", fsync(fd) ? strerror(errno) : "ok");
+	close(fd);
+}
+
+/* generic/308: ext4's largest size is 2^32 - 1 blocks (s_maxbytes). */
+static int mode_maxsize(const char *dir)
+{
+	char path[4096];
+	struct statvfs sv;
+	off_t bs, max;
+
+	if (statvfs(dir, &sv))
+		die(dir);
+	bs = (off_t)sv.f_bsize;
+	max = (off_t)((1ull << 32) - 1) * bs;
+	snprintf(path, sizeof(path), "%s/big", dir);
+	maxsize_write(path, "below", max - bs, (size_t)bs);
+	maxsize_write(path, "at", max, (size_t)bs);
+	maxsize_write(path, "across", max - bs / 2, (size_t)bs);
+	snprintf(path, sizeof(path), "%s/big2", dir);
+	maxsize_write(path, "near", max - 2 * bs, (size_t)bs);
+	maxsize_write(path, "to the end", max - bs, 2 * (size_t)bs);
+	return 0;
+}
+
+/*
+ * A new file written at once at ext4's largest size: the kernel's ext4
+ * refuses the write(2); the FUSE cache cannot tell, and takes it, so its
+ * fsync must fail.  "refused" either way; "lost" if both succeeded.
+ */
+static int mode_maxfresh(const char *dir)
+{
+	char path[4096], buf[512];
+	struct statvfs sv;
+	off_t max;
+	int fd;
+
+	if (statvfs(dir, &sv))
+		die(dir);
+	max = (off_t)((1ull << 32) - 1) * (off_t)sv.f_bsize;
+	snprintf(path, sizeof(path), "%s/fresh", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0)
+		die(path);
+	memset(buf, 'f', sizeof(buf));
+	if (pwrite(fd, buf, sizeof(buf), max) < 0 || fsync(fd) < 0)
+		printf("fresh: refused: %s\n", errno == EFBIG ? "EFBIG" : strerror(errno));
+	else
+		printf("fresh: lost (write and fsync succeeded)\n");
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "seek"))
@@ -406,8 +481,12 @@ int main(int argc, char **argv)
 		return mode_immutable(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "tsorder"))
 		return mode_tsorder(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "maxsize"))
+		return mode_maxsize(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "maxfresh"))
+		return mode_maxfresh(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "dio"))
 		return mode_dio(argv[2], (unsigned)strtoul(argv[3], NULL, 10));
-	fprintf(stderr, "usage: fuse_wbcache seek DIR | immutable DIR | tsorder DIR | dio FILE SEED\n");
+	fprintf(stderr, "usage: fuse_wbcache seek DIR | immutable DIR | tsorder DIR | maxsize DIR | maxfresh DIR | dio FILE SEED\n");
 	return 2;
 }

@@ -14,6 +14,11 @@
 #   dio        AIO O_DIRECT writes racing buffered reads: a buffered read
 #              after each write sees it (generic/451), on the default mount
 #              and with -o nowriteback
+#   maxsize    generic/308: writes at, across and up to ext4's largest file
+#              size: EFBIG or a short count at write(2), as on the kernel,
+#              not a cached write that write-back loses (uext4 umount must
+#              report no failed write-back); a new file written at once
+#              past it (which the cache cannot see) gets EFBIG at fsync
 #   flagctime  generic/277: chattr +A then -A on a file changes the ctime
 #              stat shows at once (the kernel's cache held the old one), and
 #              that ctime is on disk
@@ -26,7 +31,7 @@ need_loop
 need_helper H fuse_wbcache
 KI=$T/k.img UI=$T/u.img K=$T/k U=$T/u
 mkdir -p "$K" "$U"
-mke2fs -q -F -t ext4 "$KI" 64M || fail "mke2fs"
+mke2fs -q -F -t ext4 "$KI" 256M || fail "mke2fs"
 cp "$KI" "$UI"
 
 uext4_mount() { # the default read-write mount (or with OPTS), in the foreground
@@ -61,10 +66,22 @@ kmount "$KI" "$K" rw || fail "kernel mount"
 uext4_mount
 
 # FUSE_WBCACHE_CASES="seek ..." runs only those (to show one failing alone).
-CASES=" ${FUSE_WBCACHE_CASES:-seek immutable tsorder dio flagctime} "
-for c in seek immutable tsorder; do
+CASES=" ${FUSE_WBCACHE_CASES:-seek immutable tsorder maxsize dio flagctime} "
+for c in seek immutable tsorder maxsize; do
 	case "$CASES" in *" $c "*) run $c ;; esac
 done
+# No write the mount took may have failed at write-back (maxsize's).
+if grep -E "writing back inode|write-back failed" "$T/u.log"; then
+	fail "a write-back failed on the default mount"
+fi
+# A new file written at once past the largest size: the cache cannot tell
+# (FUSE knows no largest size), so its fsync must fail with EFBIG, and the
+# server must name it.
+case "$CASES" in *" maxsize "*)
+	run maxfresh
+	grep -q "writing back inode .*: File too large" "$T/u.log" ||
+		fail "maxfresh: the server did not report the refused write-back" ;;
+esac
 SEED=${SEED:-$RANDOM}
 echo "dio: seed $SEED"
 dio() { # dio OPTS: generic/451's race on a uext4 mount with -o OPTS

@@ -634,10 +634,14 @@ static void limits_and_symlinks(void)
 	}
 	if (uext4_open(fs, m.ino, O_RDWR, &f) == 0) {
 		memset(buf, 0x5a, sizeof(buf));
+		T_CHECK(uext4_size_headroom(f) == max4k, "headroom of an empty file: %llu",
+			(unsigned long long)uext4_size_headroom(f));
 		n = uext4_pwrite(f, buf, 100, max4k);
 		T_CHECK(n == -EFBIG, "write at the 16 TiB limit: %zd", n);
 		n = uext4_pwrite(f, buf, 8192, max4k - 4096);
 		T_CHECK(n == 4096, "write straddling the limit: %zd (want a short write)", n);
+		T_CHECK(uext4_size_headroom(f) == 0, "headroom at the limit: %llu",
+			(unsigned long long)uext4_size_headroom(f));
 		n = uext4_pwrite(f, buf, 5000, (1ull << 40) + 123);
 		T_CHECK(n == 5000, "write at 1 TiB: %zd %s", n, uext4_last_error());
 		memset(buf, 1, sizeof(buf));
