@@ -1586,6 +1586,11 @@ static const struct command commands[] = {
 	  "    utab entry for the mount (an x-* option, or -o uhelper=uext4): it\n"
 	  "    then runs umount.fuse.uext4 or umount.uext4, which run\n"
 	  "    `uext4 umount DIR`.  Otherwise `flock IMAGE true` waits for it.\n"
+	  "    A second mount of an image a uext4 server already serves, in the\n"
+	  "    same mode (read-only or read-write), is a bind mount of the first,\n"
+	  "    as the kernel shares one superblock between two mounts of a\n"
+	  "    device (its nosuid, noexec, ... apply; other options are\n"
+	  "    ignored); in the other mode it is refused, as on the kernel.\n"
 	  "\nSTATX ATTRIBUTES\n"
 	  "    statx(2) on the mount reports no attributes (append-only,\n"
 	  "    immutable, nodump in stx_attributes; lsattr shows them) and no\n"
@@ -1618,6 +1623,11 @@ static const struct command commands[] = {
 	  "    The server leaves its status in a file of its user's, keyed by\n"
 	  "    the image's device and inode and the mount point: /run/uext4 for\n"
 	  "    root, else /run/user/UID/uext4, else /tmp/uext4-UID.\n"
+	  "    A mount of a file system that is mounted elsewhere too (a bind\n"
+	  "    mount, or a second `mount -t fuse.uext4` of the same image, which\n"
+	  "    mount.fuse.uext4 makes a bind of the first, as the kernel shares\n"
+	  "    one superblock) is only unmounted, at once: the server goes on\n"
+	  "    serving the others, and the last one's umount waits for it.\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 umount /mnt && cp disk.img backup.img\n" },
 	{ "stats", cmd_stats, "[--json] [--reset] [--on|--off] MOUNTPOINT",

@@ -33,6 +33,11 @@
  *     and until the server process has exited, and reads the final status.
  *     A server that is gone without a final status (killed) means the
  *     image needs recovery: that is an error too.
+ *   - A mount of a file system that is mounted elsewhere too (a bind mount,
+ *     or the second mount of an image, which mount.fuse.uext4 makes a bind
+ *     of the first) is only unmounted: its server goes on serving.  The
+ *     last one left may be a bind whose mount point is not the server's:
+ *     its status file is then the image's one running server's.
  */
 #include "cli.h"
 #include "mountinfo.h"
@@ -248,6 +253,7 @@ static int status_read(const char *path, char state[16], long *pid, unsigned lon
 /* ---------------------------------------------------------------- mountinfo */
 
 struct mount_entry {
+	char devno[32];         /* MAJ:MIN of the file system */
 	char fstype[64];
 	char source[PATH_MAX];
 	int read_only;
@@ -265,8 +271,11 @@ static int match_line(char *line, const char *mp, struct mount_entry *e)
 	if (i < 6)
 		return 0;
 	mountinfo_unescape(field[4]);
-	if (strcmp(field[4], mp))
+	if (mp && strcmp(field[4], mp))
 		return 0;
+	snprintf(e->devno, sizeof(e->devno), "%s", field[2]);
+	if (!mp)
+		return 1;
 	/* optional fields up to "-", then fstype, source, super options */
 	while (p && strcmp(p, "-"))
 		p = strtok_r(NULL, " ", &save);
@@ -301,6 +310,24 @@ static int find_mount(const char *mp, struct mount_entry *e)
 		}
 	fclose(f);
 	return found;
+}
+
+/* How many mounts show the file system devno (bind mounts, a second
+ * mount of one image through mount.fuse.uext4). */
+static int mounts_of(const char *devno)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	char line[3 * PATH_MAX];
+	struct mount_entry cur;
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (match_line(line, NULL, &cur) && !strcmp(cur.devno, devno))
+			n++;
+	fclose(f);
+	return n;
 }
 
 /*
@@ -385,6 +412,40 @@ struct server_ref {
 	int image_fd;           /* for the flock; -1 if none */
 };
 
+/*
+ * The status file of the running server of image (dev, ino) mounted on
+ * another mount point: mp is then a bind of that mount, which stays after
+ * the first one went (mount.fuse.uext4 makes one for a second mount of an
+ * image).  0 with its path in buf, or -1 if not exactly one.
+ */
+static int status_of_image(uid_t uid, dev_t dev, ino_t ino, char *buf, size_t len)
+{
+	char dir[128], prefix[64], path[PATH_MAX], state[16], msg[16];
+	unsigned long long start;
+	struct dirent *d;
+	DIR *dp;
+	long pid;
+	int found = 0;
+
+	if (status_dir(uid, 0, dir, sizeof(dir)) || !(dp = opendir(dir)))
+		return -1;
+	snprintf(prefix, sizeof(prefix), "%llx-%llx-", (unsigned long long)dev,
+		 (unsigned long long)ino);
+	while ((d = readdir(dp))) {
+		if (strncmp(d->d_name, prefix, strlen(prefix)) || strchr(d->d_name, '.'))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		if (status_read(path, state, &pid, &start, msg, sizeof(msg)) ||
+		    strcmp(state, "running") || start_time(pid) != start)
+			continue;
+		if (found++)
+			break;
+		snprintf(buf, len, "%s", path);
+	}
+	closedir(dp);
+	return found == 1 ? 0 : -1;
+}
+
 /* Before unmounting: the status file, the pid, the image. */
 static int find_server(const struct command *c, const char *mp, const struct mount_entry *e,
 		       struct server_ref *s)
@@ -393,6 +454,7 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 	unsigned long long start;
 	dev_t dev;
 	ino_t ino;
+	uid_t uid;
 
 	s->status[0] = '\0';
 	s->pid = 0;
@@ -403,8 +465,10 @@ static int find_server(const struct command *c, const char *mp, const struct mou
 			e->source[0] == '/' ? strerror(errno) : "");
 		return 1;
 	}
-	if (status_path(e->uid < 0 ? getuid() : (uid_t)e->uid, dev, ino, mp, 0,
-			s->status, sizeof(s->status)) ||
+	uid = e->uid < 0 ? getuid() : (uid_t)e->uid;
+	if (status_path(uid, dev, ino, mp, 0, s->status, sizeof(s->status)) ||
+	    (access(s->status, F_OK) &&
+	     status_of_image(uid, dev, ino, s->status, sizeof(s->status))) ||
 	    status_read(s->status, state, &s->pid, &start, msg, sizeof(msg))) {
 		s->status[0] = '\0';
 		s->pid = 0;
@@ -484,6 +548,10 @@ int cmd_umount(const struct command *c, int argc, char **argv)
 			argv[optind], e.fstype);
 		return 1;
 	}
+	/* Mounted elsewhere too (a bind): the server goes on serving the
+	 * others, so there is no write-back to wait for. */
+	if (mounts_of(e.devno) > 1)
+		return unmount(c, mp);
 	if (find_server(c, mp, &e, &s))
 		return 1;
 	ret = unmount(c, mp);

@@ -20,6 +20,9 @@
 #   - mount -o remount,ro and remount,rw through the helper change the
 #     mounted file system (creates refused, then allowed), as fstests do;
 #     the umount of a bind mount of one of its files returns at once;
+#   - two mounts of one image (fstests generic/732): files moved in one
+#     read in the other, a read-only third refused, either unmounted
+#     first; the same transcript as the kernel's ext4 on a loop device;
 #   - mount.fuse.uext4 adds suid,dev unless nosuid or nodev was given, as
 #     mount.fuse3 does (mount(8) passes a helper neither);
 #   - as root, in a private mount namespace whose /usr/sbin and /usr/bin
@@ -133,6 +136,51 @@ if [ "${1:-}" = --ns ]; then
 	flock -n "$IMG" true || fail "umount returned while the server still held the image (umount.uext4 not run?)"
 	[ "$(debugfs -R 'cat /second' "$IMG" 2> /dev/null)" = "second" ] || fail "/second not in the image when umount returned"
 	fsck_clean "$IMG" || fail "e2fsck after the uhelper mount"
+
+	# two_mounts SRC TYPE OPTS ORDER: fstests generic/732 with mount -t
+	# TYPE -o OPTS: SRC mounted on two directories, files moved in one and
+	# read in the other; a read-only third mount of SRC; the two unmounted
+	# in ORDER (12 or 21), the second still serving after the first is
+	# gone.  A transcript, compared between the kernel and uext4.
+	two_mounts() {
+		local src=$1 type=$2 o=$3 a=$MNT.1 b=$MNT.2 first second
+		mkdir -p "$a" "$b" "$MNT.3"
+		mount -t "$type" -o "$o" "$src" "$a" || fail "mount -t $type $src: exit $?"
+		mount -t "$type" -o "$o" "$src" "$b" && echo "second mount: ok" || echo "second mount: refused"
+		mkdir "$a/A" "$a/B" && touch "$a/A/f" && mv "$a/A/f" "$a/B/" || fail "mkdir, touch, mv in $a"
+		echo "B in the second: $(ls "$b/B" 2>&1)"
+		echo moved > "$b/B/f" && mv "$b/B/f" "$b/A/" || fail "write, mv in $b"
+		echo "A/f in the first: $(cat "$a/A/f" 2>&1)"
+		mount -t "$type" -o "$o,ro" "$src" "$MNT.3" 2> /dev/null && echo "read-only third: ok" ||
+			echo "read-only third: refused"
+		if mountpoint -q "$MNT.3"; then umount "$MNT.3"; fi
+		if [ "$4" = 12 ]; then first=$a second=$b; else first=$b second=$a; fi
+		timeout 20 umount "$first" || fail "umount of the first of two mounts: exit $? (124: it waited for the server)"
+		echo "after one umount: $(cat "$second/A/f" 2>&1); $(touch "$second/B/g" 2>&1 && echo created)"
+		umount "$second" || fail "umount of the second: exit $?"
+		if mountpoint -q "$a" || mountpoint -q "$b"; then fail "still mounted after both umounts"; fi
+		rmdir "$a" "$b" "$MNT.3"
+	}
+	note "two mounts of one image (fstests generic/732), each unmounted first"
+	for order in 12 21; do
+		mke2fs -q -F -t ext4 "$IMG.two" 32M || fail "mke2fs"
+		two_mounts "$IMG.two" fuse.uext4 uhelper=uext4 $order > "$IMG.two-u"
+		# umount.uext4 waited for the server of the last one
+		flock -n "$IMG.two" true || fail "umount of the last of two mounts returned before the server let go"
+		[ "$(debugfs -R 'cat /A/f' "$IMG.two" 2> /dev/null)" = moved ] || fail "/A/f not in the image"
+		debugfs -R 'stat /B/g' "$IMG.two" 2> /dev/null | grep -q Inode: || fail "/B/g not in the image"
+		fsck_clean "$IMG.two" || fail "e2fsck after two mounts"
+		sed 's/^/  uext4: /' "$IMG.two-u"
+		if can_loop; then
+			mke2fs -q -F -t ext4 "$IMG.k" 32M || fail "mke2fs"
+			dev=$(losetup -f --show "$IMG.k") || fail "losetup"
+			two_mounts "$dev" ext4 rw $order > "$IMG.two-k"
+			losetup -d "$dev"
+			cmp -s "$IMG.two-k" "$IMG.two-u" ||
+				{ diff "$IMG.two-k" "$IMG.two-u"; fail "two mounts: uext4 differs from the kernel's ext4"; }
+			echo "  as on the kernel's ext4 (order $order)"
+		fi
+	done
 
 	note "fstab line: IMG DIR fuse.uext4 noauto,x-systemd.automount,ro 0 0"
 	FSTAB=$(dirname "$IMG")/fstab
