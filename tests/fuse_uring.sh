@@ -14,10 +14,12 @@
 #      creates and stats really complete on those rings (the CqHead counters
 #      in /proc/PID/fdinfo grow by at least 300), with no classic
 #      read(2)-served fallback.  Content checks and e2fsck -fn as in 1.
-#   3. The FUSE tests fuse_rw.sh, fuse_ro.sh, fuse_kill.sh and killpriv.sh run as they
+#   3. The FUSE tests fuse_rw.sh, fuse_ro.sh and fuse_kill.sh run as they
 #      are, over io_uring (UEXT4_FUSE_LOOP=uring makes it the default loop).
 #      Under TSan in make check only fuse_rw.sh, the concurrent one (the
-#      others' paths are the release run's); all four with UEXT4_LONG=1.
+#      others' paths are the release run's).  With UEXT4_LONG=1 (make
+#      check-long) killpriv.sh too, whose privilege rules do not depend on
+#      the transport, in every mode.
 # test-timeout: 1500
 # run-in: release asan-long tsan
 . "$(dirname "$0")/lib.sh"
@@ -133,9 +135,13 @@ round uring
 
 note "3. the FUSE tests over io_uring"
 URING_TESTS="fuse_rw fuse_ro fuse_kill killpriv"
-case "$UEXT4_BUILD" in
-*tsan*) [ "${UEXT4_LONG:-0}" = 1 ] || { URING_TESTS=fuse_rw; echo "TSan: fuse_rw.sh only (all four with UEXT4_LONG=1)"; } ;;
-esac
+if [ "${UEXT4_LONG:-0}" != 1 ]; then
+	case "$UEXT4_BUILD" in
+	*tsan*) URING_TESTS=fuse_rw ;;
+	*) URING_TESTS="fuse_rw fuse_ro fuse_kill" ;;
+	esac
+	echo "over io_uring: $URING_TESTS (all four with UEXT4_LONG=1)"
+fi
 for t in $URING_TESTS; do
 	UEXT4_FUSE_LOOP=uring bash "$TOP/tests/$t.sh" > "$T/$t.log" 2>&1
 	rc=$?
