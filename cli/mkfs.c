@@ -167,6 +167,10 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 			if (val && (parse_u32(val, &v) || v > 1))
 				return bad_arg(c, "-E lazy_itable_init=", val, "must be 0 or 1");
 			o->itable_zero = !v;
+		} else if (!strcmp(e, "num_backup_sb") && val) {
+			if (parse_u32(val, &o->num_backup_sb) || o->num_backup_sb > 2)
+				return bad_arg(c, "-E num_backup_sb=", val, "must be 0, 1 or 2");
+			o->num_backup_sb_set = 1;
 		} else if (!strcmp(e, "offset") && val) {
 			if (parse_fs_size(val, 1, &o->offset))
 				return bad_arg(c, "-E offset=", val, "not a byte offset");
@@ -184,18 +188,39 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 		} else {
 			fprintf(stderr, "uext4 %s: -E %s%s%s: unknown extended option (uext4 knows "
 				"hash_seed=, root_owner=, lazy_itable_init=, offset=, "
-				"orphan_file_size=)\n", c->name, e, val ? "=" : "", val ? val : "");
+				"orphan_file_size=, num_backup_sb=)\n", c->name, e, val ? "=" : "", val ? val : "");
 			return usage_error(c, NULL);
 		}
 	}
 	return 0;
 }
 
-/* -J size=MiB */
+/* -J size=MiB[,fast_commit_size=KiB] */
 static int parse_journal(const struct command *c, const char *v, struct uext4_mkfs_opts *o)
 {
-	if (strncmp(v, "size=", 5) || parse_u32(v + 5, &o->journal_mib) || !o->journal_mib)
-		return bad_arg(c, "-J", v, "only size=MiB is supported");
+	const char *p = v;
+
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		char one[64];
+
+		if (len >= sizeof(one))
+			return bad_arg(c, "-J", v, "option too long");
+		memcpy(one, p, len);
+		one[len] = 0;
+		if (!strncmp(one, "size=", 5)) {
+			if (parse_u32(one + 5, &o->journal_mib) || !o->journal_mib)
+				return bad_arg(c, "-J", v, "size= must be a number of MiB");
+		} else if (!strncmp(one, "fast_commit_size=", 17)) {
+			if (parse_u32(one + 17, &o->fast_commit_kib) || !o->fast_commit_kib)
+				return bad_arg(c, "-J", v, "fast_commit_size= must be a number of KiB");
+		} else {
+			return bad_arg(c, "-J", v, "uext4 knows size=MiB and fast_commit_size=KiB");
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
 	return 0;
 }
 

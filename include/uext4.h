@@ -530,7 +530,8 @@ struct uext4_mkfs_opts {
 	const char *fs_type;        /* -t: "ext2", "ext3" or "ext4"; NULL = ext4 */
 	uint64_t size;              /* bytes; 0 = the file's or device's size minus offset */
 	uint64_t offset;            /* -E offset=: bytes before the file system, untouched */
-	uint32_t block_size;        /* -b 1024/2048/4096; 0 = by size, as mke2fs.conf */
+	uint32_t block_size;        /* -b 1024 to 65536 (a power of 2); 0 = by size, as
+	                             * mke2fs.conf; over 4096 the kernel may not mount it */
 	uint64_t inodes;            /* -N; 0 = from the inode ratio */
 	uint32_t inode_ratio;       /* -i bytes per inode; 0 = by size */
 	uint32_t inode_size;        /* -I 128/256; 0 = 256 */
@@ -556,6 +557,14 @@ struct uext4_mkfs_opts {
 	/* SOURCE_DATE_EPOCH: every time written (superblock, inodes) is this. */
 	int use_fixed_time;
 	int64_t fixed_time;
+	/* Added later, at the end for the ABI: */
+	/* -E num_backup_sb=0|1|2 (sparse_super2): how many backup superblocks,
+	 * in group 1 and the last group; without num_backup_sb_set, 2. */
+	int num_backup_sb_set;
+	uint32_t num_backup_sb;
+	/* -J fast_commit_size= (fast_commit), KiB; 0 = 1/64 of mke2fs's
+	 * default journal size.  Those blocks follow the journal's log. */
+	uint32_t fast_commit_kib;
 };
 /* What uext4_mkfs() made (or, dry run, would make). */
 struct uext4_mkfs_geometry {
@@ -571,6 +580,10 @@ struct uext4_mkfs_geometry {
 	int created;                /* the file did not exist and was created */
 	int zeroed;                 /* the range was punched (reads as zeros) first */
 	uint64_t bytes_written;
+	/* Added later, at the end for the ABI: */
+	uint32_t backup_bgs[2];     /* sparse_super2: s_backup_bgs (0 = none) */
+	uint32_t fast_commit_blocks; /* fast_commit: journal blocks after the log
+	                              * (s_num_fc_blks); journal_blocks is the log */
 };
 int uext4_mkfs(const char *path, const struct uext4_mkfs_opts *o, struct uext4_mkfs_geometry *out);
 /* The groups holding superblock backups, in order, for a geometry (up to

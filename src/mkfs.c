@@ -72,12 +72,18 @@ static const struct feature_name features[] = {
 	{ "ext_attr", 0, EXT4_FEATURE_COMPAT_EXT_ATTR },
 	{ "resize_inode", 0, EXT4_FEATURE_COMPAT_RESIZE_INODE },
 	{ "dir_index", 0, EXT4_FEATURE_COMPAT_DIR_INDEX },
+	{ "sparse_super2", 0, EXT4_FEATURE_COMPAT_SPARSE_SUPER2 },
+	{ "fast_commit", 0, EXT4_FEATURE_COMPAT_FAST_COMMIT },
+	{ "stable_inodes", 0, EXT4_FEATURE_COMPAT_STABLE_INODES },
 	{ "orphan_file", 0, EXT4_FEATURE_COMPAT_ORPHAN_FILE },
 	{ "filetype", 1, EXT4_FEATURE_INCOMPAT_FILETYPE },
+	{ "meta_bg", 1, EXT4_FEATURE_INCOMPAT_META_BG },
 	{ "extent", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
 	{ "64bit", 1, EXT4_FEATURE_INCOMPAT_64BIT },
 	{ "flex_bg", 1, EXT4_FEATURE_INCOMPAT_FLEX_BG },
+	{ "ea_inode", 1, EXT4_FEATURE_INCOMPAT_EA_INODE },
 	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
+	{ "large_dir", 1, EXT4_FEATURE_INCOMPAT_LARGEDIR },
 	{ "sparse_super", 2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER },
 	{ "large_file", 2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE },
 	{ "huge_file", 2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE },
@@ -89,7 +95,8 @@ static const struct feature_name features[] = {
 	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 };
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))
-#define N_PRINTED 17    /* the entries before the aliases */
+#define N_ALIASES 2     /* the last entries: not printed */
+#define N_PRINTED (N_FEATURES - N_ALIASES)
 
 /* /etc/mke2fs.conf of Debian's e2fsprogs 1.47: base_features, then per type. */
 #define BASE_COMPAT (EXT4_FEATURE_COMPAT_RESIZE_INODE | EXT4_FEATURE_COMPAT_DIR_INDEX | \
@@ -126,6 +133,17 @@ static const struct feature_name *feature_lookup(const char *name, size_t len)
 	return NULL;
 }
 
+static void feature_string(const struct feats *ft, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < N_PRINTED; i++)
+		if (ft->f[features[i].kind] & features[i].mask)
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? " " : "",
+					      features[i].name);
+}
+
 /* Apply "-O a,b,^c"; records in *asked the features named explicitly. */
 static int apply_feature_list(const char *list, struct feats *ft, struct feats *asked)
 {
@@ -153,12 +171,14 @@ static int apply_feature_list(const char *list, struct feats *ft, struct feats *
 			continue;
 		}
 		f = feature_lookup(n, len - (size_t)(n - p));
-		if (!f)
+		if (!f) {
+			char known[512];
+			struct feats all = { { ~0u, ~0u, ~0u } };
+
+			feature_string(&all, known, sizeof(known));
 			return fs_err(EINVAL, "-O: unknown or unsupported feature '%.*s' (uext4 mkfs "
-				      "makes: has_journal ext_attr resize_inode dir_index orphan_file "
-				      "filetype extent 64bit flex_bg metadata_csum_seed sparse_super "
-				      "large_file huge_file uninit_bg dir_nlink extra_isize "
-				      "metadata_csum)", (int)len, p);
+				      "makes: %s)", (int)len, p, known);
+		}
 		if (off)
 			ft->f[f->kind] &= ~f->mask;
 		else
@@ -169,16 +189,6 @@ static int apply_feature_list(const char *list, struct feats *ft, struct feats *
 	return 0;
 }
 
-static void feature_string(const struct feats *ft, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	buf[0] = 0;
-	for (size_t i = 0; i < N_PRINTED; i++)
-		if (ft->f[features[i].kind] & features[i].mask)
-			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? " " : "",
-					      features[i].name);
-}
 
 /* ------------------------------------------------------------ state */
 
@@ -202,6 +212,8 @@ struct mk {
 	uint32_t first_data, bpg, ipg, itb, ngroups, desc_size, desc_blocks, rsv_gdt;
 	uint32_t inode_size, inodes_count, flex, log_flex;
 	uint32_t journal_blocks, orphan_blocks;
+	uint32_t fc_blocks;         /* fast-commit blocks after the journal's log */
+	uint32_t backup_bgs[2];     /* sparse_super2: the backup groups (0 = none) */
 	int csum, gdt_csum, extents;
 	uint32_t csum_seed;
 	uint8_t uuid[16], hash_seed[16];
@@ -215,6 +227,7 @@ struct mk {
 	uint64_t *bb, *ib, *it;     /* per group: bitmap and table locations */
 	uint64_t overhead;
 	uint8_t *gdt;               /* desc_blocks * bs bytes */
+	uint8_t *ibuf;              /* one inode (inode_size bytes, up to a block) */
 	struct ext4_super_block sb;
 };
 
@@ -250,9 +263,14 @@ static int is_power_of(uint32_t n, uint32_t base)
 	return n == 1;
 }
 
-/* Group g holds a superblock backup (all groups without sparse_super). */
+/* Group g holds a superblock backup (all groups without sparse_super;
+ * with sparse_super2 only the groups s_backup_bgs names). */
 static int group_has_super(const struct mk *m, uint32_t g)
 {
+	if (g == 0)
+		return 1;
+	if (HAS_COMPAT(m, SPARSE_SUPER2))
+		return g == m->backup_bgs[0] || g == m->backup_bgs[1];
 	if (g <= 1 || !HAS_RO(m, SPARSE_SUPER))
 		return 1;
 	if (!(g & 1))
@@ -275,6 +293,15 @@ static uint32_t next_super_group(const struct mk *m, uint32_t g)
 {
 	uint32_t best;
 
+	if (g == 0)
+		return 0;
+	if (HAS_COMPAT(m, SPARSE_SUPER2)) {
+		best = UINT32_MAX;
+		for (int i = 0; i < 2; i++)
+			if (m->backup_bgs[i] >= g && m->backup_bgs[i] < best)
+				best = m->backup_bgs[i];
+		return best;
+	}
 	if (g <= 1 || !HAS_RO(m, SPARSE_SUPER))
 		return g;
 	best = power_at_least(3, g);
@@ -285,9 +312,49 @@ static uint32_t next_super_group(const struct mk *m, uint32_t g)
 	return best;
 }
 
-/* Blocks at the start of group g taken by the superblock, GDT and reserved GDT. */
+/* Descriptors per block: the groups of a meta group (meta_bg). */
+static uint32_t desc_per_block(const struct mk *m)
+{
+	return m->bs / m->desc_size;
+}
+
+/* meta_bg (s_first_meta_bg 0, as mke2fs makes it): the first, second and
+ * last group of each meta group hold its one descriptor block
+ * (ext2fs_super_and_bgd_loc2()). */
+static int group_has_meta_desc(const struct mk *m, uint32_t g)
+{
+	uint32_t r = g % desc_per_block(m);
+
+	return HAS_INCOMPAT(m, META_BG) && (r == 0 || r == 1 || r == desc_per_block(m) - 1);
+}
+
+/* The first group at or after g holding a meta_bg descriptor block. */
+static uint32_t next_meta_desc_group(const struct mk *m, uint32_t g)
+{
+	uint32_t r = g % desc_per_block(m);
+
+	if (!HAS_INCOMPAT(m, META_BG))
+		return UINT32_MAX;
+	if (r <= 1 || r == desc_per_block(m) - 1)
+		return g;
+	return g - r + desc_per_block(m) - 1;
+}
+
+/* The first group at or after g with a backup region (backup_len > 0). */
+static uint32_t next_region_group(const struct mk *m, uint32_t g)
+{
+	uint32_t s = next_super_group(m, g), d = next_meta_desc_group(m, g);
+
+	return s < d ? s : d;
+}
+
+/* Blocks at the start of group g taken by the superblock, GDT and reserved
+ * GDT; with meta_bg by the superblock and the meta group's descriptor
+ * block. */
 static uint32_t backup_len(const struct mk *m, uint32_t g)
 {
+	if (HAS_INCOMPAT(m, META_BG))
+		return (group_has_super(m, g) ? 1 : 0) + (group_has_meta_desc(m, g) ? 1 : 0);
 	if (!group_has_super(m, g))
 		return 0;
 	return 1 + m->desc_blocks + m->rsv_gdt;
@@ -343,7 +410,7 @@ static uint64_t free_len(const struct mk *m, uint64_t blk, uint64_t max)
 	if (i < m->nruns && m->runs[i].start < end)
 		end = m->runs[i].start;
 	/* the next backup region */
-	g = next_super_group(m, g);
+	g = next_region_group(m, g);
 	if (g < m->ngroups && backup_len(m, g) && group_first(m, g) < end)
 		end = group_first(m, g);
 	return end - blk < max ? end - blk : max;
@@ -581,7 +648,9 @@ static uint32_t reserved_gdt(const struct mk *m)
 		max_blocks = m->blocks * 1024;
 	rsv_groups = div_ceil(max_blocks - m->first_data, m->bpg);
 	rsv = div_ceil(rsv_groups, gdpb);
-	rsv = rsv > m->desc_blocks ? rsv - m->desc_blocks : 0;
+	/* unsigned in mke2fs: fewer than the descriptor blocks wraps to a
+	 * huge count, capped at a block of addresses */
+	rsv = rsv >= m->desc_blocks ? rsv - m->desc_blocks : m->apb;
 	return rsv > m->apb ? m->apb : (uint32_t)rsv;
 }
 
@@ -646,10 +715,57 @@ static int setup_features(struct mk *m, int type)
 	if (HAS_COMPAT(m, RESIZE_INODE) && !HAS_RO(m, SPARSE_SUPER))
 		return fs_err(EINVAL, "reserved online resize blocks are not supported on a "
 			      "non-sparse file system (as mke2fs): add -O ^resize_inode");
+	if (HAS_INCOMPAT(m, META_BG) && HAS_COMPAT(m, RESIZE_INODE))
+		return fs_err(EINVAL, "the resize_inode and meta_bg features are not compatible "
+			      "(as mke2fs): add -O ^resize_inode");
 	m->csum = HAS_RO(m, METADATA_CSUM);
 	m->gdt_csum = HAS_RO(m, GDT_CSUM);
 	m->extents = HAS_INCOMPAT(m, EXTENTS);
 	return 0;
+}
+
+/* sparse_super2's backup groups as asked (-E num_backup_sb=, 2 by
+ * default): group 1 and the last group (~0 until the count is known). */
+static void asked_backup_bgs(const struct mk *m, uint32_t bgs[2])
+{
+	uint32_t n = m->o->num_backup_sb_set ? m->o->num_backup_sb : 2;
+
+	bgs[0] = n >= 1 ? 1 : 0;
+	bgs[1] = n >= 2 ? UINT32_MAX : 0;
+}
+
+/* Does the last group hold a backup (ext2fs_initialize()'s test, made
+ * before s_backup_bgs is settled)? */
+static int last_group_has_backup(const struct mk *m)
+{
+	uint32_t bgs[2];
+
+	if (!HAS_COMPAT(m, SPARSE_SUPER2))
+		return group_has_super(m, m->ngroups - 1);
+	asked_backup_bgs(m, bgs);
+	return m->ngroups == 2 ? bgs[0] != 0 : bgs[1] != 0;
+}
+
+/* s_backup_bgs as ext2fs_initialize() settles them: clamped to the last
+ * group, no duplicate, in ascending order (a single backup in [1]). */
+static void settle_backup_bgs(struct mk *m)
+{
+	uint32_t *b = m->backup_bgs;
+
+	if (!HAS_COMPAT(m, SPARSE_SUPER2))
+		return;
+	asked_backup_bgs(m, b);
+	for (int i = 0; i < 2; i++)
+		if (b[i] >= m->ngroups)
+			b[i] = m->ngroups - 1;
+	if (b[0] == b[1])
+		b[1] = 0;
+	if (b[0] > b[1]) {
+		uint32_t t = b[0];
+
+		b[0] = b[1];
+		b[1] = t;
+	}
 }
 
 /* Inode count and per-group geometry, as ext2fs_initialize(): may shrink
@@ -659,7 +775,8 @@ static int setup_groups(struct mk *m, uint64_t want_inodes, double reserved_rati
 {
 	uint64_t orig_blocks = m->blocks;
 
-	m->bpg = m->bs * 8;
+	/* EXT2_MAX_BLOCKS_PER_GROUP: 65528 for blocks over 8 KiB */
+	m->bpg = m->bs * 8 < 65528 ? m->bs * 8 : 65528;
 retry:
 	m->ngroups = (uint32_t)div_ceil(m->blocks - m->first_data, m->bpg);
 	if (m->ngroups == 0)
@@ -700,18 +817,23 @@ retry:
 		m->inodes_count = m->ipg * m->ngroups;
 	}
 	m->rsv_gdt = HAS_COMPAT(m, RESIZE_INODE) ? reserved_gdt(m) : 0;
-	if (m->rsv_gdt + m->desc_blocks > m->bpg * 3 / 4)
-		return fs_err(EINVAL, "%u groups need %u descriptor blocks, more than 3/4 of a "
-			      "group: that takes meta_bg, which uext4 mkfs does not make (use a "
-			      "larger block size)", m->ngroups, m->desc_blocks);
-	if (3 + m->itb + m->rsv_gdt + m->desc_blocks > m->bpg)
+	if (m->rsv_gdt + m->desc_blocks > m->bpg * 3 / 4) {
+		/* as ext2fs_initialize(): descriptors that would take more
+		 * than 3/4 of a group go into meta groups */
+		m->ft.f[1] |= EXT4_FEATURE_INCOMPAT_META_BG;
+		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;
+		m->rsv_gdt = 0;
+	}
+	if (3 + m->itb + m->rsv_gdt + (HAS_INCOMPAT(m, META_BG) ? 1 : m->desc_blocks) > m->bpg)
 		return fs_err(EINVAL, "too many inodes: %u inode-table blocks per group do not fit "
 			      "in a group of %u blocks", m->itb, m->bpg);
 	{
 		uint64_t overhead = 2 + m->itb;
 		uint64_t rem = (m->blocks - m->first_data) % m->bpg;
 
-		if (group_has_super(m, m->ngroups - 1))
+		/* whether the last group has a backup; mke2fs counts the whole
+		 * descriptor table there even with meta_bg */
+		if (last_group_has_backup(m))
 			overhead += 1 + m->desc_blocks + m->rsv_gdt;
 		if (m->ngroups == 1 && rem && rem < overhead)
 			return fs_err(EINVAL, "the file system is too small (%llu blocks) for its "
@@ -722,6 +844,7 @@ retry:
 			goto retry;
 		}
 	}
+	settle_backup_bgs(m);
 	return 0;
 }
 
@@ -733,9 +856,10 @@ static int setup_sizes(struct mk *m, uint64_t bytes, uint32_t *ratio)
 
 	size_type(bytes, &bs, ratio);
 	if (o->block_size) {
-		if (o->block_size != 1024 && o->block_size != 2048 && o->block_size != 4096)
-			return fs_err(EINVAL, "-b %u: block size must be 1024, 2048 or 4096",
-				      o->block_size);
+		if (o->block_size < 1024 || o->block_size > EXT4_MAX_BLOCK_SIZE ||
+		    (o->block_size & (o->block_size - 1)))
+			return fs_err(EINVAL, "-b %u: block size must be a power of 2 from 1024 to "
+				      "65536", o->block_size);
 		bs = o->block_size;
 	}
 	if (o->inode_ratio) {
@@ -756,8 +880,10 @@ static int setup_sizes(struct mk *m, uint64_t bytes, uint32_t *ratio)
 	m->first_data = bs == 1024 ? 1 : 0;
 	m->blocks = bytes / bs;
 	/* mke2fs rounds the size down to whole pages; 4 KiB here whatever the
-	 * host's page size, so that the image does not depend on the host */
-	m->blocks &= ~(uint64_t)(4096 / bs - 1);
+	 * host's page size, so that the image does not depend on the host
+	 * (blocks of a page or more are whole pages already) */
+	if (bs < 4096)
+		m->blocks &= ~(uint64_t)(4096 / bs - 1);
 	if (m->blocks < 64)
 		return fs_err(EINVAL, "%llu bytes is too small for a file system (at least 64 "
 			      "blocks of %u bytes)", (unsigned long long)bytes, bs);
@@ -815,19 +941,27 @@ static int setup_journal(struct mk *m)
 	if (HAS_COMPAT(m, HAS_JOURNAL)) {
 		uint64_t j = o->journal_mib ? (uint64_t)o->journal_mib * 1024 * 1024 / m->bs
 					    : default_journal_blocks(m->blocks);
+		/* fast_commit: -J fast_commit_size= KiB, else 1/64 of the
+		 * default journal (ext2fs_get_journal_params()), even when
+		 * -J size= is given, as mke2fs */
+		uint64_t fc = !HAS_COMPAT(m, FAST_COMMIT) ? 0
+			    : o->fast_commit_kib ? (uint64_t)o->fast_commit_kib * 1024 / m->bs
+			    : default_journal_blocks(m->blocks) / 64;
 
-		if (!o->journal_mib && !j) {
+		if (!o->journal_mib && !default_journal_blocks(m->blocks)) {
 			m->ft.f[0] &= ~(EXT4_FEATURE_COMPAT_HAS_JOURNAL | EXT4_FEATURE_COMPAT_ORPHAN_FILE);
 			return 0;
 		}
-		if (j < 1024 || j > 10240000)
-			return fs_err(EINVAL, "-J size=%u: the journal must have 1024 to 10240000 "
-				      "blocks", o->journal_mib);
-		if (j > m->blocks / 2)
+		if (j < 1024 || j + fc > 10240000)
+			return fs_err(EINVAL, "the journal must have 1024 to 10240000 blocks (%llu "
+				      "asked, %llu of them for fast commits)",
+				      (unsigned long long)(j + fc), (unsigned long long)fc);
+		if (j + fc > m->blocks / 2)
 			return fs_err(EINVAL, "the journal (%llu blocks) is too big for a file "
-				      "system of %llu blocks", (unsigned long long)j,
+				      "system of %llu blocks", (unsigned long long)(j + fc),
 				      (unsigned long long)m->blocks);
 		m->journal_blocks = (uint32_t)j;
+		m->fc_blocks = (uint32_t)fc;
 	}
 	if (HAS_COMPAT(m, ORPHAN_FILE)) {
 		uint64_t ob = o->orphan_file_blocks ? o->orphan_file_blocks
@@ -855,11 +989,13 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	if ((err = setup_sizes(m, bytes, &ratio)) || (err = setup_features(m, type)))
 		return err;
 	m->desc_size = HAS_INCOMPAT(m, 64BIT) ? EXT4_MIN_DESC_SIZE_64BIT : EXT4_MIN_DESC_SIZE;
+	/* as mke2fs past 2^32 - 1 blocks; below that a resize inode with no
+	 * reserved GDT block is made when none is needed (64 KiB blocks) */
+	if (m->blocks > 0xffffffffull)
+		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;
 	if ((err = setup_counts(m, ratio, &inodes, &reserved)) ||
 	    (err = setup_groups(m, inodes, reserved)))
 		return err;
-	if (HAS_COMPAT(m, RESIZE_INODE) && m->rsv_gdt == 0)
-		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_RESIZE_INODE;   /* as mke2fs at 2^32 blocks */
 	if ((err = setup_flex(m)) || (err = setup_journal(m)))
 		return err;
 	if (m->inodes_count < (HAS_COMPAT(m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO + 1))
@@ -1186,12 +1322,20 @@ static int map_file(struct mk *m, uint32_t ino, struct ext4_inode *in, const str
 
 /* ------------------------------------------------------------ directories */
 
-static uint8_t *dirent(uint8_t *p, uint32_t ino, uint16_t rec_len, const char *name, uint8_t ft)
+/* rec_len on disk: a whole 64 KiB block is stored as 65535
+ * (EXT4_MAX_REC_LEN), as the kernel's ext4_rec_len_to_disk() and
+ * e2fsprogs write it. */
+static uint16_t rec_len_disk(uint32_t len)
+{
+	return len >= 65536 ? 65535 : (uint16_t)len;
+}
+
+static uint8_t *dirent(uint8_t *p, uint32_t ino, uint32_t rec_len, const char *name, uint8_t ft)
 {
 	size_t len = strlen(name);
 
 	put32(p, ino);
-	put16(p + 4, rec_len);
+	put16(p + 4, rec_len_disk(rec_len));
 	p[6] = (uint8_t)len;
 	p[7] = ft;
 	memcpy(p + 8, name, len);
@@ -1232,12 +1376,12 @@ static int make_dir(struct mk *m, uint32_t ino, uint32_t parent, uint16_t mode, 
 			p = dirent(p, ino, 12, ".", ftd);
 			if (child) {
 				p = dirent(p, parent, 12, "..", ftd);
-				dirent(p, child_ino, (uint16_t)(room - 24), child, ftd);
+				dirent(p, child_ino, room - 24, child, ftd);
 			} else {
-				dirent(p, parent, (uint16_t)(room - 12), "..", ftd);
+				dirent(p, parent, room - 12, "..", ftd);
 			}
 		} else {
-			put16(p + 4, (uint16_t)room);
+			put16(p + 4, rec_len_disk(room));
 		}
 		dir_tail(m, blk, ino);
 		err = wr(m, fmap_block(&f, i), blk, m->bs);
@@ -1267,11 +1411,11 @@ static uint32_t lpf_blocks(const struct mk *m)
 
 static int make_root_and_lpf(struct mk *m)
 {
-	uint8_t raw[1024];
+	uint8_t *raw = m->ibuf;
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	int err;
 
-	memset(raw, 0, sizeof(raw));
+	memset(raw, 0, m->inode_size);
 	if ((err = make_dir(m, EXT4_ROOT_INO, EXT4_ROOT_INO, 040755, 3, 1, "lost+found",
 			    MK_LPF_INO, raw)))
 		return err;
@@ -1283,7 +1427,7 @@ static int make_root_and_lpf(struct mk *m)
 	}
 	if ((err = write_inode(m, EXT4_ROOT_INO, raw)))
 		return err;
-	memset(raw, 0, sizeof(raw));
+	memset(raw, 0, m->inode_size);
 	if ((err = make_dir(m, MK_LPF_INO, EXT4_ROOT_INO, 040700, 2, lpf_blocks(m), NULL, 0, raw)))
 		return err;
 	return write_inode(m, MK_LPF_INO, raw);
@@ -1296,6 +1440,17 @@ static uint32_t next_backup(const struct mk *m, uint32_t *three, uint32_t *five,
 {
 	uint32_t *min = three, ret;
 
+	if (HAS_COMPAT(m, SPARSE_SUPER2)) {
+		/* s_backup_bgs[0], then [1], skipping a 0 (no backup) */
+		while (*three <= 2) {
+			uint32_t b = m->backup_bgs[*three - 1];
+
+			*three += 1;
+			if (b)
+				return b;
+		}
+		return m->ngroups;
+	}
 	if (!HAS_RO(m, SPARSE_SUPER)) {
 		ret = *min;
 		*min += 1;
@@ -1314,14 +1469,14 @@ static uint32_t next_backup(const struct mk *m, uint32_t *three, uint32_t *five,
  * GDT blocks, each of which lists its backups (res_gdt.c's layout). */
 static int make_resize_inode(struct mk *m)
 {
-	uint8_t raw[1024];
+	uint8_t *raw = m->ibuf;
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	uint32_t *dind, *list;
 	uint64_t dblk, nblocks = 1, size;
 	uint64_t sb_blk = m->first_data;
 	int err;
 
-	memset(raw, 0, sizeof(raw));
+	memset(raw, 0, m->inode_size);
 	inode_init(m, in, 0100600, 1);
 	if (!HAS_COMPAT(m, RESIZE_INODE))
 		return write_inode(m, EXT4_RESIZE_INO, raw);
@@ -1370,25 +1525,26 @@ static void jput32(void *p, uint32_t v)
 
 static int make_journal(struct mk *m, struct ext4_super_block *sb)
 {
-	uint8_t raw[1024];
+	uint8_t *raw = m->ibuf;
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	struct fmap f = { 0 };
+	/* the log, then the fast-commit area (fast_commit) */
+	uint32_t total = m->journal_blocks + m->fc_blocks;
 	uint8_t *blk;
 	int err;
 
 	if (!HAS_COMPAT(m, HAS_JOURNAL))
 		return 0;
-	memset(raw, 0, sizeof(raw));
+	memset(raw, 0, m->inode_size);
 	inode_init(m, in, 0100600, 1);
 	/* mke2fs puts an extent-mapped journal mid-disk, a block-mapped one
 	 * from the start */
-	if ((err = alloc_file(m, m->extents ? journal_goal(m) : m->first_data, m->journal_blocks,
-			      &f)) ||
-	    (err = map_file(m, EXT4_JOURNAL_INO, in, &f, (uint64_t)m->journal_blocks * m->bs)))
+	if ((err = alloc_file(m, m->extents ? journal_goal(m) : m->first_data, total, &f)) ||
+	    (err = map_file(m, EXT4_JOURNAL_INO, in, &f, (uint64_t)total * m->bs)))
 		goto out;
 	/* the journal's blocks (not its mapping blocks) count as overhead, as
 	 * mke2fs counts them */
-	m->overhead += m->journal_blocks;
+	m->overhead += total;
 	if (!m->zeroed)
 		for (size_t i = 0; i < f.n && !err; i++)
 			err = wr_zero(m, f.r[i].start, f.r[i].len);
@@ -1399,11 +1555,14 @@ static int make_journal(struct mk *m, struct ext4_super_block *sb)
 	jput32(blk + 0x00, JBD2_MAGIC);
 	jput32(blk + 0x04, 4);                /* superblock v2 */
 	jput32(blk + 0x0C, m->bs);
-	jput32(blk + 0x10, m->journal_blocks);
+	jput32(blk + 0x10, total);            /* s_maxlen */
 	jput32(blk + 0x14, 1);                /* s_first */
 	jput32(blk + 0x18, 1);                /* s_sequence */
 	memcpy(blk + 0x30, m->uuid, 16);
 	jput32(blk + 0x40, 1);                /* s_nr_users */
+	/* s_num_fc_blks; the JBD2 FAST_COMMIT bit stays clear, as mke2fs
+	 * leaves it: the kernel sets it when it mounts */
+	jput32(blk + 0x54, m->fc_blocks);
 	err = wr(m, f.r[0].start, blk, m->bs);
 	free(blk);
 	if (err)
@@ -1423,7 +1582,7 @@ out:
 
 static int make_orphan_file(struct mk *m)
 {
-	uint8_t raw[1024];
+	uint8_t *raw = m->ibuf;
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	struct fmap f = { 0 };
 	uint8_t *blk;
@@ -1431,7 +1590,7 @@ static int make_orphan_file(struct mk *m)
 
 	if (!HAS_COMPAT(m, ORPHAN_FILE))
 		return 0;
-	memset(raw, 0, sizeof(raw));
+	memset(raw, 0, m->inode_size);
 	inode_init(m, in, 0100600, 1);
 	if ((err = alloc_file(m, group_first(m, 0), m->orphan_blocks, &f)) ||
 	    (err = map_file(m, MK_ORPHAN_INO, in, &f, (uint64_t)m->orphan_blocks * m->bs)))
@@ -1467,13 +1626,13 @@ out:
 static int make_reserved_inodes(struct mk *m)
 {
 	static const uint32_t ino[] = { 1, 3, 4, 5, 6, 9, 10 };
-	uint8_t raw[1024];
+	uint8_t *raw = m->ibuf;
 	int err;
 
 	for (size_t i = 0; i < sizeof(ino) / sizeof(ino[0]); i++) {
 		struct ext4_inode *in = (struct ext4_inode *)raw;
 
-		memset(raw, 0, sizeof(raw));
+		memset(raw, 0, m->inode_size);
 		if (m->inode_size > EXT4_GOOD_OLD_INODE_SIZE)
 			in->i_extra_isize = cpu_to_le16(LARGE_INODE_EXTRA);
 		if (ino[i] == EXT4_BAD_INO) {
@@ -1689,6 +1848,10 @@ static void fill_super(struct mk *m, struct ext4_super_block *sb, uint64_t free_
 	sb->s_overhead_clusters = cpu_to_le32((uint32_t)m->overhead);
 	if (HAS_COMPAT(m, ORPHAN_FILE))
 		sb->s_orphan_file_inum = cpu_to_le32(MK_ORPHAN_INO);
+	/* meta_bg: s_first_meta_bg stays 0 (every descriptor block in its
+	 * meta group), as mke2fs makes it */
+	sb->s_backup_bgs[0] = cpu_to_le32(m->backup_bgs[0]);
+	sb->s_backup_bgs[1] = cpu_to_le32(m->backup_bgs[1]);
 }
 
 static void super_csum(const struct mk *m, struct ext4_super_block *sb)
@@ -1723,25 +1886,45 @@ static int wr_bytes(struct mk *m, uint64_t pos, const void *buf, size_t len)
 /* The superblock and descriptor table in every group that has a copy.
  * The primary superblock is at byte 1024; a backup starts its group's
  * first block. */
+static uint64_t group_desc_bytes(const struct mk *m, uint32_t g)
+{
+	if (HAS_INCOMPAT(m, META_BG))
+		return group_has_meta_desc(m, g) ? m->bs : 0;
+	return group_has_super(m, g) ? (uint64_t)m->desc_blocks * m->bs : 0;
+}
+
+/* Group g's descriptor copy: the whole table after its superblock, or with
+ * meta_bg its meta group's block after the superblock if it has one. */
+static int write_group_descs(struct mk *m, uint32_t g)
+{
+	uint64_t at = group_first(m, g) + (group_has_super(m, g) ? 1 : 0);
+
+	if (!HAS_INCOMPAT(m, META_BG))
+		return group_has_super(m, g) ? wr(m, at, m->gdt, (size_t)m->desc_blocks * m->bs) : 0;
+	if (!group_has_meta_desc(m, g))
+		return 0;
+	return wr(m, at, m->gdt + (size_t)(g / desc_per_block(m)) * m->bs, m->bs);
+}
+
 static int write_supers(struct mk *m, struct ext4_super_block *sb)
 {
 	uint64_t to_write = 0;
 	int err = 0;
 
 	for (uint32_t g = 0; g < m->ngroups; g++)
-		if (group_has_super(m, g))
-			to_write += sizeof(*sb) + (uint64_t)m->desc_blocks * m->bs;
+		to_write += (group_has_super(m, g) ? sizeof(*sb) : 0) + group_desc_bytes(m, g);
 	sb->s_kbytes_written = cpu_to_le64((m->written + to_write) / 1024);
 	for (uint32_t g = 0; g < m->ngroups && !err; g++) {
 		uint64_t at = group_first(m, g);
 
-		if (!group_has_super(m, g))
-			continue;
-		sb->s_block_group_nr = cpu_to_le16((uint16_t)g);
-		super_csum(m, sb);
-		err = wr_bytes(m, g == 0 ? EXT4_SUPERBLOCK_OFFSET : at * m->bs, sb, sizeof(*sb));
+		if (group_has_super(m, g)) {
+			sb->s_block_group_nr = cpu_to_le16((uint16_t)g);
+			super_csum(m, sb);
+			err = wr_bytes(m, g == 0 ? EXT4_SUPERBLOCK_OFFSET : at * m->bs, sb,
+				       sizeof(*sb));
+		}
 		if (!err)
-			err = wr(m, at + 1, m->gdt, (size_t)m->desc_blocks * m->bs);
+			err = write_group_descs(m, g);
 	}
 	sb->s_block_group_nr = 0;
 	super_csum(m, sb);
@@ -1993,6 +2176,9 @@ static void fill_geometry(const struct mk *m, struct uext4_mkfs_geometry *g, uin
 	memcpy(g->hash_seed, m->hash_seed, 16);
 	g->zeroed = m->zeroed;
 	g->bytes_written = m->written;
+	g->backup_bgs[0] = m->backup_bgs[0];
+	g->backup_bgs[1] = m->backup_bgs[1];
+	g->fast_commit_blocks = m->fc_blocks;
 }
 
 uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t *groups,
@@ -2001,8 +2187,11 @@ uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t 
 	struct mk m = { 0 };
 	uint32_t n = 0;
 
+	m.ft.f[0] = g->feature_compat;
 	m.ft.f[2] = g->feature_ro_compat;
 	m.ngroups = g->groups_count;
+	m.backup_bgs[0] = g->backup_bgs[0];
+	m.backup_bgs[1] = g->backup_bgs[1];
 	for (uint32_t i = 1; i < g->groups_count; i++)
 		if (group_has_super(&m, i)) {
 			if (n < max)
@@ -2044,7 +2233,10 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 	m->ib = calloc(m->ngroups, sizeof(*m->ib));
 	m->it = calloc(m->ngroups, sizeof(*m->it));
 	m->gdt = calloc(m->desc_blocks, m->bs);
-	if (!dirs || !m->gused || !m->gforeign || !m->bb || !m->ib || !m->it || !m->gdt) {
+	/* inodes are built in struct ext4_inode, written inode_size bytes */
+	m->ibuf = calloc(1, m->inode_size > 1024 ? m->inode_size : 1024);
+	if (!dirs || !m->gused || !m->gforeign || !m->bb || !m->ib || !m->it || !m->gdt ||
+	    !m->ibuf) {
 		free(dirs);
 		return fs_err(ENOMEM, "mkfs: out of memory for %u groups", m->ngroups);
 	}
@@ -2085,6 +2277,7 @@ static void mk_free(struct mk *m)
 	free(m->ib);
 	free(m->it);
 	free(m->gdt);
+	free(m->ibuf);
 	if (m->fd >= 0)
 		close(m->fd);
 }
@@ -2098,7 +2291,7 @@ static uint64_t dry_free_blocks(const struct mk *m)
 	for (uint32_t g = 0; g < m->ngroups; g++)
 		used += backup_len(m, g);
 	used += (uint64_t)m->ngroups * (2 + m->itb);
-	n = m->journal_blocks;
+	n = (uint64_t)m->journal_blocks + m->fc_blocks;
 	used += n + (m->extents ? (n / MK_MAX_EXTENT_LEN > 4 ? 1 : 0) : indirect_count(m, n));
 	used += 1 + lpf_blocks(m) + (HAS_COMPAT(m, RESIZE_INODE) ? 1 : 0);
 	used += m->orphan_blocks + (m->extents ? 0 : indirect_count(m, m->orphan_blocks));

@@ -1687,7 +1687,7 @@ static void op_xattr(struct thr *t)
 	struct node *n = e->n;
 	bool user_ok = S_ISREG(n->mode) || S_ISDIR(n->mode);
 	char name[64];
-	unsigned char val[8192];
+	unsigned char val[65536];   /* values up to a block: 64 KiB blocks too */
 	size_t len;
 	unsigned what = (unsigned)rndn(t, 100);
 	bool acl = what >= 90 && user_ok;
