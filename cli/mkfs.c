@@ -437,6 +437,11 @@ static int cmd_mkfs_run(const struct command *c, int argc, char **argv)
 	free(a.ext);
 	if (ret < 0)
 		return mkfs_failed(c, a.fa.image, ret);
+	if ((long)g.block_size > sysconf(_SC_PAGESIZE))
+		/* as mke2fs warns (it goes on with -F); uext4 reads and writes it */
+		fprintf(stderr, "uext4 %s: warning: %u-byte blocks are larger than this system's "
+			"pages (%ld): the kernel may refuse to mount it (uext4 reads and writes it)\n",
+			c->name, g.block_size, sysconf(_SC_PAGESIZE));
 	if (!a.quiet || a.o.dry_run)
 		print_geometry(&g, a.o.dry_run);
 	if (!a.fa.source)

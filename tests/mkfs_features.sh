@@ -214,7 +214,8 @@ check "meta_bg 3 meta groups" 17G -O meta_bg,^resize_inode
 if [ "$QUICK" = 0 ]; then
 	check "meta_bg ^flex_bg" 17G -O meta_bg,^resize_inode,^flex_bg
 	check "meta_bg ^64bit b1024" 256M -b 1024 -O meta_bg,^resize_inode,^64bit
-	check "all together" 17G -O meta_bg,^resize_inode,sparse_super2,fast_commit,ea_inode,large_dir,stable_inodes
+	check "all together" 17G \
+		-O meta_bg,^resize_inode,sparse_super2,fast_commit,ea_inode,large_dir,stable_inodes
 fi
 check "64k blocks" 1G -b 65536
 check "64k blocks fast_commit meta_bg" 1G -b 65536 -O fast_commit,meta_bg,^resize_inode
