@@ -556,6 +556,9 @@ struct uext4_mkfs_opts {
 	/* SOURCE_DATE_EPOCH: every time written (superblock, inodes) is this. */
 	int use_fixed_time;
 	int64_t fixed_time;
+	/* -O mmp, -E mmp_update_interval=: seconds between the holder's
+	 * updates of the MMP block, at most 300; 0 = 5, as mke2fs */
+	uint16_t mmp_update_interval;
 };
 /* What uext4_mkfs() made (or, dry run, would make). */
 struct uext4_mkfs_geometry {
