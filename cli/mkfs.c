@@ -185,10 +185,18 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 			else
 				return bad_arg(c, "-E orphan_file_size=", val,
 					       "not a number of blocks or a size (N[K|M])");
+		} else if (!strcmp(e, "mmp_update_interval") && val) {
+			uint32_t v;
+
+			if (parse_u32(val, &v) || v > 300)
+				return bad_arg(c, "-E mmp_update_interval=", val,
+					       "not a number of seconds up to 300");
+			o->mmp_update_interval = (uint16_t)v;
 		} else {
 			fprintf(stderr, "uext4 %s: -E %s%s%s: unknown extended option (uext4 knows "
 				"hash_seed=, root_owner=, lazy_itable_init=, offset=, "
-				"orphan_file_size=, num_backup_sb=)\n", c->name, e, val ? "=" : "", val ? val : "");
+				"orphan_file_size=, num_backup_sb=, mmp_update_interval=)\n",
+				c->name, e, val ? "=" : "", val ? val : "");
 			return usage_error(c, NULL);
 		}
 	}

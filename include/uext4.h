@@ -565,6 +565,9 @@ struct uext4_mkfs_opts {
 	/* -J fast_commit_size= (fast_commit), KiB; 0 = 1/64 of mke2fs's
 	 * default journal size.  Those blocks follow the journal's log. */
 	uint32_t fast_commit_kib;
+	/* -O mmp, -E mmp_update_interval=: seconds between the holder's
+	 * updates of the MMP block, at most 300; 0 = 5, as mke2fs */
+	uint16_t mmp_update_interval;
 };
 /* What uext4_mkfs() made (or, dry run, would make). */
 struct uext4_mkfs_geometry {

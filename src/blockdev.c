@@ -168,8 +168,20 @@ static int file_discard(struct bdev *d, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* A block device's page cache may hold the range from before another
+ * node wrote it: drop it (clean pages; advice, so errors are ignored). */
+static int file_read_uncached(struct bdev *d, void *buf, size_t len, uint64_t off)
+{
+	struct file_dev *f = to_file_dev(d);
+
+	if (f->is_blk)
+		(void)posix_fadvise(f->fd, (off_t)(f->base + off), (off_t)len, POSIX_FADV_DONTNEED);
+	return file_read(d, buf, len, off);
+}
+
 static const struct bdev_ops file_ops = {
 	.read = file_read,
+	.read_uncached = file_read_uncached,
 	.write = file_write,
 	.flush = file_flush,
 	.close = file_close,
@@ -184,6 +196,12 @@ int bdev_write_fua(struct bdev *d, const void *buf, size_t len, uint64_t off)
 		return d->ops->write_fua(d, buf, len, off);
 	err = bdev_write(d, buf, len, off);
 	return err ? err : bdev_flush(d);
+}
+
+int bdev_read_uncached(struct bdev *d, void *buf, size_t len, uint64_t off)
+{
+	return d->ops->read_uncached ? d->ops->read_uncached(d, buf, len, off)
+				     : bdev_read(d, buf, len, off);
 }
 
 int bdev_discard(struct bdev *d, uint64_t off, uint64_t len)

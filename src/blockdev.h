@@ -22,6 +22,8 @@ struct bdev_ops {
 	/* Optional (NULL: not offered), see nbd.h: bdev_write_fua(), bdev_discard(). */
 	int (*write_fua)(struct bdev *d, const void *buf, size_t len, uint64_t off);
 	int (*discard)(struct bdev *d, uint64_t off, uint64_t len);
+	/* Optional (NULL: read is already uncached): bdev_read_uncached(). */
+	int (*read_uncached)(struct bdev *d, void *buf, size_t len, uint64_t off);
 };
 struct bdev {
 	const struct bdev_ops *ops;
@@ -64,6 +66,14 @@ int bdev_send_from_fd(struct bdev *d, int src, uint64_t src_off, size_t len, uin
  * (negative errno, message set) on failure. */
 struct bdev *bdev_open_path(const char *path, int read_only, uint64_t offset, int discard,
 			    int *err);
+
+/* Read what the device holds now, past any cache of this host: the MMP
+ * block, which another node writes (mmp.c).  A file device's pread of an
+ * image file already is (the host's page cache is the one every local
+ * writer goes through, a loop device included), so is an NBD read; a block
+ * device first drops its clean cached pages of the range, as e2fsprogs
+ * reads the MMP block with O_DIRECT. */
+int bdev_read_uncached(struct bdev *d, void *buf, size_t len, uint64_t off);
 
 /* Write and make it durable before returning: one FUA write where the
  * backend has it (NBD server offering FUA), else write + flush. */

@@ -50,6 +50,7 @@ struct balloc_state;
 struct xindex;
 struct journal;
 struct orphan_state;
+struct mmp_state;
 struct fs_errors;
 struct fs_stats;
 struct balloc_pa;
@@ -273,6 +274,7 @@ struct uext4_fs {
 	_Atomic(struct xindex *) xindex; /* xattr.c: shared-block index, made on first use */
 	struct journal *journal;    /* journal.c; NULL without a journal */
 	struct orphan_state *orphan; /* orphan.c; read-write mounts */
+	struct mmp_state *mmp;      /* mmp.c; read-write mounts of -O mmp, else NULL */
 	unsigned commit_secs;       /* commit interval */
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */

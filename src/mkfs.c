@@ -29,6 +29,7 @@
 #include "error.h"
 #include "inode.h"
 #include "jbd2.h"
+#include "mmp.h"
 #include "mountcheck.h"
 #include "nbd.h"
 #include "ondisk.h"
@@ -80,6 +81,7 @@ static const struct feature_name features[] = {
 	{ "meta_bg", 1, EXT4_FEATURE_INCOMPAT_META_BG },
 	{ "extent", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
 	{ "64bit", 1, EXT4_FEATURE_INCOMPAT_64BIT },
+	{ "mmp", 1, EXT4_FEATURE_INCOMPAT_MMP },
 	{ "flex_bg", 1, EXT4_FEATURE_INCOMPAT_FLEX_BG },
 	{ "ea_inode", 1, EXT4_FEATURE_INCOMPAT_EA_INODE },
 	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
@@ -1621,6 +1623,35 @@ out:
 	return err;
 }
 
+/* -O mmp: the MMP block, clean, where mke2fs's ext2fs_mmp_init() puts it:
+ * the first free block, taken after the journal and before the orphan file. */
+static int make_mmp(struct mk *m)
+{
+	uint16_t secs = m->o->mmp_update_interval ? m->o->mmp_update_interval
+						   : EXT4_MMP_UPDATE_INTERVAL;
+	struct mmp_struct mmp;
+	uint8_t *blk;
+	uint64_t b;
+	int err;
+
+	if (!HAS_INCOMPAT(m, MMP))
+		return 0;
+	if (m->o->mmp_update_interval > EXT4_MMP_MAX_UPDATE_INTERVAL)
+		return fs_err(EINVAL, "mkfs: mmp_update_interval %u is above the largest, %u s",
+			      m->o->mmp_update_interval, EXT4_MMP_MAX_UPDATE_INTERVAL);
+	if ((err = alloc_contig(m, m->first_data, 1, UINT32_MAX, &b)))
+		return err;
+	if (!(blk = calloc(1, m->bs)))
+		return fs_err(ENOMEM, "mkfs: out of memory");
+	mmp_init_block(&mmp, secs, m->path, m->now, m->csum, m->csum_seed);
+	memcpy(blk, &mmp, sizeof(mmp));
+	err = wr(m, b, blk, m->bs);
+	free(blk);
+	m->sb.s_mmp_block = cpu_to_le64(b);
+	m->sb.s_mmp_update_interval = cpu_to_le16(secs);
+	return err;
+}
+
 /* Inodes 1, 3-6, 9, 10: reserved, empty, with a valid checksum (inode 1,
  * the bad blocks inode, with the times as mke2fs gives it). */
 static int make_reserved_inodes(struct mk *m)
@@ -2254,6 +2285,8 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 		err = make_resize_inode(m);
 	if (!err)
 		err = make_journal(m, &m->sb);
+	if (!err)
+		err = make_mmp(m);
 	if (!err)
 		err = make_orphan_file(m);
 	if (!err)

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "journal.h"
 #include "lock.h"
+#include "mmp.h"
 #include "mount.h"
 #include "namecache.h"
 #include "ondisk.h"
@@ -226,6 +227,9 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	return trans_start_timer(fs, fs->commit_secs);
 }
 
+static int mount_bdev_named(struct bdev *dev, const struct uext4_opts *opts, const char *name,
+			    struct uext4_fs **out);
+
 int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs **out)
 {
 	struct uext4_opts none = {0};
@@ -235,7 +239,7 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 
 	if (err)
 		return err;
-	return super_mount_bdev(dev, o, out);
+	return mount_bdev_named(dev, o, path, out);
 }
 
 /* The caches and group table of a mount (none of it written back). */
@@ -348,6 +352,13 @@ static int write_super_now(struct uext4_fs *fs, struct ext4_super_block *sb)
 
 int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uext4_fs **out)
 {
+	return mount_bdev_named(dev, opts, NULL, out);
+}
+
+/* name: the image's path, for the MMP block (NULL: unnamed). */
+static int mount_bdev_named(struct bdev *dev, const struct uext4_opts *opts, const char *name,
+			    struct uext4_fs **out)
+{
 	struct uext4_opts none = {0};
 	const struct uext4_opts *o = opts ? opts : &none;
 	struct uext4_fs *fs = aligned_alloc(CACHELINE, sizeof(*fs));
@@ -366,6 +377,10 @@ int super_mount_bdev(struct bdev *dev, const struct uext4_opts *opts, struct uex
 	fs->fixed_time = o->fixed_time;
 	fs->bulk = o->bulk != 0;
 	if ((err = stats_init(fs, io_counters)) || (err = super_read(fs, o->read_only)) || (err = fs_errors_init(fs, o, write_super_now)))
+		goto fail;
+	/* As the kernel, claim the MMP block before the journal is replayed;
+	 * a memory backend writes nothing back, so it has nothing to guard. */
+	if (!fs->read_only && !o->memory_backend && (err = mmp_start(fs, name)))
 		goto fail;
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) && (err = recover(fs, o)))
 		goto fail;
@@ -478,6 +493,12 @@ int super_umount(struct uext4_fs *fs)
 		err = err ? err : aerr;
 	}
 	trans_stop_timer(fs);
+	{
+		/* Released when everything is written: seq CLEAN. */
+		int merr = mmp_stop(fs);
+
+		err = err ? err : merr;
+	}
 	if (fs->icache)
 		icache_destroy(fs->icache);
 	fs->icache = NULL;

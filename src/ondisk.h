@@ -204,6 +204,35 @@ _Static_assert(offsetof(struct ext4_super_block, s_checksum_seed) == 0x270, "csu
 _Static_assert(offsetof(struct ext4_super_block, s_orphan_file_inum) == 0x280, "orphan");
 _Static_assert(offsetof(struct ext4_super_block, s_checksum) == 0x3FC, "s_checksum");
 
+/* The multi-mount protection block (s_mmp_block, -O mmp): 1024 bytes at
+ * the start of its block.  The holder rewrites mmp_seq every
+ * s_mmp_update_interval seconds; CLEAN: nobody holds it; FSCK: e2fsck
+ * does.  The checksum (metadata_csum) is crc32c(csum seed) of the bytes
+ * before it. */
+struct mmp_struct {
+	uint32_t mmp_magic;              /* EXT4_MMP_MAGIC */
+	uint32_t mmp_seq;
+	uint64_t mmp_time;               /* seconds, of the last write */
+	uint8_t mmp_nodename[64];        /* the holder's host name */
+	uint8_t mmp_bdevname[32];        /* the holder's name for the device */
+	uint16_t mmp_check_interval;     /* seconds an opener waits, at least */
+	uint16_t mmp_pad1;
+	uint32_t mmp_pad2[226];
+	uint32_t mmp_checksum;           /* 0x3FC */
+};
+_Static_assert(sizeof(struct mmp_struct) == 1024, "mmp size");
+_Static_assert(offsetof(struct mmp_struct, mmp_check_interval) == 0x70, "mmp interval");
+_Static_assert(offsetof(struct mmp_struct, mmp_checksum) == 0x3FC, "mmp checksum");
+#define EXT4_MMP_MAGIC 0x004D4D50u
+#define EXT4_MMP_SEQ_CLEAN 0xFF4D4D50u
+#define EXT4_MMP_SEQ_FSCK 0xE24D4D50u
+#define EXT4_MMP_SEQ_MAX 0xE24D4D4Fu     /* largest sequence a holder writes */
+#define EXT4_MMP_UPDATE_INTERVAL 5       /* mke2fs's default s_mmp_update_interval */
+#define EXT4_MMP_MAX_UPDATE_INTERVAL 300 /* the largest mke2fs accepts */
+#define EXT4_MMP_MIN_CHECK_INTERVAL 5
+#define EXT4_MMP_MAX_CHECK_INTERVAL 300
+#define EXT4_MMP_CHECK_MULT 2
+
 #define EXT4_CRC32C_CHKSUM 1
 #define EXT4_VALID_FS 0x0001
 #define EXT4_ERROR_FS 0x0002

@@ -55,7 +55,8 @@ _Static_assert(sizeof(struct group_info) % CACHELINE == 0, "a group per cache li
 	 EXT4_FEATURE_INCOMPAT_EXTENTS | EXT4_FEATURE_INCOMPAT_64BIT |               \
 	 EXT4_FEATURE_INCOMPAT_FLEX_BG | EXT4_FEATURE_INCOMPAT_EA_INODE |            \
 	 EXT4_FEATURE_INCOMPAT_CSUM_SEED | EXT4_FEATURE_INCOMPAT_LARGEDIR |          \
-	 EXT4_FEATURE_INCOMPAT_INLINE_DATA | EXT4_FEATURE_INCOMPAT_RECOVER)
+	 EXT4_FEATURE_INCOMPAT_INLINE_DATA | EXT4_FEATURE_INCOMPAT_RECOVER |         \
+	 EXT4_FEATURE_INCOMPAT_MMP)
 
 /* Read-only compat features we may mount read-write (we write them all). */
 #define SUPPORTED_RO_COMPAT                                                          \
