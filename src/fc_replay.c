@@ -549,30 +549,7 @@ static int replay_record(struct uext4_fs *fs, struct fc_replay *fc, uint16_t tag
 	switch (tag) {
 	case EXT4_FC_TAG_INODE:
 		return replay_inode(fs, fc, v, len);
-	case EXT4_FC_TAG_ADD_RANGE: {
-		const uint8_t *ex = v + 4;
-		uint32_t elen = get16(ex + 4);
-		uint64_t pblk = (uint64_t)get16(ex + 6) << 32 | get32(ex + 8);
-
-		if (elen > EXT4_EXT_INIT_MAX_LEN)
-			elen -= EXT4_EXT_INIT_MAX_LEN;
-		/* The logged blocks are a region no allocation of the replay
-		 * may take (the kernel's ext4_fc_replay_check_excluded()):
-		 * marked now, cleared at the end unless mapped then. */
-		if (elen) {
-			int err = ranges_add(&fc->stale, pblk, elen);
-			struct handle *h;
-
-			if (err || (err = handle_begin(fs, &h)))
-				return err;
-			err = balloc_replay_mark(h, pblk, elen, true);
-			if (handle_end(h) && !err)
-				err = -EIO;
-			if (err)
-				return err;
-		}
-		return replay_range(fs, fc, tag, v);
-	}
+	case EXT4_FC_TAG_ADD_RANGE:
 	case EXT4_FC_TAG_DEL_RANGE:
 		return replay_range(fs, fc, tag, v);
 	case EXT4_FC_TAG_CREAT:
@@ -690,10 +667,42 @@ static int set_bitmaps(struct uext4_fs *fs, struct fc_replay *fc)
 	return err;
 }
 
+/*
+ * Every logged extent is a region no allocation of the replay may take
+ * (the kernel's ext4_fc_replay_check_excluded(), from its scan): marked
+ * in use before the first tag, cleared at the end unless mapped then.
+ */
+static int exclude_regions(struct uext4_fs *fs, struct fc_replay *fc)
+{
+	struct handle *h;
+	size_t off = 0, from = fc->stale.n;
+	int err = 0;
+
+	while (!err && off + sizeof(struct ext4_fc_tl) <= fc->len) {
+		const uint8_t *v = fc->tags + off + sizeof(struct ext4_fc_tl);
+		uint32_t elen = get16(v + 8);
+
+		if (get16(fc->tags + off) == EXT4_FC_TAG_ADD_RANGE && elen) {
+			if (elen > EXT4_EXT_INIT_MAX_LEN)
+				elen -= EXT4_EXT_INIT_MAX_LEN;
+			err = ranges_add(&fc->stale, (uint64_t)get16(v + 10) << 32 | get32(v + 12),
+					 elen);
+		}
+		off += sizeof(struct ext4_fc_tl) + get16(fc->tags + off + 2);
+	}
+	if (err || (err = handle_begin(fs, &h)))
+		return err;
+	for (size_t i = from; i < fc->stale.n && !err; i++)
+		err = balloc_replay_mark(h, fc->stale.v[i].pblk, fc->stale.v[i].len, true);
+	if (handle_end(h) && !err)
+		err = -EIO;
+	return err;
+}
+
 int fc_replay(struct uext4_fs *fs, struct fc_replay *fc)
 {
 	size_t off = 0;
-	int err = 0;
+	int err = exclude_regions(fs, fc);
 
 	for (uint32_t i = 0; !err && off + sizeof(struct ext4_fc_tl) <= fc->len; i++) {
 		uint16_t tag = get16(fc->tags + off), len = get16(fc->tags + off + 2);
