@@ -1199,6 +1199,9 @@ static int cmd_recover(const struct command *c, int argc, char **argv)
 		printf("%s: journal: %u transactions replayed (%u blocks, %u revoked)%s\n", image,
 		       r.transactions, r.blocks, r.revoked,
 		       r.bad_checksum ? "; the log ended at a block with a bad checksum" : "");
+		if (r.fast_commits)
+			printf("%s: journal: %u fast commits replayed (%u tags)\n", image,
+			       r.fast_commits, r.fast_commit_tags);
 		if (r.bad_blocks)
 			printf("%s: journal: %u logged blocks with a bad checksum not replayed "
 			       "(first: journal block %u, transaction %u, home block %llu)\n", image,

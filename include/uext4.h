@@ -269,6 +269,9 @@ struct uext4_recovery {
 	 * for e2fsck, the error recorded; how many, and the first one. */
 	uint32_t orphans_failed;
 	uint64_t orphan_failed_ino;
+	/* Fast commits (the kernel's fast_commit feature) replayed after the
+	 * transactions, and their tags. */
+	uint32_t fast_commits, fast_commit_tags;
 };
 int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r);
 /* Replay the journal and clean up orphans without mounting (as a

@@ -1060,3 +1060,75 @@ void balloc_release_prealloc(struct uext4_fs *fs, struct inode *inode)
 	inode->pa = NULL;
 	free(pa);
 }
+
+/*
+ * Fast-commit replay (fc_replay.c), as the kernel's ext4_mb_mark_bb():
+ * set (used) or clear the bits of [first, first + count), whatever they
+ * were, and keep the group and global counts with them.  No busy extent,
+ * no revoke: the replay's blocks are data the log already placed.
+ */
+static int replay_mark_in_group(struct handle *h, uint32_t g, uint32_t off, uint32_t n, bool used)
+{
+	struct uext4_fs *fs = h->fs;
+	struct group_info *gi = &fs->groups[g];
+	struct buf *b = NULL;
+	int64_t delta = 0;
+	int err;
+
+	ulock_lock(&gi->lock);
+	if ((err = balloc_bitmap_locked(h, g, &b)) || (err = handle_write_access(h, b)))
+		goto out;
+	for (uint32_t i = off; i < off + n; i++) {
+		if (used && !bit_test(b->data, i)) {
+			bit_set(b->data, i);
+			delta--;
+		} else if (!used && bit_test(b->data, i)) {
+			bit_clear(b->data, i);
+			delta++;
+		}
+	}
+	if (delta) {
+		handle_dirty(h, b, CSUM_BLOCK_BITMAP, g, 0);
+		grp_write(&gi->free_blocks, (uint32_t)((int64_t)gi->free_blocks + delta));
+	}
+out:
+	ulock_unlock(&gi->lock);
+	if (b)
+		brelse(fs->bc, b);
+	if (!err && delta) {
+		pcounter_add(&fs->hot->free_blocks, delta);
+		group_set_dirty(fs, g);
+	}
+	return err;
+}
+
+int balloc_replay_mark(struct handle *h, uint64_t first, uint64_t count, bool used)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t blk = first, end = first + count;
+	int err = 0;
+
+	if (first < fs->first_data_block || first >= fs->blocks_count ||
+	    count > fs->blocks_count - first)
+		return fs_corrupt("fast commit: blocks %llu-%llu outside the file system "
+				  "(%llu blocks)", (unsigned long long)first,
+				  (unsigned long long)(end - 1), (unsigned long long)fs->blocks_count);
+	{
+		uint32_t owner;
+		const char *what = balloc_metadata_in(fs, first, count, &owner);
+
+		if (what)
+			return fs_corrupt("fast commit: blocks %llu-%llu hold the %s of group %u",
+					  (unsigned long long)first, (unsigned long long)(end - 1),
+					  what, owner);
+	}
+	while (!err && blk < end) {
+		uint32_t g = group_of_block(fs, blk);
+		uint32_t off = (uint32_t)(blk - group_first_block(fs, g));
+		uint32_t n = (uint32_t)MIN(end - blk, (uint64_t)group_nblocks(fs, g) - off);
+
+		err = replay_mark_in_group(h, g, off, n, used);
+		blk += n;
+	}
+	return err;
+}

@@ -56,4 +56,8 @@ const char *balloc_metadata_in(struct uext4_fs *fs, uint64_t first, uint64_t cou
 /* Would balloc_free() of these blocks succeed?  Reads only (see balloc.c). */
 int balloc_check_allocated(struct uext4_fs *fs, uint64_t first, uint64_t count);
 
+/* Fast-commit replay: set (used) or clear the bits of a range whatever
+ * they were, with the counts (as the kernel's ext4_mb_mark_bb()). */
+int balloc_replay_mark(struct handle *h, uint64_t first, uint64_t count, bool used);
+
 #endif

@@ -997,7 +997,7 @@ static int free_data(struct handle *h, struct inode *inode, uint64_t pblk, uint6
  * covers it; frees the blocks.  Releases the path.
  */
 static int cut_extent(struct handle *h, struct inode *inode, struct ext_path *p, uint64_t a,
-		      uint64_t b)
+		      uint64_t b, bool free_blocks)
 {
 	struct uext4_fs *fs = h->fs;
 	struct ext_level *leaf = &p->lv[p->depth];
@@ -1049,12 +1049,18 @@ static int cut_extent(struct handle *h, struct inode *inode, struct ext_path *p,
 	}
 out:
 	path_release(fs, p);
-	if (!err)
+	if (!err && free_blocks)
 		err = free_data(h, inode, pb + (a - es), b - a);
+	else if (!err)
+		inode_sub_blocks(fs, inode, b - a);
 	return err;
 }
 
-int extent_remove_range(struct handle *h, struct inode *inode, uint64_t start, uint64_t end)
+/* Take [start, end) out of the tree; free_blocks: give the data blocks
+ * back to the allocator too (a fast-commit replay leaves that to its own
+ * bitmap pass, fc_replay.c). */
+static int unmap_range(struct handle *h, struct inode *inode, uint64_t start, uint64_t end,
+		       bool free_blocks)
 {
 	struct uext4_fs *fs = h->fs;
 	uint64_t pos = start;
@@ -1093,7 +1099,7 @@ int extent_remove_range(struct handle *h, struct inode *inode, uint64_t start, u
 			break;
 		}
 		leaf->idx = i;
-		err = cut_extent(h, inode, &p, MAX(es, pos), MIN(ee, end));
+		err = cut_extent(h, inode, &p, MAX(es, pos), MIN(ee, end), free_blocks);
 		if (err)
 			break;
 		pos = MIN(ee, end);
@@ -1101,6 +1107,87 @@ int extent_remove_range(struct handle *h, struct inode *inode, uint64_t start, u
 	if (!err)
 		err = inode_write(h, inode);
 	return err;
+}
+
+int extent_remove_range(struct handle *h, struct inode *inode, uint64_t start, uint64_t end)
+{
+	return unmap_range(h, inode, start, end, true);
+}
+
+int extent_replay_unmap(struct handle *h, struct inode *inode, uint64_t start, uint64_t end)
+{
+	return unmap_range(h, inode, start, end, false);
+}
+
+/*
+ * As the kernel's ext4_fc_replay_add_range(): each part of [lblk, lblk +
+ * len) that is a hole gets the logged extent's blocks; a part mapped
+ * elsewhere, or in the other written state, is taken out and mapped as
+ * logged.  No block is allocated or freed for the data here.
+ */
+int extent_replay_map(struct handle *h, struct inode *inode, uint32_t lblk, uint32_t len,
+		      uint64_t pblk, bool unwritten)
+{
+	struct uext4_fs *fs = h->fs;
+	uint64_t cur = lblk, end = (uint64_t)lblk + len;
+	int err = 0;
+
+	while (!err && cur < end) {
+		struct block_map m;
+		uint64_t want = pblk + (cur - lblk), n;
+		struct ext4_extent nx;
+
+		if ((err = extent_map(fs, inode, cur, end - cur, &m)))
+			break;
+		n = m.len && m.len < end - cur ? m.len : end - cur;
+		if (m.pblk == want && m.unwritten == unwritten) {
+			cur += n;
+			continue;
+		}
+		if (m.pblk && (err = unmap_range(h, inode, cur, cur + n, false)))
+			break;
+		ext_set(&nx, (uint32_t)cur, (uint32_t)n, want, unwritten);
+		if ((err = ext_insert(h, inode, &nx, true)))
+			break;
+		inode_add_blocks(fs, inode, (int64_t)n);
+		cur += n;
+	}
+	return err ? err : inode_write(h, inode);
+}
+
+/* Visit one node's blocks below the root (the node itself, then what it
+ * holds); depth counts down to the leaves. */
+static int walk_node(struct uext4_fs *fs, struct inode *inode, const struct ext4_extent_header *hd,
+		     int (*fn)(void *ctx, uint64_t pblk, uint64_t len, bool node), void *ctx)
+{
+	int n = le16(hd->eh_entries), err = 0;
+
+	if (le16(hd->eh_depth) == 0) {
+		const struct ext4_extent *e = (const struct ext4_extent *)(hd + 1);
+
+		for (int i = 0; !err && i < n; i++)
+			err = fn(ctx, ext_pblk(&e[i]), ext_len(&e[i]), false);
+		return err;
+	}
+	for (int i = 0; !err && i < n; i++) {
+		const struct ext4_extent_idx *ix = (const struct ext4_extent_idx *)(hd + 1) + i;
+		struct ext_ctx c = {fs, inode->ino, idx_pblk(ix)};
+		struct buf *b;
+
+		if ((err = read_node(&c, inode, le16(hd->eh_depth) - 1, &b)))
+			break;
+		err = fn(ctx, c.blocknr, 1, true);
+		if (!err)
+			err = walk_node(fs, inode, (const struct ext4_extent_header *)b->data, fn, ctx);
+		brelse(fs->bc, b);
+	}
+	return err;
+}
+
+int extent_for_each_block(struct uext4_fs *fs, struct inode *inode,
+			  int (*fn)(void *ctx, uint64_t pblk, uint64_t len, bool node), void *ctx)
+{
+	return walk_node(fs, inode, root_hdr(inode), fn, ctx);
 }
 
 /*

@@ -17,6 +17,7 @@ enum fault_site {
 	FAULT_READ = 1u << 0,           /* bread() reading a block from the device: num = block */
 	FAULT_ALLOC_BLOCK = 1u << 1,    /* balloc_alloc(): num = goal */
 	FAULT_ALLOC_INODE = 1u << 2,    /* ialloc_alloc(): num = directory */
+	FAULT_FC_REPLAY = 1u << 3,      /* fc_replay(), before each tag: num = tag index */
 };
 void fault_inject_arm(unsigned sites, unsigned n, int err);
 void fault_inject_disarm(void);

@@ -69,4 +69,15 @@ int file_write_locked(struct handle *h, struct inode *inode, const void *buf, si
 		      uint64_t off);
 
 
+/* extents.c: Fast-commit replay (fc_replay.c), as the kernel's: map [lblk, lblk+len)
+ * to the logged blocks from pblk; take a range out of the tree.  Neither
+ * allocates nor frees data blocks (the replay's bitmap pass does). */
+int extent_replay_map(struct handle *h, struct inode *inode, uint32_t lblk, uint32_t len,
+		      uint64_t pblk, bool unwritten);
+int extent_replay_unmap(struct handle *h, struct inode *inode, uint64_t start, uint64_t end);
+/* Every block of the tree: fn(pblk, len, node) for each node below the
+ * root (node true, len 1) and each extent's data (node false). */
+int extent_for_each_block(struct uext4_fs *fs, struct inode *inode,
+			  int (*fn)(void *ctx, uint64_t pblk, uint64_t len, bool node), void *ctx);
+
 #endif

@@ -842,3 +842,46 @@ out:
 	group_set_dirty(fs, g);
 	return 0;
 }
+
+/*
+ * Fast-commit replay (fc_replay.c), as the kernel's ext4_mark_inode_used():
+ * an inode the log brings to life gets its bit, its group's counts and
+ * itable_unused, unless its bit is set already.
+ */
+int ialloc_replay_mark_used(struct handle *h, uint64_t ino, bool is_dir)
+{
+	struct uext4_fs *fs = h->fs;
+	uint32_t g, bit, bad;
+	struct group_info *gi;
+	struct buf *b = NULL;
+	bool taken = false;
+	int err;
+
+	if (ino < 1 || ino > fs->inodes_count)
+		return fs_corrupt("fast commit: inode %llu out of range 1..%u",
+				  (unsigned long long)ino, fs->inodes_count);
+	g = (uint32_t)((ino - 1) / fs->inodes_per_group);
+	bit = (uint32_t)((ino - 1) % fs->inodes_per_group);
+	gi = &fs->groups[g];
+	ulock_lock(&gi->lock);
+	if ((err = inode_bitmap_locked(fs, g, &b, &bad)) || bit_test(b->data, bit))
+		goto out;
+	if ((err = handle_write_access(h, b)))
+		goto out;
+	bit_set(b->data, bit);
+	handle_dirty(h, b, CSUM_INODE_BITMAP, g, 0);
+	account_inode_taken(fs, g, bit, is_dir);
+	taken = true;
+	err = init_block_bitmap_if_needed(h, g);
+out:
+	ulock_unlock(&gi->lock);
+	if (b)
+		brelse(fs->bc, b);
+	if (taken) {
+		pcounter_add(&fs->hot->free_inodes, -1);
+		if (is_dir)
+			pcounter_add(&fs->hot->dirs, 1);
+		group_set_dirty(fs, g);
+	}
+	return err;
+}

@@ -25,4 +25,8 @@ int ialloc_check_allocated(struct uext4_fs *fs, uint64_t ino);
 int ialloc_free_undo(struct handle *h, uint64_t ino, bool was_dir, const struct ialloc_undo *u);
 
 
+/* Fast-commit replay: set ino's bit with its group's counts unless set
+ * (as the kernel's ext4_mark_inode_used()). */
+int ialloc_replay_mark_used(struct handle *h, uint64_t ino, bool is_dir);
+
 #endif

@@ -96,4 +96,8 @@ unsigned ftype_of_mode(uint32_t mode);
 /* Block and offset of an inode in its inode table. */
 int inode_location(struct uext4_fs *fs, uint64_t ino, uint64_t *blocknr, uint32_t *offset);
 
+/* Fast-commit replay: the logged raw inode into ino's slot, as the
+ * kernel's ext4_fc_replay_inode() (i_block kept); a cached copy reloads. */
+int inode_replay_raw(struct handle *h, uint64_t ino, const uint8_t *fc_raw, size_t len);
+
 #endif

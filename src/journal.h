@@ -32,6 +32,14 @@ struct journal_host {
 	/* Recovery skipped logged blocks: set EXT4_ERROR_FS in the superblock
 	 * on the device (after the replay, before the log is marked empty). */
 	int (*mark_error)(struct uext4_fs *fs);
+	/* The fast-commit area after the log (nblocks blocks read in), with
+	 * tid the transaction after the last committed one: check it before
+	 * anything is replayed; *fc gets what is to be replayed (NULL: none)
+	 * or the refusal is returned.  fc_free() drops it.  NULL: the area is
+	 * not looked at. */
+	int (*fc_scan)(struct uext4_fs *fs, const uint8_t *area, uint32_t nblocks, uint32_t tid,
+		       void **fc);
+	void (*fc_free)(void *fc);
 	/* The time a commit block records (fixed for reproducible images). */
 	struct timespec (*now)(const struct uext4_fs *fs);
 };
@@ -72,6 +80,11 @@ struct journal_replay {
 	 * block, journal block and transaction. */
 	uint32_t bad_blocks, bad_logpos, bad_tid;
 	uint64_t bad_home;
+	/* Fast commits to replay (the host's fc_scan() result), or NULL.  Then
+	 * the journal is left as it was, for the caller to empty with
+	 * journal_recover_finish(next_tid) once they are replayed. */
+	void *fc;
+	uint32_t next_tid;
 };
 /*
  * Replay the journal onto fs->dev (scan, revoke and replay passes, as the
@@ -85,6 +98,9 @@ struct journal_replay {
  */
 int journal_recover(struct uext4_fs *fs, const struct journal_host *host,
 		    struct journal_replay *r);
+/* After the fast commits of r->fc were replayed: flush, mark the journal
+ * empty with next_tid, flush. */
+int journal_recover_finish(struct uext4_fs *fs, const struct journal_host *host, uint32_t next_tid);
 
 
 #endif

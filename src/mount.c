@@ -12,6 +12,7 @@
 #include "crashdev.h"
 #include "csum.h"
 #include "error.h"
+#include "fc_replay.h"
 #include "file.h"
 #include "icache.h"
 #include "ifree.h"
@@ -152,11 +153,29 @@ static int journal_mark_error(struct uext4_fs *fs)
 	return 0;
 }
 
+/* The fast-commit area is the file system's format: fc_replay.c checks it. */
+static int journal_fc_scan(struct uext4_fs *fs, const uint8_t *area, uint32_t nblocks,
+			   uint32_t tid, void **fc)
+{
+	struct fc_replay *out = NULL;
+	int err = fc_scan(fs, area, nblocks, tid, &out);
+
+	*fc = out;
+	return err;
+}
+
+static void journal_fc_free(void *fc)
+{
+	fc_free(fc);
+}
+
 const struct journal_host super_journal_host = {
 	.get = journal_get,
 	.map = journal_map,
 	.put = journal_put,
 	.mark_error = journal_mark_error,
+	.fc_scan = journal_fc_scan,
+	.fc_free = journal_fc_free,
 	.now = fs_time,
 };
 
@@ -264,6 +283,62 @@ static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)
 	return super_load_group_descs(fs);
 }
 
+static void drop_caches(struct uext4_fs *fs);
+
+static void free_hot(struct uext4_fs *fs)
+{
+	if (fs->hot)
+		free((void *)fs->hot->group_dirty);
+	free(fs->hot);
+	fs->hot = NULL;
+}
+
+/*
+ * After the full transactions: replay the fast commits (fc_replay.c) on a
+ * mount of its own whose commits go straight home, as the kernel's replay
+ * writes without the journal; then empty the journal.  A failure before
+ * that leaves the journal as it was, for the next try (the full
+ * transactions replay again the same).  A read-only mount replays into
+ * its memory overlay.
+ */
+static int replay_fast_commits(struct uext4_fs *fs, const struct uext4_opts *o,
+			       struct journal_replay *r)
+{
+	bool ro = fs->read_only;
+	int err;
+
+	fs->read_only = false;
+	err = load_caches(fs, o);
+	if (!err && !ro)
+		err = super_check_groups(fs);
+	if (!err)
+		err = setup_hot(fs);
+	if (!err)
+		err = trans_init(fs, &super_commit_host);   /* no fs->journal: home */
+	if (!err)
+		err = balloc_init(fs);
+	if (!err)
+		err = orphan_init(fs);
+	if (!err)
+		err = fc_replay(fs, r->fc);
+	if (!err)
+		err = trans_commit(fs);
+	if (!err)
+		err = journal_recover_finish(fs, &super_journal_host, r->next_tid);
+	orphan_destroy(fs);
+	if (fs->balloc)
+		balloc_destroy(fs);
+	trans_destroy(fs);
+	drop_caches(fs);
+	free_hot(fs);
+	fs->read_only = ro;
+	if (err)
+		return err;
+	fc_counts(r->fc, &fs->recovery.fast_commit_tags, &fs->recovery.fast_commits);
+	fs->recovery.replayed_in_memory = ro;
+	return super_read(fs, fs->read_only);
+}
+
 static void drop_caches(struct uext4_fs *fs)
 {
 	namecache_destroy(fs->nc);
@@ -322,7 +397,11 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	fs->recovery.bad_home_block = r.bad_home;
 	if (!r.transactions)
 		fs->recovery.replayed_in_memory = 0;
-	if ((err = super_read(fs, fs->read_only)))
+	err = super_read(fs, fs->read_only);
+	if (!err && r.fc)
+		err = replay_fast_commits(fs, o, &r);
+	fc_free(r.fc);
+	if (err)
 		return err;
 	/* The log's copy of the superblock predates errors recorded since
 	 * (before this mount, or by the replay itself). */
@@ -518,9 +597,7 @@ int super_umount(struct uext4_fs *fs)
 	stats_destroy(fs);
 	if (fs->dev)
 		bdev_close(fs->dev);
-	if (fs->hot)
-		free((void *)fs->hot->group_dirty);
-	free(fs->hot);
+	free_hot(fs);
 	free(fs);
 	return err;
 }

@@ -504,4 +504,53 @@ struct ext4_orphan_block_tail {
 #define ACL_LONG_ENTRY 8
 #define ACL_HDR 4
 
+/* ---- fast commits (Documentation/filesystems/ext4/journal.rst, "Fast
+ * commits"; fs/ext4/fast_commit.h): the area after the JBD2 log holds a
+ * stream of little-endian tag-length-value records, never across a block
+ * end.  HEAD opens the area; each fast commit ends with a TAIL whose crc
+ * is crc32c(0, every record since the previous TAIL, this TAIL's tag,
+ * length and tid) and whose length pads the block. */
+#define EXT4_FC_TAG_ADD_RANGE 0x0001
+#define EXT4_FC_TAG_DEL_RANGE 0x0002
+#define EXT4_FC_TAG_CREAT 0x0003
+#define EXT4_FC_TAG_LINK 0x0004
+#define EXT4_FC_TAG_UNLINK 0x0005
+#define EXT4_FC_TAG_INODE 0x0006
+#define EXT4_FC_TAG_PAD 0x0007
+#define EXT4_FC_TAG_TAIL 0x0008
+#define EXT4_FC_TAG_HEAD 0x0009
+#define EXT4_FC_SUPPORTED_FEATURES 0x0u
+
+struct ext4_fc_tl {
+	uint16_t fc_tag;
+	uint16_t fc_len;        /* bytes of the value that follows */
+};
+struct ext4_fc_head {
+	uint32_t fc_features;
+	uint32_t fc_tid;
+};
+struct ext4_fc_add_range {
+	uint32_t fc_ino;
+	uint8_t fc_ex[12];      /* a struct ext4_extent */
+};
+struct ext4_fc_del_range {
+	uint32_t fc_ino;
+	uint32_t fc_lblk;
+	uint32_t fc_len;
+};
+struct ext4_fc_dentry_info {
+	uint32_t fc_parent_ino;
+	uint32_t fc_ino;
+	/* the name follows: fc_len - 8 bytes */
+};
+struct ext4_fc_inode {
+	uint32_t fc_ino;
+	/* the raw inode follows: fc_len - 4 bytes */
+};
+struct ext4_fc_tail {
+	uint32_t fc_tid;
+	uint32_t fc_crc;
+};
+_Static_assert(sizeof(struct ext4_fc_add_range) == 16, "fc add range");
+
 #endif

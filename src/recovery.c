@@ -329,28 +329,34 @@ static int pass_replay(struct scan *s, const struct revtab *t, struct journal_re
 	return 0;
 }
 
-/* Fast commits follow the last full commit; if the area holds a head tag
- * for the transaction after it, the kernel would replay it: we do not. */
-static int check_fast_commits(struct scan *s)
+/*
+ * Fast commits follow the last full commit in the area after the log,
+ * [last + 1, nblocks) (the kernel's j_fc_first = j_last + 1).  The journal
+ * reads the area; the file system above checks and parses it (the host's
+ * fc_scan, as the kernel's ext4_fc_replay_scan() behind jbd2's
+ * fc_do_one_pass()) before anything is written, so that a refusal leaves
+ * the image as it was.  tid: the transaction after the last committed one.
+ */
+static int scan_fast_commits(struct scan *s, const struct journal_host *host, void **fc)
 {
 	struct jbd2_log *log = s->log;
-	uint8_t *b = s->data;
-	int err;
+	uint32_t first = log->last + 1, n;
+	uint8_t *area;
+	int err = 0;
 
-	if (!log->fc_blocks || log->last + 1 >= log->nblocks)
+	*fc = NULL;
+	if (!log->fc_blocks || first >= log->nblocks || !host->fc_scan)
 		return 0;
-	err = jbd2_read_block(log, log->last + 1, b);  /* j_fc_first = j_last + 1 */
-	if (err)
-		return err;
-	/* ext4_fc_tl {le16 tag, le16 len} + ext4_fc_head {le32 features, le32 tid};
-	 * EXT4_FC_TAG_HEAD is 9. */
-	if (b[0] == 9 && b[1] == 0 && b[2] == 8 && b[3] == 0 &&
-	    ((uint32_t)b[8] | (uint32_t)b[9] << 8 | (uint32_t)b[10] << 16 |
-	     (uint32_t)b[11] << 24) == s->tid)
-		return fs_err(EOPNOTSUPP, "journal holds fast commits after transaction %u: uext4 "
-			      "does not replay fast commits (mount with the kernel or run e2fsck "
-			      "to recover)", s->tid - 1);
-	return 0;
+	n = log->nblocks - first;
+	area = malloc((size_t)n * log->fmt.block_size);
+	if (!area)
+		return fs_err(ENOMEM, "journal recovery: out of memory for %u fast-commit blocks", n);
+	for (uint32_t i = 0; i < n && !err; i++)
+		err = jbd2_read_block(log, first + i, area + (size_t)i * log->fmt.block_size);
+	if (!err)
+		err = host->fc_scan(log->fs, area, n, s->tid, fc);
+	free(area);
+	return err;
 }
 
 static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
@@ -387,7 +393,7 @@ static int recover_log(struct jbd2_log *log, const struct journal_host *host,
 	if (!err)
 		err = pass_scan(&s);
 	if (!err)
-		err = check_fast_commits(&s);
+		err = scan_fast_commits(&s, host, &r->fc);
 	if (!err)
 		err = pass_revoke(&s, &t);
 	if (!err)
@@ -401,8 +407,16 @@ static int recover_log(struct jbd2_log *log, const struct journal_host *host,
 		r->revoked = (uint32_t)s.nrevs;
 		r->stopped_on_bad_csum = s.bad_csum;
 		/* As the kernel: the next transaction is end + 1, so that
-		 * nothing left in the log can pass for its successor. */
-		err = mark_empty(log, s.tid + 1);
+		 * nothing left in the log can pass for its successor.  With
+		 * fast commits to replay, the caller empties the journal
+		 * after their replay (journal_recover_finish()). */
+		r->next_tid = s.tid + 1;
+		if (!r->fc)
+			err = mark_empty(log, r->next_tid);
+	}
+	if (err && r->fc && host->fc_free) {
+		host->fc_free(r->fc);
+		r->fc = NULL;
 	}
 	free(t.key);
 	free(t.tid);
@@ -427,6 +441,18 @@ int journal_recover(struct uext4_fs *fs, const struct journal_host *host,
 		return err;
 	if (JGET(jbd2_sb(&log), s_start) != 0)
 		err = recover_log(&log, host, r);
+	jbd2_log_free(&log);
+	return err;
+}
+
+int journal_recover_finish(struct uext4_fs *fs, const struct journal_host *host, uint32_t next_tid)
+{
+	struct jbd2_log log;
+	int err = jbd2_log_load(fs, host, &log);
+
+	if (err)
+		return err;
+	err = mark_empty(&log, next_tid);
 	jbd2_log_free(&log);
 	return err;
 }

@@ -399,8 +399,9 @@ static int do_recover(const char *img)
 		return T_FAIL;
 	}
 	printf("uext4_recover: %u transactions, %u blocks, %u revoke records, bad checksum %d, "
-	       "orphans truncated %u deleted %u\n", r.transactions, r.blocks, r.revoked,
-	       r.bad_checksum, r.orphans_truncated, r.orphans_deleted);
+	       "orphans truncated %u deleted %u, fast commits %u (%u tags)\n", r.transactions,
+	       r.blocks, r.revoked, r.bad_checksum, r.orphans_truncated, r.orphans_deleted,
+	       r.fast_commits, r.fast_commit_tags);
 	return r.transactions ? T_PASS : T_FAIL;
 }
 
