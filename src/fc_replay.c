@@ -707,9 +707,17 @@ int fc_replay(struct uext4_fs *fs, struct fc_replay *fc)
 	for (uint32_t i = 0; !err && off + sizeof(struct ext4_fc_tl) <= fc->len; i++) {
 		uint16_t tag = get16(fc->tags + off), len = get16(fc->tags + off + 2);
 
-		if ((err = fault_point(FAULT_FC_REPLAY, i)))
-			break;
-		err = replay_record(fs, fc, tag, fc->tags + off + sizeof(struct ext4_fc_tl), len);
+		if (!(err = fault_point(FAULT_FC_REPLAY, i)))
+			err = replay_record(fs, fc, tag, fc->tags + off + sizeof(struct ext4_fc_tl),
+					    len);
+		if (err) {
+			char why[256];
+
+			snprintf(why, sizeof(why), "%s", uext4_last_error());
+			return fs_err(-err, "fast-commit replay, tag %u of %u (type %u): %s; the "
+				      "journal is kept for the next try", i + 1,
+				      fc->ntags, tag, why);
+		}
 		off += sizeof(struct ext4_fc_tl) + len;
 	}
 	if (!err)

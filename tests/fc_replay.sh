@@ -21,6 +21,9 @@
 #   - a read-only open (`uext4 mount -o ro` of copy C) shows the same tree
 #     and leaves C byte for byte as it was; a read-write `uext4 mount` of
 #     copy D and its unmount leave D clean with the same tree;
+#   - a replay failing before its 20th tag (fault injection) refuses,
+#     naming it, keeps needs_recovery and the journal; the next recovery
+#     gives the same tree, e2fsck clean;
 #   - a bad tag CRC in a later fast commit: uext4 and the kernel both stop
 #     there (same tree, both clean); in the first fast commit: both refuse
 #     (uext4 names it and leaves the image unchanged; the kernel's mount
@@ -32,6 +35,7 @@ need_root "loop mounts"
 need_loop
 need mke2fs e2fsck debugfs dumpe2fs python3 findmnt
 need_built "$UEXT4"
+need_helper FC_FAULT fc_fault
 setup_traps
 T=$(mktemp_dir)
 SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
@@ -189,6 +193,27 @@ kernel_fsck_dirs() {
 	fi
 }
 
+# fault_case IMG TREE: the replay failing before a tag (FAULT_FC_REPLAY)
+# refuses naming it and keeps the journal; the next recovery replays all.
+fault_case() {
+	local out
+	cp --sparse=always "$1" "$T/H.img"
+	if out=$("$FC_FAULT" "$T/H.img" 20); then
+		echo "  $out"
+		echo "$out" | grep -q "fast-commit replay, tag 20" || bad "failed replay: unclear message"
+	else
+		bad "failed replay: $out"
+	fi
+	dumpe2fs -h "$T/H.img" 2> /dev/null | grep -q '^Filesystem features:.*needs_recovery' &&
+		dumpe2fs -h "$T/H.img" 2> /dev/null | grep -qE '^Journal start: +[1-9]' &&
+		echo "  the failed replay kept needs_recovery and the journal" ||
+		bad "the failed replay emptied the journal or cleared needs_recovery"
+	"$UEXT4" recover -q "$T/H.img" || bad "recovery after a failed replay"
+	fsck_clean "$T/H.img" || bad "e2fsck after a failed replay, then a recovery"
+	kernel_tree "$T/H.img" "$T/H.tree"
+	same_tree "a failed replay, then a recovery" "$T/H.tree" "$2"
+}
+
 one_case() { # NAME BLOCKSIZE DIRS
 	local name=$1 bs=$2 dirs=$3 img=$T/$1.img nodl= out
 	CASE=$name
@@ -228,6 +253,7 @@ one_case() { # NAME BLOCKSIZE DIRS
 	else
 		bad "read-write uext4 mount failed"
 	fi
+	[ "$dirs" = 0 ] && fault_case "$img" "$T/B.tree"
 	CASE=
 }
 
