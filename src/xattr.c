@@ -1506,6 +1506,39 @@ static size_t ibody_capacity(struct uext4_fs *fs, const struct inode *inode)
 	return fs->inode_size - start;
 }
 
+/*
+ * The largest value entry (index, name) could have in the inode body, the
+ * body's other entries staying where they are: what the kernel's
+ * get_max_inline_xattr_value_size() gives for system.data (free bytes
+ * after every entry, value and the 4-byte terminator, the entry's own
+ * header and name counted, rounded down to 4).  0 when not even 4 bytes
+ * of value fit, as the kernel's.  Caller holds inode->lock for writing.
+ */
+ssize_t xattr_ibody_room(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			 size_t namelen)
+{
+	size_t cap = ibody_capacity(fs, inode), used;
+	struct xlist l = { 0 };
+	struct xregion r;
+	long i;
+	int have, err = 0;
+
+	if (!cap)
+		return 0;
+	have = ibody_region(fs, inode, &r);
+	if (have < 0)
+		return have;
+	if (have && (err = xlist_load(&l, &r)) != 0) {
+		xlist_free(&l);
+		return err;
+	}
+	if ((i = xlist_find(&l, index, name, namelen)) >= 0)
+		xlist_remove(&l, i);
+	used = xlist_space(&l) + EXT4_XATTR_LEN(namelen);
+	xlist_free(&l);
+	return used < cap ? (ssize_t)((cap - used) & ~(size_t)3) : 0;
+}
+
 /* Clear the inode body's xattr area (magic 0, as the kernel). */
 static void ibody_clear(struct uext4_fs *fs, struct inode *inode)
 {

@@ -87,6 +87,11 @@ int xattr_set(struct handle *h, struct inode *inode, const char *name, const voi
 /* By index and suffix (inline data uses system.data). */
 int xattr_set_raw(struct handle *h, struct inode *inode, int index, const char *name,
 		  size_t namelen, const void *value, size_t size, int flags);
+/* The largest value (index, name) could take in the inode body, the other
+ * in-body xattrs staying (the kernel's room for system.data); 0 if none.
+ * Caller holds inode->lock for writing. */
+ssize_t xattr_ibody_room(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			 size_t namelen);
 /* Deleting an inode: drop its xattr block reference and EA inodes. */
 int xattr_release_inode(struct handle *h, struct inode *inode);
 
