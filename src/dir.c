@@ -303,11 +303,11 @@ struct inline_dir {
 };
 
 /* Copy the inline data out (dir->lock held: i_block and the in-inode
- * xattrs are stable; xattr_get_raw() takes no inode lock). */
+ * xattrs are stable; xattr_get_ibody() takes no lock). */
 static int inline_load(struct uext4_fs *fs, struct inode *dir, struct inline_dir *id)
 {
 	const struct ext4_inode *raw = inode_raw(dir);
-	ssize_t xlen = xattr_get_raw(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0);
+	ssize_t xlen = xattr_get_ibody(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0);
 
 	if (xlen == -ENODATA)
 		xlen = 0;
@@ -322,7 +322,7 @@ static int inline_load(struct uext4_fs *fs, struct inode *dir, struct inline_dir
 		return fs_err(ENOMEM, "inline directory: out of memory");
 	memcpy(id->data, raw->i_block, INLINE_IBLOCK_SIZE);
 	if (xlen) {
-		ssize_t got = xattr_get_raw(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4,
+		ssize_t got = xattr_get_ibody(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4,
 					    id->data + INLINE_IBLOCK_SIZE, (size_t)xlen);
 		if (got != xlen) {
 			free(id->data);
@@ -537,9 +537,10 @@ int dir_iterate(struct uext4_fs *fs, struct inode *dir, uint64_t cookie,
  * entry's space or splits a live entry's slack, a removal merges the entry
  * into the one before it), so readdir byte cookies stay valid.  A linear
  * directory that outgrows its first block becomes an htree (htree.c), as
- * the kernel's make_indexed_dir.  Inline directories move to a block on
- * the first add (ext4_convert_inline_data) and are edited in place
- * otherwise.
+ * the kernel's make_indexed_dir.  Inline directories take a name in
+ * i_block, then in system.data (opened to the room the inode body has),
+ * and move to a block when both are full (ext4_try_add_inline_entry,
+ * ext4_convert_inline_dir); removals edit them in place.
  */
 
 /* A name's directory entry goes in a new block of its own. */
@@ -1281,8 +1282,8 @@ int dir_make(struct handle *h, struct inode *dir, uint64_t parent)
 			return err < 0 ? err : inode_write(h, dir);
 	}
 	if (dir->flags & EXT4_INLINE_DATA_FL) {
-		/* A new directory is made as a block directory even on
-		 * inline_data file systems (e2fsck and the kernel accept it). */
+		/* An inode that came with the flag but no room to stay
+		 * inline: a block directory (e2fsck and the kernel accept it). */
 		struct ext4_inode *raw = inode_raw_mut(dir);
 
 		dir->flags &= ~EXT4_INLINE_DATA_FL;

@@ -153,12 +153,11 @@ ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t s
 	}
 	if (size > isize - off)
 		size = (size_t)(isize - off);
-	if (inode->flags & EXT4_INLINE_DATA_FL) {
-		/* Unlocked: system.data could name an EA inode (see inline.c). */
-		urw_unlock(&inode->lock);
-		return read_inline(fs, inode, buf, size, off);
-	}
-	ret = read_mapped(fs, inode, buf, size, off);
+	/* Inline data too under the lock: a writer may be moving it to blocks. */
+	if (inode->flags & EXT4_INLINE_DATA_FL)
+		ret = read_inline(fs, inode, buf, size, off);
+	else
+		ret = read_mapped(fs, inode, buf, size, off);
 	urw_unlock(&inode->lock);
 	return ret;
 }

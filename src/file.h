@@ -64,7 +64,8 @@ int file_set_size(struct handle *h, struct inode *inode, uint64_t size);
 int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t off,
 		   uint64_t len);
 /* Write the data of a new symlink or small file body into the inode or a
- * block (inline when it fits in i_block). Caller holds lock + handle. */
+ * block (inline while it fits an inline or may-be-inline file, inline.c).
+ * Caller holds lock + handle. */
 int file_write_locked(struct handle *h, struct inode *inode, const void *buf, size_t size,
 		      uint64_t off);
 /* inline.c: the bytes an inline file or directory can hold (60 of i_block

@@ -12,12 +12,13 @@
  * 60 bytes of i_block (the kernel warns and reads nothing; being lenient
  * here loses nothing on a valid image).
  *
- * Locking: these functions take no lock, and xattr_get_raw() takes none
- * on this inode either; the raw inode is stable while the file system is
- * read-only.  Call them WITHOUT inode->lock held: on a corrupt image
- * system.data may point to an EA inode, whose read takes an inode lock of
- * the same rank.  (The write side, at the end, is called with the lock
- * held: see its comment.)
+ * system.data is looked up in the inode body only, as the kernel does
+ * (ext4_xattr_ibody_find); one that names an EA inode is corruption.
+ *
+ * Locking: these functions take no lock and read no other inode
+ * (xattr_get_ibody()); the caller holds inode->lock (readers shared, the
+ * write side below exclusive), which keeps i_block and the inode body
+ * stable while they are read.
  */
 #include "data.h"
 #include "error.h"
@@ -39,7 +40,7 @@
 /* Length of the system.data value, 0 if the inode has none. */
 static ssize_t inline_xattr_len(struct uext4_fs *fs, struct inode *inode)
 {
-	ssize_t n = xattr_get_raw(fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+	ssize_t n = xattr_get_ibody(fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
 				  INLINE_XATTR_NAMELEN, NULL, 0);
 
 	if (n == -ENODATA)
@@ -65,7 +66,7 @@ static ssize_t copy_from_xattr(struct uext4_fs *fs, struct inode *inode, uint8_t
 	uint8_t *val = stack;
 	ssize_t n;
 
-	n = xattr_get_raw(fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+	n = xattr_get_ibody(fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
 			  INLINE_XATTR_NAMELEN, stack, sizeof(stack));
 	if (n == -ERANGE) {
 		/* Larger than the stack buffer (inodes > 512 bytes): ask its size. */
@@ -77,7 +78,7 @@ static ssize_t copy_from_xattr(struct uext4_fs *fs, struct inode *inode, uint8_t
 		if (!val)
 			return fs_err(ENOMEM, "inline data of inode %lu: out of memory",
 				      (unsigned long)inode->ino);
-		n = xattr_get_raw(fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+		n = xattr_get_ibody(fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
 				  INLINE_XATTR_NAMELEN, val, (size_t)need);
 	}
 	if (n == -ENODATA)
@@ -125,7 +126,8 @@ ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t
  * conversion from inline data to blocks (inline_convert()) and the start
  * of inline data in a new file (inline_begin()) happen under it, as the
  * kernel does them under i_rwsem and the inode's xattr_sem; readers of
- * the data (file_pread()) take the same lock first.
+ * the data (file_pread(), readlink, readdir) hold the same lock shared, so
+ * they see the bytes inline or in blocks, never half moved.
  *
  * As the kernel (fs/ext4/inline.c): a new regular file on an inline_data
  * file system may take inline data (INODE_MAY_INLINE) but starts as an
@@ -137,10 +139,6 @@ ssize_t inline_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t
  * i_size - 60.  A write that would end past the capacity moves the data
  * to blocks for good: a file never goes back inline, not even when
  * truncated (the kernel does not either).
- *
- * The system.data reads here go through xattr_get_raw() with the inode
- * lock held: only an image whose system.data names an EA inode (corrupt:
- * the kernel never does that) could make it take another inode lock.
  */
 
 int inline_capacity(struct uext4_fs *fs, struct inode *inode, size_t *cap)
@@ -324,7 +322,7 @@ int inline_set_size(struct handle *h, struct inode *inode, uint64_t size)
 		if (!val)
 			return fs_err(ENOMEM, "inline data of inode %lu: out of memory",
 				      (unsigned long)inode->ino);
-		n = xattr_get_raw(h->fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
+		n = xattr_get_ibody(h->fs, inode, EXT4_XATTR_INDEX_SYSTEM, INLINE_XATTR_NAME,
 				  INLINE_XATTR_NAMELEN, val, (size_t)xlen);
 		if (n < 0)
 			err = (int)n;

@@ -391,6 +391,24 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 	return n;
 }
 
+ssize_t xattr_get_ibody(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			size_t namelen, void *buf, size_t size)
+{
+	struct xregion r;
+	struct xvalue v;
+	int have = ibody_region(fs, inode, &r);
+
+	if (have < 0)
+		return have;
+	if (!have || region_find(&r, index, name, namelen, &v) != 0)
+		return -ENODATA;
+	if (v.inum)
+		return fs_corrupt("inode %llu: xattr %.*s names EA inode %u, but only the inode "
+				  "body may hold it", (unsigned long long)inode->ino, (int)namelen,
+				  name, v.inum);
+	return value_copy_inline(&v, buf, size);
+}
+
 /*
  * xattr_get_raw() with inode->lock held as a reader while the inode body
  * and the xattr block are read (a writer of this inode may change the

@@ -73,6 +73,11 @@ ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t s
 ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 		      const char *name, size_t namelen, void *buf, size_t size);
 
+/* The same in the inode body only (system.data: the kernel looks nowhere
+ * else): -ENODATA if absent, -EUCLEAN if it names an EA inode.  Takes no
+ * lock; any lock on inode may be held (no other inode is read). */
+ssize_t xattr_get_ibody(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			size_t namelen, void *buf, size_t size);
 /* Structural check of the in-inode xattr area, at inode load. */
 int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
 /* The xattr block (if any) reads and passes its checks; 0 or -EUCLEAN. */
