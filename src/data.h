@@ -42,12 +42,13 @@ int indirect_remove_range(struct handle *h, struct inode *inode, uint64_t start,
 uint64_t indirect_max_blocks(const struct uext4_fs *fs);
 
 /* inline.c: write side of inline-data files. */
-/* Write into i_block when [off, off+size) fits its 60 bytes; 1 if done,
- * 0 if it does not fit (the caller converts), or -errno. */
+/* Write inline when the file is inline or may become so (INODE_MAY_INLINE)
+ * and max(i_size, off+size) fits the inline capacity: 1 if done, 0 if it
+ * does not fit (the caller converts, or writes blocks), or -errno. */
 int inline_try_write(struct handle *h, struct inode *inode, const void *buf, size_t size,
 		     uint64_t off);
 /* Move the inline data into blocks: the inode becomes extent-mapped
- * (block-mapped without the extents feature). */
+ * (block-mapped without the extents feature); it may no longer go inline. */
 int inline_convert(struct handle *h, struct inode *inode);
 /* Change the size of an inline-data file in place. */
 int inline_set_size(struct handle *h, struct inode *inode, uint64_t size);

@@ -303,11 +303,11 @@ struct inline_dir {
 };
 
 /* Copy the inline data out (dir->lock held: i_block and the in-inode
- * xattrs are stable; xattr_get_raw() takes no inode lock). */
+ * xattrs are stable; xattr_get_ibody() takes no lock). */
 static int inline_load(struct uext4_fs *fs, struct inode *dir, struct inline_dir *id)
 {
 	const struct ext4_inode *raw = inode_raw(dir);
-	ssize_t xlen = xattr_get_raw(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0);
+	ssize_t xlen = xattr_get_ibody(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4, NULL, 0);
 
 	if (xlen == -ENODATA)
 		xlen = 0;
@@ -322,7 +322,7 @@ static int inline_load(struct uext4_fs *fs, struct inode *dir, struct inline_dir
 		return fs_err(ENOMEM, "inline directory: out of memory");
 	memcpy(id->data, raw->i_block, INLINE_IBLOCK_SIZE);
 	if (xlen) {
-		ssize_t got = xattr_get_raw(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4,
+		ssize_t got = xattr_get_ibody(fs, dir, EXT4_XATTR_INDEX_SYSTEM, "data", 4,
 					    id->data + INLINE_IBLOCK_SIZE, (size_t)xlen);
 		if (got != xlen) {
 			free(id->data);
@@ -537,9 +537,10 @@ int dir_iterate(struct uext4_fs *fs, struct inode *dir, uint64_t cookie,
  * entry's space or splits a live entry's slack, a removal merges the entry
  * into the one before it), so readdir byte cookies stay valid.  A linear
  * directory that outgrows its first block becomes an htree (htree.c), as
- * the kernel's make_indexed_dir.  Inline directories move to a block on
- * the first add (ext4_convert_inline_data) and are edited in place
- * otherwise.
+ * the kernel's make_indexed_dir.  Inline directories take a name in
+ * i_block, then in system.data (opened to the room the inode body has),
+ * and move to a block when both are full (ext4_try_add_inline_entry,
+ * ext4_convert_inline_dir); removals edit them in place.
  */
 
 /* A name's directory entry goes in a new block of its own. */
@@ -796,6 +797,116 @@ static int stale(struct inode *dir, const char *name, size_t len, uint64_t found
 		      (unsigned long)want);
 }
 
+/* Room for an entry of need bytes in the inline region [start, end): 1
+ * and *off (an unused entry, or a live one's slack, as ext4_find_dest_de),
+ * 0 if none, or an error. */
+static int inline_find_room(struct uext4_fs *fs, struct inode *dir, const struct inline_dir *id,
+			    unsigned start, unsigned end, unsigned need, unsigned *off)
+{
+	struct dir_ent e;
+
+	for (unsigned o = start; o < end; o += e.rec_len) {
+		int err = inline_entry(fs, dir, id, o, &e);
+		unsigned used;
+
+		if (err)
+			return err;
+		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
+		if (e.rec_len >= used + need) {
+			*off = o;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Open the system.data part of an inline directory whose i_block is full,
+ * as the kernel's ext4_update_inline_dir(): the value takes all the room
+ * the inode body has, one empty entry spans it, i_size grows to match.
+ * Stored at once (the kernel too keeps it even if the name then does
+ * not fit).  1 done, 0 when the room would not exceed one 12-byte entry
+ * (the kernel's test), or an error.
+ */
+static int inline_grow(struct handle *h, struct inode *dir, struct inline_dir *id)
+{
+	size_t cap = 0;
+	unsigned room;
+	uint8_t *d;
+	int err = inline_capacity(h->fs, dir, &cap);
+
+	if (err)
+		return err;
+	room = cap > INLINE_IBLOCK_SIZE ? (unsigned)(cap - INLINE_IBLOCK_SIZE) : 0;
+	if (room <= EXT4_DIR_REC_LEN(1))
+		return 0;
+	if (!(d = realloc(id->data, INLINE_IBLOCK_SIZE + room)))
+		return fs_err(ENOMEM, "inline directory: out of memory");
+	id->data = d;
+	memset(d + INLINE_IBLOCK_SIZE, 0, room);
+	((struct ext4_dir_entry_2 *)(d + INLINE_IBLOCK_SIZE))->rec_len = cpu_to_le16((uint16_t)room);
+	id->size = INLINE_IBLOCK_SIZE + room;
+	dir->size = id->size;
+	err = inline_store(h, dir, id, INLINE_IBLOCK_SIZE);
+	return err ? err : 1;
+}
+
+/*
+ * Add an entry to an inline directory in place, as the kernel's
+ * ext4_try_add_inline_entry(): in i_block's 56 bytes after "..", else in
+ * the system.data part (opened first if empty).  1 added, 0 no room (the
+ * caller moves the directory to a block), or an error.  dir->lock is held
+ * for writing (every inline directory change takes it exclusive), so the
+ * move to a block is atomic for lookups and readdir.
+ */
+static int inline_add(struct handle *h, struct inode *dir, const char *name, size_t len,
+		      uint64_t ino, unsigned ftype)
+{
+	struct uext4_fs *fs = h->fs;
+	unsigned need = EXT4_DIR_REC_LEN(len), off = 0;
+	struct inline_dir id;
+	int r;
+
+	if ((r = inline_load(fs, dir, &id)))
+		return r;
+	r = inline_find_room(fs, dir, &id, EXT4_INLINE_DOTDOT_SIZE, INLINE_IBLOCK_SIZE, need, &off);
+	if (r == 0 && id.size == INLINE_IBLOCK_SIZE && (r = inline_grow(h, dir, &id)) > 0)
+		r = 0;  /* opened: look there */
+	if (r == 0 && id.size > INLINE_IBLOCK_SIZE)
+		r = inline_find_room(fs, dir, &id, INLINE_IBLOCK_SIZE, id.size, need, &off);
+	if (r == 1) {
+		dir_leaf_put(fs, id.data, off, ino, name, (unsigned)len, ftype);
+		r = inline_store(h, dir, &id, off);
+		r = r ? r : 1;
+	}
+	free(id.data);
+	return r;
+}
+
+/* A new directory made inline, as the kernel's ext4_try_create_inline_dir():
+ * the parent's number in i_block's first 4 bytes, one unused entry over
+ * the other 56, an empty system.data, i_size 60.  1 done, 0 when the inode
+ * has no room for inline data, or an error. */
+static int inline_make(struct handle *h, struct inode *dir, uint64_t parent)
+{
+	uint8_t *ib = (uint8_t *)inode_raw_mut(dir)->i_block;
+	struct ext4_dir_entry_2 *de = (struct ext4_dir_entry_2 *)(ib + EXT4_INLINE_DOTDOT_SIZE);
+	uint32_t p = cpu_to_le32((uint32_t)parent);
+	size_t cap = 0;
+	int err = inline_capacity(h->fs, dir, &cap);
+
+	atomic_fetch_and_explicit(&dir->istate, ~(uint32_t)INODE_MAY_INLINE, memory_order_relaxed);
+	if (err || cap < INLINE_IBLOCK_SIZE)
+		return err;
+	if ((err = inline_begin(h, dir)))
+		return err;
+	memcpy(ib, &p, sizeof(p));
+	de->inode = 0;
+	de->rec_len = cpu_to_le16(INLINE_IBLOCK_SIZE - EXT4_INLINE_DOTDOT_SIZE);
+	dir->size = INLINE_IBLOCK_SIZE;
+	return 1;
+}
+
 /* Remove (new_ino 0) or retarget an inline entry; ".." is the parent
  * number at the start of i_block. */
 static int inline_change(struct handle *h, struct inode *dir, const char *name, size_t len,
@@ -916,7 +1027,13 @@ static int dir_add_uncached(struct handle *h, struct inode *dir, const char *nam
 	if (len == 0 || len > EXT4_NAME_LEN)
 		return fs_err(len ? ENAMETOOLONG : EINVAL, "bad name length %zu", len);
 	if (dir->flags & EXT4_INLINE_DATA_FL) {
-		if ((err = inline_to_block(h, dir)))
+		err = inline_add(h, dir, name, len, ino, ftype);
+		if (err == 1) {
+			touch_dir(h->fs, dir);
+			return inode_write(h, dir);
+		}
+		/* Full: to a block (ext4_convert_inline_dir), then as any. */
+		if (err < 0 || (err = inline_to_block(h, dir)))
 			return err;
 	}
 	if (dir_is_htree(fs, dir))
@@ -1158,9 +1275,15 @@ int dir_make(struct handle *h, struct inode *dir, uint64_t parent)
 		return fs_err(EEXIST, "directory inode %lu already has blocks",
 			      (unsigned long)dir->ino);
 	namecache_forget_dir(dir); /* a new directory: no old entry may match */
+	if (atomic_load_explicit(&dir->istate, memory_order_relaxed) & INODE_MAY_INLINE) {
+		dir->flags &= ~EXT4_INDEX_FL;
+		err = inline_make(h, dir, parent);
+		if (err)
+			return err < 0 ? err : inode_write(h, dir);
+	}
 	if (dir->flags & EXT4_INLINE_DATA_FL) {
-		/* A new directory is made as a block directory even on
-		 * inline_data file systems (e2fsck and the kernel accept it). */
+		/* An inode that came with the flag but no room to stay
+		 * inline: a block directory (e2fsck and the kernel accept it). */
 		struct ext4_inode *raw = inode_raw_mut(dir);
 
 		dir->flags &= ~EXT4_INLINE_DATA_FL;

@@ -153,12 +153,11 @@ ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t s
 	}
 	if (size > isize - off)
 		size = (size_t)(isize - off);
-	if (inode->flags & EXT4_INLINE_DATA_FL) {
-		/* Unlocked: system.data could name an EA inode (see inline.c). */
-		urw_unlock(&inode->lock);
-		return read_inline(fs, inode, buf, size, off);
-	}
-	ret = read_mapped(fs, inode, buf, size, off);
+	/* Inline data too under the lock: a writer may be moving it to blocks. */
+	if (inode->flags & EXT4_INLINE_DATA_FL)
+		ret = read_inline(fs, inode, buf, size, off);
+	else
+		ret = read_mapped(fs, inode, buf, size, off);
 	urw_unlock(&inode->lock);
 	return ret;
 }
@@ -530,7 +529,15 @@ static int check_write_range(struct uext4_fs *fs, struct inode *inode, size_t *s
 	return 0;
 }
 
-/* Inline data: written in place when it fits i_block, else moved to blocks. */
+/* Inline data, or a new file that may become inline (INODE_MAY_INLINE). */
+static bool writes_inline(const struct inode *inode)
+{
+	return (inode->flags & EXT4_INLINE_DATA_FL) ||
+	       (atomic_load_explicit(&inode->istate, memory_order_relaxed) & INODE_MAY_INLINE);
+}
+
+/* Inline data: written in place while it fits the inode, else moved to
+ * blocks (a file that was only allowed to become inline just loses that). */
 static int write_inline(struct handle *h, struct inode *inode, const void *buf, size_t size,
 			uint64_t off, bool *written)
 {
@@ -554,7 +561,7 @@ int file_write_locked(struct handle *h, struct inode *inode, const void *buf, si
 		return 0;
 	if ((err = check_write_range(fs, inode, &size, off)))
 		return err;
-	if (inode->flags & EXT4_INLINE_DATA_FL) {
+	if (writes_inline(inode)) {
 		bool written;
 
 		if ((err = write_inline(h, inode, buf, size, off, &written)) || written)
@@ -625,7 +632,7 @@ ssize_t file_pwrite(struct uext4_fs *fs, struct inode *inode, const void *buf, s
 		off = inode->size;
 	if ((err = write_allowed(inode)) || (err = check_write_range(fs, inode, &size, off)))
 		goto out;
-	if (inode->flags & EXT4_INLINE_DATA_FL) {
+	if (writes_inline(inode)) {
 		bool written = false;
 
 		if ((err = handle_begin(fs, &h)))
@@ -865,8 +872,12 @@ static int falloc_uninline(struct uext4_fs *fs, struct inode *inode)
 	struct handle *h;
 	int err, eerr;
 
-	if (!(inode->flags & EXT4_INLINE_DATA_FL))
+	if (!(inode->flags & EXT4_INLINE_DATA_FL)) {
+		/* Allocated blocks: no inline data for it any more. */
+		atomic_fetch_and_explicit(&inode->istate, ~(uint32_t)INODE_MAY_INLINE,
+					  memory_order_relaxed);
 		return 0;
+	}
 	if ((err = handle_begin(fs, &h)))
 		return err;
 	err = inline_convert(h, inode);

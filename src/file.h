@@ -64,9 +64,17 @@ int file_set_size(struct handle *h, struct inode *inode, uint64_t size);
 int file_fallocate(struct uext4_fs *fs, struct inode *inode, int mode, uint64_t off,
 		   uint64_t len);
 /* Write the data of a new symlink or small file body into the inode or a
- * block (inline when it fits in i_block). Caller holds lock + handle. */
+ * block (inline while it fits an inline or may-be-inline file, inline.c).
+ * Caller holds lock + handle. */
 int file_write_locked(struct handle *h, struct inode *inode, const void *buf, size_t size,
 		      uint64_t off);
+/* inline.c: the bytes an inline file or directory can hold (60 of i_block
+ * + the room for system.data in the inode body, ext4_get_max_inline_size),
+ * 0 when it cannot be inline; and making an inode inline and empty (an
+ * empty system.data, INLINE_DATA_FL, no EXTENTS_FL, i_block zeroed).
+ * Caller holds inode->lock for writing (and a handle for inline_begin). */
+int inline_capacity(struct uext4_fs *fs, struct inode *inode, size_t *cap);
+int inline_begin(struct handle *h, struct inode *inode);
 
 
 /* extents.c: Fast-commit replay (fc_replay.c), as the kernel's: map [lblk, lblk+len)

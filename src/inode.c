@@ -1104,6 +1104,8 @@ static int inode_new_common(struct handle *h, struct inode *dir, uint32_t mode,
 	atomic_init(&n->refcount, 1);
 	atomic_init(&n->istate, INODE_NEW | INODE_CREATING | INODE_BITMAP_OK);
 	init_new_fields(fs, dir, n, mode);
+	if (FS_HAS_INCOMPAT(fs, INLINE_DATA) && n->extra_isize && (S_ISREG(mode) || S_ISDIR(mode)))
+		atomic_fetch_or_explicit(&n->istate, INODE_MAY_INLINE, memory_order_relaxed);
 	if ((err = icache_insert_new(fs, n))) {
 		urwlock_destroy(&n->lock);
 		icache_free_memory(fs, n);

@@ -394,6 +394,13 @@ enum inode_state_bits {
 	 * link may give it a name, which takes it off its orphan list (the
 	 * kernel's I_LINKABLE).  Cleared by that link. */
 	INODE_LINKABLE = 1u << 10,
+	/* May still take inline data (the kernel's EXT4_STATE_MAY_INLINE_DATA):
+	 * set on a new regular file or directory of an inline_data file
+	 * system whose inode has an extra body; a file's first writes then
+	 * go inline while they fit (inline.c), a directory is made inline
+	 * (dir.c).  Cleared when the file's data goes to blocks.  In memory
+	 * only, as the kernel's: an inode read back from disk has it not. */
+	INODE_MAY_INLINE = 1u << 11,
 };
 static inline struct ext4_inode *inode_raw_mut(struct inode *i)
 { return (struct ext4_inode *)i->raw; }

@@ -74,9 +74,12 @@ static int link_read_body(struct uext4_fs *fs, struct inode *inode,
 {
 	ssize_t n;
 
-	if (lf->flags & EXT4_INLINE_DATA_FL)
+	if (lf->flags & EXT4_INLINE_DATA_FL) {
+		/* Under the lock: an xattr change rewrites the inode body. */
+		urw_rdlock(&inode->lock);
 		n = inline_pread(fs, inode, t, lf->size, 0);
-	else
+		urw_unlock(&inode->lock);
+	} else
 		n = file_pread(fs, inode, t, lf->size, 0);
 	if (n < 0)
 		return (int)n;

@@ -391,6 +391,24 @@ ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 	return n;
 }
 
+ssize_t xattr_get_ibody(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			size_t namelen, void *buf, size_t size)
+{
+	struct xregion r;
+	struct xvalue v;
+	int have = ibody_region(fs, inode, &r);
+
+	if (have < 0)
+		return have;
+	if (!have || region_find(&r, index, name, namelen, &v) != 0)
+		return -ENODATA;
+	if (v.inum)
+		return fs_corrupt("inode %llu: xattr %.*s names EA inode %u, but only the inode "
+				  "body may hold it", (unsigned long long)inode->ino, (int)namelen,
+				  name, v.inum);
+	return value_copy_inline(&v, buf, size);
+}
+
 /*
  * xattr_get_raw() with inode->lock held as a reader while the inode body
  * and the xattr block are read (a writer of this inode may change the
@@ -1504,6 +1522,39 @@ static size_t ibody_capacity(struct uext4_fs *fs, const struct inode *inode)
 	    start + 4 > fs->inode_size)
 		return 0;
 	return fs->inode_size - start;
+}
+
+/*
+ * The largest value entry (index, name) could have in the inode body, the
+ * body's other entries staying where they are: what the kernel's
+ * get_max_inline_xattr_value_size() gives for system.data (free bytes
+ * after every entry, value and the 4-byte terminator, the entry's own
+ * header and name counted, rounded down to 4).  0 when not even 4 bytes
+ * of value fit, as the kernel's.  Caller holds inode->lock for writing.
+ */
+ssize_t xattr_ibody_room(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			 size_t namelen)
+{
+	size_t cap = ibody_capacity(fs, inode), used;
+	struct xlist l = { 0 };
+	struct xregion r;
+	long i;
+	int have, err = 0;
+
+	if (!cap)
+		return 0;
+	have = ibody_region(fs, inode, &r);
+	if (have < 0)
+		return have;
+	if (have && (err = xlist_load(&l, &r)) != 0) {
+		xlist_free(&l);
+		return err;
+	}
+	if ((i = xlist_find(&l, index, name, namelen)) >= 0)
+		xlist_remove(&l, i);
+	used = xlist_space(&l) + EXT4_XATTR_LEN(namelen);
+	xlist_free(&l);
+	return used < cap ? (ssize_t)((cap - used) & ~(size_t)3) : 0;
 }
 
 /* Clear the inode body's xattr area (magic 0, as the kernel). */

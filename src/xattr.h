@@ -73,6 +73,11 @@ ssize_t xattr_list(struct uext4_fs *fs, struct inode *inode, char *buf, size_t s
 ssize_t xattr_get_raw(struct uext4_fs *fs, struct inode *inode, int index,
 		      const char *name, size_t namelen, void *buf, size_t size);
 
+/* The same in the inode body only (system.data: the kernel looks nowhere
+ * else): -ENODATA if absent, -EUCLEAN if it names an EA inode.  Takes no
+ * lock; any lock on inode may be held (no other inode is read). */
+ssize_t xattr_get_ibody(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			size_t namelen, void *buf, size_t size);
 /* Structural check of the in-inode xattr area, at inode load. */
 int xattr_check_ibody(struct uext4_fs *fs, struct inode *inode);
 /* The xattr block (if any) reads and passes its checks; 0 or -EUCLEAN. */
@@ -87,6 +92,11 @@ int xattr_set(struct handle *h, struct inode *inode, const char *name, const voi
 /* By index and suffix (inline data uses system.data). */
 int xattr_set_raw(struct handle *h, struct inode *inode, int index, const char *name,
 		  size_t namelen, const void *value, size_t size, int flags);
+/* The largest value (index, name) could take in the inode body, the other
+ * in-body xattrs staying (the kernel's room for system.data); 0 if none.
+ * Caller holds inode->lock for writing. */
+ssize_t xattr_ibody_room(struct uext4_fs *fs, struct inode *inode, int index, const char *name,
+			 size_t namelen);
 /* Deleting an inode: drop its xattr block reference and EA inodes. */
 int xattr_release_inode(struct handle *h, struct inode *inode);
 
