@@ -191,11 +191,15 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 	return 0;
 }
 
-/* -J size=MiB */
+/* -J size=MiB or -J device=PATH (an external journal device) */
 static int parse_journal(const struct command *c, const char *v, struct uext4_mkfs_opts *o)
 {
+	if (!strncmp(v, "device=", 7) && v[7]) {
+		o->journal_device = v + 7;
+		return 0;
+	}
 	if (strncmp(v, "size=", 5) || parse_u32(v + 5, &o->journal_mib) || !o->journal_mib)
-		return bad_arg(c, "-J", v, "only size=MiB is supported");
+		return bad_arg(c, "-J", v, "size=MiB or device=PATH");
 	return 0;
 }
 

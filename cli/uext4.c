@@ -135,6 +135,44 @@ static void warn_in_use(const struct command *c, const char *image)
 			c->name, image, where);
 }
 
+/* The external journal device (--journal PATH on any command, mount -o
+ * journal=PATH or journal_path=PATH), made absolute: a mount server
+ * leaves the working directory. */
+static const char *journal_path;
+static char journal_abs[PATH_MAX];
+
+static void set_journal_path(const char *path)
+{
+	journal_path = realpath(path, journal_abs) ? journal_abs : path;
+}
+
+/* Takes "--journal PATH" (or --journal=PATH) out of argv, for every
+ * command: 0, or 1 when PATH is missing. */
+static int take_journal_opt(int *argc, char **argv)
+{
+	int n = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--journal")) {
+			if (i + 1 >= *argc)
+				return 1;
+			set_journal_path(argv[++i]);
+		} else if (!strncmp(argv[i], "--journal=", 10)) {
+			set_journal_path(argv[i] + 10);
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	*argc = n;
+	argv[n] = NULL;
+	return 0;
+}
+
 static unsigned max_open_files; /* mount -o max_open_files=N */
 static unsigned inode_cache;    /* mount -o inode_cache=N */
 
@@ -142,7 +180,7 @@ int open_image(const struct command *c, const char *image, uext4_fs **fs)
 {
 	/* The limits apply to read-only mounts too (uext4 mount -o ro). */
 	struct uext4_opts o = { .read_only = 1, .max_open_files = max_open_files,
-				.inode_cache = inode_cache };
+				.inode_cache = inode_cache, .journal_path = journal_path };
 	int ret = uext4_mount(image, &o, fs);
 
 	if (ret < 0)
@@ -290,7 +328,8 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs,
 				.max_open_files = max_open_files,
 				.inode_cache = inode_cache,
-				.errors = mount_errors, .discard = mount_discard };
+				.errors = mount_errors, .discard = mount_discard,
+				.journal_path = journal_path };
 	int ret;
 
 	if (lock_image(c, image, 0))
@@ -570,7 +609,7 @@ static int info_superblock_only(const struct command *c, const char *image, int 
 
 static int cmd_info(const struct command *c, int argc, char **argv)
 {
-	struct uext4_opts o = { .read_only = 1 };
+	struct uext4_opts o = { .read_only = 1, .journal_path = journal_path };
 	struct uext4_info in;
 	uext4_fs *fs;
 	int ret;
@@ -1052,6 +1091,11 @@ static int parse_mount_opts(const struct command *c, struct uext4_fuse_opts *o,
 	if (!list)
 		return -1;
 	for (char *opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		/* The library's, not the FUSE server's: the kernel's name too. */
+		if (!strncmp(opt, "journal=", 8) || !strncmp(opt, "journal_path=", 13)) {
+			set_journal_path(strchr(opt, '=') + 1);
+			continue;
+		}
 		if (uext4_fuse_parse_opt(o, opt, err, sizeof(err)) < 0) {
 			fprintf(stderr, "uext4 %s: -o %s: %s\n", c->name, opt, err);
 			ret = -1;
@@ -1189,7 +1233,7 @@ static int cmd_recover(const struct command *c, int argc, char **argv)
 	if (lock_image(c, image, 0))
 		return 1;
 	memset(&r, 0, sizeof(r));
-	ret = uext4_recover(image, &r);
+	ret = uext4_recover_opts(image, &(struct uext4_opts){ .journal_path = journal_path }, &r);
 	unlock_image();
 	/* Skipped journal blocks or orphans: the rest was done; say what,
 	 * then fail naming what was skipped. */
@@ -1917,6 +1961,10 @@ int main(int argc, char **argv)
 		print_manual(stdout, c);
 		return 0;
 	}
+	argc--;
+	argv++;
+	if (take_journal_opt(&argc, argv))
+		return usage_error(c, "--journal needs a PATH");
 	optind = 1;
-	return c->run(c, argc - 1, argv + 1);
+	return c->run(c, argc, argv);
 }

@@ -250,6 +250,11 @@ static inline uint32_t jbd2_uuid_seed(const uint8_t uuid[16]) { return crc32c(~0
  */
 struct jbd2_log {
 	struct uext4_fs *fs;
+	/* The device the log is on: fs->dev for the journal inode, the
+	 * external journal device otherwise (then home writes and ordered
+	 * data are on fs->dev, and both are flushed before a commit block). */
+	struct bdev *dev;
+	bool external;
 	uint64_t *phys;
 	uint32_t nblocks;        /* mapped blocks (= s_maxlen) */
 	uint32_t first, last;    /* log area */
@@ -257,8 +262,8 @@ struct jbd2_log {
 	uint8_t *sbbuf;          /* block 0 of the journal */
 	struct jbd2_fmt fmt;
 };
-/* Map the journal inode and read and check its superblock (refusing
- * external journals and unknown incompatible features by name). */
+/* Map the journal (inode or external device) and read and check its
+ * superblock (refusing unknown incompatible features by name). */
 struct journal_host;
 int jbd2_log_load(struct uext4_fs *fs, const struct journal_host *host, struct jbd2_log *log);
 void jbd2_log_free(struct jbd2_log *log);

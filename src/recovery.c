@@ -353,6 +353,8 @@ static int check_fast_commits(struct scan *s)
 	return 0;
 }
 
+/* The replayed blocks are on the file system's device: flush it before the
+ * log (on it or on an external device) forgets them. */
 static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
 {
 	struct jbd2_superblock *sb = jbd2_sb(log);
@@ -365,8 +367,8 @@ static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
 	err = jbd2_write_sb(log);
 	if (err)
 		return err;
-	err = bdev_flush(log->fs->dev);
-	return err < 0 ? fs_err(-err, "journal recovery: device flush failed") : 0;
+	err = bdev_flush(log->dev);
+	return err < 0 ? fs_err(-err, "journal recovery: journal device flush failed") : 0;
 }
 
 static int recover_log(struct jbd2_log *log, const struct journal_host *host,
