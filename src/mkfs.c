@@ -1850,7 +1850,9 @@ static int open_journal_device(struct mk *m)
 	uint32_t lbs;
 	int err;
 
-	m->jdev.fd = open(path, O_RDWR | O_CLOEXEC);
+	/* A block device exclusively: refused while the kernel uses it. */
+	m->jdev.fd = open(path, O_RDWR | O_CLOEXEC |
+			  (!stat(path, &st) && S_ISBLK(st.st_mode) ? O_EXCL : 0));
 	if (m->jdev.fd < 0 || fstat(m->jdev.fd, &st))
 		return fs_err(errno, "-J device=%s: %s", path, strerror(errno));
 	if ((err = jdev_read(m, &js, sizeof(js), EXT4_SUPERBLOCK_OFFSET)))
