@@ -250,9 +250,10 @@ static inline uint32_t jbd2_uuid_seed(const uint8_t uuid[16]) { return crc32c(~0
  */
 struct jbd2_log {
 	struct uext4_fs *fs;
-	/* The device the log is on: fs->dev for the journal inode, the
-	 * external journal device otherwise (then home writes and ordered
-	 * data are on fs->dev, and both are flushed before a commit block). */
+	/* The external journal device (external set), else unused: the log
+	 * is on fs->dev (jbd2_dev()).  With an external log home writes and
+	 * ordered data are on fs->dev, and both are flushed before a commit
+	 * block. */
 	struct bdev *dev;
 	bool external;
 	uint64_t *phys;
@@ -273,6 +274,12 @@ void jbd2_fmt_from_sb(struct jbd2_log *log);
 int jbd2_write_sb(struct jbd2_log *log);
 /* Read journal block i (i < nblocks). */
 int jbd2_read_block(struct jbd2_log *log, uint32_t i, void *buf);
+/* The device the log's blocks are on: the external one, or the file
+ * system's as it is now (tests and the crash recorder swap fs->dev). */
+static inline struct bdev *jbd2_dev(const struct jbd2_log *log)
+{
+	return log->external ? log->dev : log->fs->dev;
+}
 static inline struct jbd2_superblock *jbd2_sb(struct jbd2_log *log)
 {
 	return (struct jbd2_superblock *)log->sbbuf;

@@ -140,7 +140,7 @@ int jbd2_read_block(struct jbd2_log *log, uint32_t i, void *buf)
 	if (i >= log->nblocks)
 		return fs_corrupt("journal: block %u beyond the journal's %u blocks", i,
 				  log->nblocks);
-	err = bdev_read(log->dev, buf, bs, log->phys[i] * bs);
+	err = bdev_read(jbd2_dev(log), buf, bs, log->phys[i] * bs);
 	if (err < 0)
 		return fs_err(-err, "journal: reading log block %u (device block %llu) failed", i,
 			      (unsigned long long)log->phys[i]);
@@ -156,7 +156,7 @@ int jbd2_write_sb(struct jbd2_log *log)
 
 	if (jbd2_has_csum(&log->fmt))
 		JPUT(sb, s_checksum, jbd2_sb_csum(sb));
-	err = bdev_write(log->dev, sb, sizeof(*sb), log->phys[0] * log->fs->block_size);
+	err = bdev_write(jbd2_dev(log), sb, sizeof(*sb), log->phys[0] * log->fs->block_size);
 	if (err < 0)
 		return fs_err(-err, "journal: writing the journal superblock (block %llu) failed",
 			      (unsigned long long)log->phys[0]);
@@ -595,7 +595,7 @@ static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_
 		while (done + run < count && pos + run < log->last &&
 		       log->phys[pos + run] == log->phys[pos] + run)
 			run++;
-		err = bdev_write(log->dev, data + done * bs, run * bs, log->phys[pos] * bs);
+		err = bdev_write(jbd2_dev(log), data + done * bs, run * bs, log->phys[pos] * bs);
 		if (err < 0) {
 			char what[96];
 
@@ -619,7 +619,7 @@ static int write_log_fua(struct journal *j, uint32_t pos, const uint8_t *blk)
 {
 	struct jbd2_log *log = &j->log;
 	uint32_t bs = log->fmt.block_size;
-	int err = bdev_write_fua(log->dev, blk, bs, log->phys[pos] * bs);
+	int err = bdev_write_fua(jbd2_dev(log), blk, bs, log->phys[pos] * bs);
 
 	if (err < 0) {
 		char what[96];

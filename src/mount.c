@@ -224,6 +224,17 @@ static int no_jdev(struct uext4_fs *fs)
 		      ", which a read-write mount needs");
 }
 
+/* As the kernel given journal_path=: a block device's number replaces
+ * s_journal_dev (in memory; the first commit that writes writes it). */
+static void note_jdev_number(struct uext4_fs *fs, const char *path)
+{
+	struct stat st;
+
+	if (fs->jdev && !stat(path, &st) && S_ISBLK(st.st_mode) &&
+	    (uint32_t)st.st_rdev != le32(fs->sb.s_journal_dev))
+		fs->sb.s_journal_dev = cpu_to_le32((uint32_t)st.st_rdev);
+}
+
 /* Open and check the external journal device named by o->journal_path. */
 static int open_jdev(struct uext4_fs *fs, const struct uext4_opts *o)
 {
@@ -310,8 +321,9 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	bool must_write = FS_HAS_INCOMPAT(fs, RECOVER) || FS_HAS_RO_COMPAT(fs, ORPHAN_PRESENT);
 	int err;
 
-	(void)o;
 	fs->disk_last_orphan = fs->sb.s_last_orphan;   /* the first write keeps it */
+	if (o->journal_path)
+		note_jdev_number(fs, o->journal_path);
 	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &super_journal_host, &fs->journal)))
 		return err;
 	if ((err = trans_init(fs, &super_commit_host)) || (err = balloc_init(fs)))

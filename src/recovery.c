@@ -367,7 +367,7 @@ static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
 	err = jbd2_write_sb(log);
 	if (err)
 		return err;
-	err = bdev_flush(log->dev);
+	err = bdev_flush(jbd2_dev(log));
 	return err < 0 ? fs_err(-err, "journal recovery: journal device flush failed") : 0;
 }
 

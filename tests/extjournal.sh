@@ -234,6 +234,7 @@ note "d. uext4 mkfs -O journal_dev and -J device= against mke2fs's"
 CASE=d
 TIME=1700000000
 HS=decb57a1-02db-47f9-84fb-73892aaf30f5
+devno() { printf '0x%04x' $((0x$(stat -c %t "$1") * 256 + 0x$(stat -c %T "$1"))); }
 hdiff() { # the dumpe2fs -h lines that differ, less the I/O counter and checksum
 	diff <(dumpe2fs -h "$1" 2>&1) <(dumpe2fs -h "$2" 2>&1) | grep '^[<>]' |
 		grep -v -e '^. Lifetime writes:' -e '^. Checksum:  ' -e '^. Journal device:'
@@ -257,10 +258,16 @@ for bs in 4096 1024; do
 	[ -z "$d" ] || { echo "$d"; bad "-J device= ($bs): dumpe2fs -h differs from mke2fs's"; }
 	d=$(hdiff "$lm" "$lu")
 	[ -z "$d" ] || { echo "$d"; bad "-J device= ($bs): the journal's users differ from mke2fs's"; }
-	want=$(printf '0x%04x' $((0x$(stat -c %t "$lu") * 256 + 0x$(stat -c %T "$lu"))))
-	dumpe2fs -h "$T/fu.img" 2> /dev/null | grep -q "^Journal device:[[:space:]]*$want$" ||
-		bad "s_journal_dev is not $lu's number $want"
-	losetup -d "$lm" "$lu"
+	dumpe2fs -h "$T/fu.img" 2> /dev/null | grep -q "^Journal device:[[:space:]]*$(devno "$lu")$" ||
+		bad "s_journal_dev is not $lu's number $(devno "$lu")"
+	# Given as another block device, the journal's number replaces
+	# s_journal_dev, as the kernel does with journal_path=.
+	lj=$(attach "$T/ju.img") || fail "losetup"
+	cli_run mkdir --journal "$lj" "$T/fu.img" /bydev
+	[ $RC = 0 ] || bad "uext4 mkdir --journal BLOCKDEV: $ERR"
+	dumpe2fs -h "$T/fu.img" 2> /dev/null | grep -q "^Journal device:[[:space:]]*$(devno "$lj")$" ||
+		bad "s_journal_dev is not $lj's number $(devno "$lj") after a write through it"
+	losetup -d "$lm" "$lu" "$lj"
 	fsck_ext "$T/fu.img" "$T/ju.img" "uext4 mkfs -J device= ($bs)"
 	kmount_ext "$T/fu.img" "$T/ju.img" "$km" rw && echo kernel > "$km/k" && kumount_ext "$km" ||
 		bad "the kernel mounting uext4 mkfs's pair ($bs)"
