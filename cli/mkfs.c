@@ -203,7 +203,7 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 	return 0;
 }
 
-/* -J size=MiB[,fast_commit_size=KiB] */
+/* -J size=MiB[,fast_commit_size=KiB] or -J device=PATH (an external journal) */
 static int parse_journal(const struct command *c, const char *v, struct uext4_mkfs_opts *o)
 {
 	const char *p = v;
@@ -212,6 +212,11 @@ static int parse_journal(const struct command *c, const char *v, struct uext4_mk
 		size_t len = strcspn(p, ",");
 		char one[64];
 
+		if (!strncmp(p, "device=", 7) && p[7]) {
+			/* the path may be long or hold a comma: it takes the rest */
+			o->journal_device = p + 7;
+			break;
+		}
 		if (len >= sizeof(one))
 			return bad_arg(c, "-J", v, "option too long");
 		memcpy(one, p, len);
@@ -223,7 +228,7 @@ static int parse_journal(const struct command *c, const char *v, struct uext4_mk
 			if (parse_u32(one + 17, &o->fast_commit_kib) || !o->fast_commit_kib)
 				return bad_arg(c, "-J", v, "fast_commit_size= must be a number of KiB");
 		} else {
-			return bad_arg(c, "-J", v, "uext4 knows size=MiB and fast_commit_size=KiB");
+			return bad_arg(c, "-J", v, "uext4 knows size=MiB, fast_commit_size=KiB and device=PATH");
 		}
 		p += len;
 		if (*p)

@@ -135,6 +135,44 @@ static void warn_in_use(const struct command *c, const char *image)
 			c->name, image, where);
 }
 
+/* The external journal device (--journal PATH on any command, mount -o
+ * journal=PATH or journal_path=PATH), made absolute: a mount server
+ * leaves the working directory. */
+static const char *journal_path;
+static char journal_abs[PATH_MAX];
+
+static void set_journal_path(const char *path)
+{
+	journal_path = realpath(path, journal_abs) ? journal_abs : path;
+}
+
+/* Takes "--journal PATH" (or --journal=PATH) out of argv, for every
+ * command: 0, or 1 when PATH is missing. */
+static int take_journal_opt(int *argc, char **argv)
+{
+	int n = 1;
+
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			while (i < *argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (!strcmp(argv[i], "--journal")) {
+			if (i + 1 >= *argc)
+				return 1;
+			set_journal_path(argv[++i]);
+		} else if (!strncmp(argv[i], "--journal=", 10)) {
+			set_journal_path(argv[i] + 10);
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	*argc = n;
+	argv[n] = NULL;
+	return 0;
+}
+
 static unsigned max_open_files; /* mount -o max_open_files=N */
 static unsigned inode_cache;    /* mount -o inode_cache=N */
 
@@ -142,7 +180,7 @@ int open_image(const struct command *c, const char *image, uext4_fs **fs)
 {
 	/* The limits apply to read-only mounts too (uext4 mount -o ro). */
 	struct uext4_opts o = { .read_only = 1, .max_open_files = max_open_files,
-				.inode_cache = inode_cache };
+				.inode_cache = inode_cache, .journal_path = journal_path };
 	int ret = uext4_mount(image, &o, fs);
 
 	if (ret < 0)
@@ -290,7 +328,8 @@ int open_image_rw(const struct command *c, const char *image, uext4_fs **fs)
 	struct uext4_opts o = { .read_only = 0, .commit_secs = commit_secs,
 				.max_open_files = max_open_files,
 				.inode_cache = inode_cache,
-				.errors = mount_errors, .discard = mount_discard };
+				.errors = mount_errors, .discard = mount_discard,
+				.journal_path = journal_path };
 	int ret;
 
 	if (lock_image(c, image, 0))
@@ -570,7 +609,7 @@ static int info_superblock_only(const struct command *c, const char *image, int 
 
 static int cmd_info(const struct command *c, int argc, char **argv)
 {
-	struct uext4_opts o = { .read_only = 1 };
+	struct uext4_opts o = { .read_only = 1, .journal_path = journal_path };
 	struct uext4_info in;
 	uext4_fs *fs;
 	int ret;
@@ -1052,6 +1091,11 @@ static int parse_mount_opts(const struct command *c, struct uext4_fuse_opts *o,
 	if (!list)
 		return -1;
 	for (char *opt = strtok_r(list, ",", &save); opt; opt = strtok_r(NULL, ",", &save)) {
+		/* The library's, not the FUSE server's: the kernel's name too. */
+		if (!strncmp(opt, "journal=", 8) || !strncmp(opt, "journal_path=", 13)) {
+			set_journal_path(strchr(opt, '=') + 1);
+			continue;
+		}
 		if (uext4_fuse_parse_opt(o, opt, err, sizeof(err)) < 0) {
 			fprintf(stderr, "uext4 %s: -o %s: %s\n", c->name, opt, err);
 			ret = -1;
@@ -1189,7 +1233,7 @@ static int cmd_recover(const struct command *c, int argc, char **argv)
 	if (lock_image(c, image, 0))
 		return 1;
 	memset(&r, 0, sizeof(r));
-	ret = uext4_recover(image, &r);
+	ret = uext4_recover_opts(image, &(struct uext4_opts){ .journal_path = journal_path }, &r);
 	unlock_image();
 	/* Skipped journal blocks or orphans: the rest was done; say what,
 	 * then fail naming what was skipped. */
@@ -1283,15 +1327,22 @@ static const struct command commands[] = {
 	  "    Read commands (ls, cat, ...) and read-only mounts of an image that\n"
 	  "    needs recovery replay it in memory only and say so; read-write mounts\n"
 	  "    and write commands recover it on disk first.\n"
+	  "    A journal on an external device (mke2fs -J device=) is replayed from\n"
+	  "    the device given with --journal PATH; without it recover fails naming\n"
+	  "    the journal UUID it needs.\n"
 	  "\nOPTIONS\n"
 	  "    -q  print nothing on success\n"
+	  "    --journal PATH  the external journal device (a journal_dev image or\n"
+	  "                    block device whose UUID is the file system's journal\n"
+	  "                    UUID)\n"
 	  "\nOUTPUT\n"
 	  "    IMAGE: journal: N transactions replayed (B blocks, R revoked)\n"
 	  "    IMAGE: journal: N logged blocks with a bad checksum not replayed (first:\n"
 	  "           journal block J, transaction T, home block H)   (only then)\n"
 	  "    IMAGE: orphans: T truncated, F freed[, N left for e2fsck (first: inode I)]\n"
 	  "\nEXAMPLES\n"
-	  "    uext4 recover disk.img && e2fsck -fn disk.img\n" },
+	  "    uext4 recover disk.img && e2fsck -fn disk.img\n"
+	  "    uext4 recover --journal journal.img disk.img\n" },
 	{ "info", cmd_info, "IMAGE", "show the superblock summary of an image",
 	  "DESCRIPTION\n"
 	  "    Prints what the superblock says about IMAGE, like dumpe2fs -h: volume\n"
@@ -1422,6 +1473,13 @@ static const struct command commands[] = {
 	  "                  fast_commit_size=KIB with -O fast_commit: the fast-commit\n"
 	  "                                       area after the log, in KiB (default\n"
 	  "                                       1/64 of the default journal)\n"
+	  "                  device=PATH          the journal on a device made by\n"
+	  "                                       -O journal_dev (here or by mke2fs):\n"
+	  "                                       no journal inode; its UUID goes into\n"
+	  "                                       the superblock, its block size is the\n"
+	  "                                       default, and the new file system is\n"
+	  "                                       added to its users.  Mount with\n"
+	  "                                       -o journal=PATH\n"
 	  "    -O LIST       features to add, or remove with ^, comma separated:\n"
 	  "                  has_journal ext_attr resize_inode dir_index sparse_super2\n"
 	  "                  fast_commit stable_inodes orphan_file filetype meta_bg\n"
@@ -1430,6 +1488,9 @@ static const struct command commands[] = {
 	  "                  sparse_super large_file huge_file uninit_bg dir_nlink\n"
 	  "                  extra_isize metadata_csum (none clears all); meta_bg needs\n"
 	  "                  ^resize_inode, as with mke2fs\n"
+	  "                  journal_dev makes an external journal device instead\n"
+	  "                  of a file system (all of SIZE is the log; only\n"
+	  "                  metadata_csum is kept, as mke2fs)\n"
 	  "    -E OPTS       extended options, comma separated:\n"
 	  "                  hash_seed=UUID       the directory hash seed\n"
 	  "                  root_owner[=UID:GID] owner of the root directory (no\n"
@@ -1512,6 +1573,12 @@ static const struct command commands[] = {
 	  "                    (see uext4 help mkfs); an existing IMAGE is mounted\n"
 	  "                    as it is.  make run mounts uext4.img this way\n"
 	  "    -o ro           read-only (the kernel mount is read-only too)\n"
+	  "    -o journal=PATH, -o journal_path=PATH\n"
+	  "                    the external journal device of a file system made\n"
+	  "                    with -J device= (checked against its journal UUID,\n"
+	  "                    replayed at mount, written by every commit).  Without\n"
+	  "                    it such a file system is refused naming the UUID,\n"
+	  "                    unless -o ro and it does not need recovery\n"
 	  "    -o rw           read-write (the default)\n"
 	  "    -o allow_other  let other users access the mount (non-root needs\n"
 	  "                    user_allow_other in /etc/fuse.conf)\n"
@@ -1900,6 +1967,12 @@ static void print_overview(FILE *out)
 		"    -h, --help  this text; `uext4 help COMMAND` or `uext4 COMMAND --help`\n"
 		"                prints a command's manual (its options, output, examples)\n"
 		"    --version   print the version, as `uext4 version`\n"
+		"    --journal PATH\n"
+		"                with any command: the external journal device of a file\n"
+		"                system made with mke2fs -J device= (or uext4 mkfs -J\n"
+		"                device=), checked against its journal UUID.  Without it\n"
+		"                such a file system is refused, naming the UUID, except\n"
+		"                for reading a clean one (needs_recovery clear)\n"
 		"\nEXAMPLES\n    uext4 info disk.img\n    uext4 ls -l disk.img /\n"
 		"    uext4 cat disk.img /etc/fstab\n    uext4 put disk.img ./rootfs/. /\n"
 		"    uext4 mount disk.img /mnt   (later: uext4 umount /mnt)\n"
@@ -1935,6 +2008,10 @@ int main(int argc, char **argv)
 		print_manual(stdout, c);
 		return 0;
 	}
+	argc--;
+	argv++;
+	if (take_journal_opt(&argc, argv))
+		return usage_error(c, "--journal needs a PATH");
 	optind = 1;
-	return c->run(c, argc - 1, argv + 1);
+	return c->run(c, argc, argv);
 }

@@ -78,6 +78,15 @@ struct uext4_opts {
 	 * call taking one may be an NBD URI: nbd://host[:port]/export,
 	 * nbd+unix:///export?socket=PATH, as libnbd's nbd_connect_uri.) */
 	int discard;
+	/* The external journal device (mount -o journal=PATH, the kernel's
+	 * journal_path=), for a file system made with mke2fs -J device= (its
+	 * journal on a journal_dev device): checked against the file
+	 * system's s_journal_uuid, replayed at mount and written by commits.
+	 * NULL: a file system with an external journal is refused, naming
+	 * the journal's UUID, unless read_only is set and needs_recovery is
+	 * clear (then it is read without its journal, as the kernel's
+	 * ro,noload). */
+	const char *journal_path;
 };
 /* uext4_opts.errors, as the kernel's errors= mount option. */
 enum {
@@ -277,6 +286,11 @@ int uext4_recovery_info(uext4_fs *fs, struct uext4_recovery *r);
 /* Replay the journal and clean up orphans without mounting (as a
  * read-write mount and a clean unmount would); r may be NULL. */
 int uext4_recover(const char *path, struct uext4_recovery *r);
+/* uext4_recover() with mount options (opts may be NULL): journal_path
+ * names an external journal device, offset a partition; read_only and
+ * memory_backend are ignored (recovery writes). */
+int uext4_recover_opts(const char *path, const struct uext4_opts *opts,
+		       struct uext4_recovery *r);
 
 /* Last error message of this thread ("" if none). */
 const char *uext4_last_error(void);
@@ -571,6 +585,12 @@ struct uext4_mkfs_opts {
 	/* -O mmp, -E mmp_update_interval=: seconds between the holder's
 	 * updates of the MMP block, at most 300; 0 = 5, as mke2fs */
 	uint16_t mmp_update_interval;
+	/* -J device=PATH: the journal on an external journal device (made
+	 * by -O journal_dev, here or by mke2fs): no journal inode; the
+	 * device's UUID goes into s_journal_uuid, its device number into
+	 * s_journal_dev (0 for a regular file), and the new file system
+	 * into its users.  features "journal_dev" makes such a device. */
+	const char *journal_device;
 };
 /* What uext4_mkfs() made (or, dry run, would make). */
 struct uext4_mkfs_geometry {

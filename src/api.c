@@ -87,6 +87,13 @@ static int recovery_result(const struct uext4_recovery *r, const char *orphan_ms
 
 int uext4_recover(const char *path, struct uext4_recovery *r)
 {
+	return uext4_recover_opts(path, NULL, r);
+}
+
+int uext4_recover_opts(const char *path, const struct uext4_opts *opts,
+		       struct uext4_recovery *r)
+{
+	struct uext4_opts o = {0};
 	uext4_fs *fs;
 	int err;
 
@@ -96,7 +103,11 @@ int uext4_recover(const char *path, struct uext4_recovery *r)
 	struct uext4_recovery got;
 	char orphan_msg[512];
 
-	if ((err = super_mount(path, &(struct uext4_opts){0}, &fs)))
+	if (opts) {
+		o.offset = opts->offset;
+		o.journal_path = opts->journal_path;
+	}
+	if ((err = super_mount(path, &o, &fs)))
 		return err;
 	got = fs->recovery;
 	/* orphan_cleanup() left its report of skipped inodes as the message. */

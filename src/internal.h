@@ -229,6 +229,11 @@ struct fs_hot {
 struct uext4_fs {
 	/* --- read-mostly: set at mount, then only read --- */
 	struct bdev *dev;
+	/* The external journal's device (uext4_opts.journal_path), or NULL:
+	 * its JBD2 superblock is block jdev_start, the log spans jdev_blocks
+	 * blocks (the journal_dev superblock's count). */
+	struct bdev *jdev;
+	uint64_t jdev_start, jdev_blocks;
 	struct bcache *bc;
 	struct icache *icache;
 	struct inode_slots *islots; /* inode-table slot locks (inode.c) */

@@ -250,6 +250,12 @@ static inline uint32_t jbd2_uuid_seed(const uint8_t uuid[16]) { return crc32c(~0
  */
 struct jbd2_log {
 	struct uext4_fs *fs;
+	/* The external journal device (external set), else unused: the log
+	 * is on fs->dev (jbd2_dev()).  With an external log home writes and
+	 * ordered data are on fs->dev, and both are flushed before a commit
+	 * block. */
+	struct bdev *dev;
+	bool external;
 	uint64_t *phys;
 	uint32_t nblocks;        /* mapped blocks (= s_maxlen) */
 	uint32_t first, last;    /* log area */
@@ -257,8 +263,8 @@ struct jbd2_log {
 	uint8_t *sbbuf;          /* block 0 of the journal */
 	struct jbd2_fmt fmt;
 };
-/* Map the journal inode and read and check its superblock (refusing
- * external journals and unknown incompatible features by name). */
+/* Map the journal (inode or external device) and read and check its
+ * superblock (refusing unknown incompatible features by name). */
 struct journal_host;
 int jbd2_log_load(struct uext4_fs *fs, const struct journal_host *host, struct jbd2_log *log);
 void jbd2_log_free(struct jbd2_log *log);
@@ -268,6 +274,12 @@ void jbd2_fmt_from_sb(struct jbd2_log *log);
 int jbd2_write_sb(struct jbd2_log *log);
 /* Read journal block i (i < nblocks). */
 int jbd2_read_block(struct jbd2_log *log, uint32_t i, void *buf);
+/* The device the log's blocks are on: the external one, or the file
+ * system's as it is now (tests and the crash recorder swap fs->dev). */
+static inline struct bdev *jbd2_dev(const struct jbd2_log *log)
+{
+	return log->external ? log->dev : log->fs->dev;
+}
 static inline struct jbd2_superblock *jbd2_sb(struct jbd2_log *log)
 {
 	return (struct jbd2_superblock *)log->sbbuf;

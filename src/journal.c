@@ -1,5 +1,6 @@
 /*
- * journal.c - writing the JBD2 journal in the journal inode.
+ * journal.c - writing the JBD2 journal in the journal inode or on an
+ * external journal device.
  *
  * trans.c hands over one transaction at a time, its metadata blocks
  * already copied and checksummed; journal_commit() writes it to the log in
@@ -91,32 +92,41 @@ void jbd2_fmt_from_sb(struct jbd2_log *log)
 	log->fmt.seed = jbd2_uuid_seed(sb->s_uuid);
 }
 
+/* What messages call the journal: its inode, or the external device. */
+static void journal_name(const struct journal_place *p, char *out, size_t size)
+{
+	if (p->user)
+		snprintf(out, size, "external journal");
+	else
+		snprintf(out, size, "journal inode %llu", (unsigned long long)p->id);
+}
+
 /* Map journal blocks [0, count) to device blocks. */
-static int map_blocks(struct jbd2_log *log, const struct journal_host *host, void *file,
-		      uint64_t id, uint32_t count)
+static int map_blocks(struct jbd2_log *log, const struct journal_host *host,
+		      const struct journal_place *p, uint32_t count)
 {
 	struct uext4_fs *fs = log->fs;
 	uint32_t lblk = 0;
+	char name[48];
 
+	journal_name(p, name, sizeof(name));
 	while (lblk < count) {
 		uint64_t pblk, len;
-		int err = host->map(fs, file, lblk, count - lblk, &pblk, &len);
+		int err = host->map(fs, p->file, lblk, count - lblk, &pblk, &len);
 
 		if (err)
 			return err;
 		if (pblk == 0 || len == 0)
-			return fs_corrupt("journal inode %lu: block %u is a hole",
-					  (unsigned long)id, lblk);
+			return fs_corrupt("%s: block %u is a hole", name, lblk);
 		for (uint64_t i = 0; i < len && lblk < count; i++, lblk++) {
-			uint64_t p = pblk + i;
+			uint64_t b = pblk + i;
 
-			if (p < fs->first_data_block || p >= fs->blocks_count)
-				return fs_corrupt("journal inode %lu: block %u maps to %llu, outside "
-						  "the file system's %llu blocks",
-						  (unsigned long)id, lblk,
-						  (unsigned long long)p,
-						  (unsigned long long)fs->blocks_count);
-			log->phys[lblk] = p;
+			if (b < p->lo || b >= p->hi)
+				return fs_corrupt("%s: block %u maps to %llu, outside the device's "
+						  "blocks [%llu, %llu)", name, lblk,
+						  (unsigned long long)b, (unsigned long long)p->lo,
+						  (unsigned long long)p->hi);
+			log->phys[lblk] = b;
 		}
 	}
 	return 0;
@@ -130,7 +140,7 @@ int jbd2_read_block(struct jbd2_log *log, uint32_t i, void *buf)
 	if (i >= log->nblocks)
 		return fs_corrupt("journal: block %u beyond the journal's %u blocks", i,
 				  log->nblocks);
-	err = bdev_read(log->fs->dev, buf, bs, log->phys[i] * bs);
+	err = bdev_read(jbd2_dev(log), buf, bs, log->phys[i] * bs);
 	if (err < 0)
 		return fs_err(-err, "journal: reading log block %u (device block %llu) failed", i,
 			      (unsigned long long)log->phys[i]);
@@ -146,12 +156,43 @@ int jbd2_write_sb(struct jbd2_log *log)
 
 	if (jbd2_has_csum(&log->fmt))
 		JPUT(sb, s_checksum, jbd2_sb_csum(sb));
-	err = bdev_write(log->fs->dev, sb, sizeof(*sb), log->phys[0] * log->fs->block_size);
+	err = bdev_write(jbd2_dev(log), sb, sizeof(*sb), log->phys[0] * log->fs->block_size);
 	if (err < 0)
 		return fs_err(-err, "journal: writing the journal superblock (block %llu) failed",
 			      (unsigned long long)log->phys[0]);
 	if (log->fs->bc)
 		bcache_count_write(log->fs->bc, UEXT4_META_JOURNAL, 1);
+	return 0;
+}
+
+void journal_uuid_str(const uint8_t *u, char *out)
+{
+	static const int dash[16] = {[4] = 1, [6] = 1, [8] = 1, [10] = 1};
+	char *o = out;
+
+	for (int i = 0; i < 16; i++)
+		o += sprintf(o, "%s%02x", dash[i] ? "-" : "", u[i]);
+}
+
+/* An external log serves exactly one file system, ours (the kernel refuses
+ * s_nr_users other than 1; mke2fs -J device= adds the file system's UUID). */
+static int check_user(struct jbd2_log *log, const uint8_t *user)
+{
+	struct jbd2_superblock *sb = jbd2_sb(log);
+	uint32_t n = JGET(sb, s_nr_users);
+	char want[40], have[40];
+
+	if (JGET(sb, s_header.h_blocktype) != JBD2_SUPERBLOCK_V2)
+		return fs_err(EOPNOTSUPP, "external journal: superblock v1 has no users list");
+	if (n != 1)
+		return fs_err(EINVAL, "external journal has %u users; uext4, as the kernel, "
+			      "supports exactly one", n);
+	if (memcmp(sb->s_users, user, 16)) {
+		journal_uuid_str(user, want);
+		journal_uuid_str(sb->s_users, have);
+		return fs_err(EINVAL, "external journal belongs to file system %s, not to this "
+			      "one (%s)", have, want);
+	}
 	return 0;
 }
 
@@ -172,8 +213,8 @@ static int check_sb(struct jbd2_log *log, uint32_t mapped)
 		return fs_corrupt("journal superblock: block size %u differs from the file "
 				  "system's %u", JGET(sb, s_blocksize), log->fs->block_size);
 	if (maxlen > mapped || maxlen < 2)
-		return fs_corrupt("journal superblock: s_maxlen %u, but the journal inode has %u "
-				  "blocks", maxlen, mapped);
+		return fs_corrupt("journal superblock: s_maxlen %u, but the journal %s has %u "
+				  "blocks", maxlen, log->external ? "device" : "inode", mapped);
 	if (first < 1 || first >= maxlen)
 		return fs_corrupt("journal superblock: s_first %u outside [1, %u)", first, maxlen);
 	if (type == JBD2_SUPERBLOCK_V1)
@@ -224,28 +265,34 @@ static int set_log_area(struct jbd2_log *log)
 	return 0;
 }
 
-static int load_from_file(struct jbd2_log *log, const struct journal_host *host, void *file,
-			  uint64_t size, uint64_t id)
+static int load_from_place(struct jbd2_log *log, const struct journal_host *host,
+			   const struct journal_place *p)
 {
 	struct uext4_fs *fs = log->fs;
-	uint64_t mapped64 = size / fs->block_size;
+	uint64_t mapped64 = p->size / fs->block_size;
 	uint32_t mapped = mapped64 > (1u << 30) ? (1u << 30) : (uint32_t)mapped64;
 	uint32_t maxlen;
+	char name[48];
 	int err;
 
+	journal_name(p, name, sizeof(name));
+	log->dev = p->dev;
+	log->external = p->user != NULL;
 	if (mapped < 2)
-		return fs_corrupt("journal inode %lu: size %llu holds no journal",
-				  (unsigned long)id, (unsigned long long)size);
+		return fs_corrupt("%s: size %llu holds no journal", name,
+				  (unsigned long long)p->size);
 	log->phys = calloc(1, sizeof(uint64_t));
 	log->sbbuf = calloc(1, fs->block_size);
 	if (!log->phys || !log->sbbuf)
 		return fs_err(ENOMEM, "journal: out of memory");
 	log->nblocks = 1;
-	err = map_blocks(log, host, file, id, 1);
+	err = map_blocks(log, host, p, 1);
 	if (!err)
 		err = jbd2_read_block(log, 0, log->sbbuf);
 	if (!err)
 		err = check_sb(log, mapped);
+	if (!err && p->user)
+		err = check_user(log, p->user);
 	if (err)
 		return err;
 	maxlen = JGET(jbd2_sb(log), s_maxlen);
@@ -254,7 +301,7 @@ static int load_from_file(struct jbd2_log *log, const struct journal_host *host,
 	if (!log->phys)
 		return fs_err(ENOMEM, "journal: out of memory for a %u-block map", maxlen);
 	log->nblocks = maxlen;
-	err = map_blocks(log, host, file, id, maxlen);
+	err = map_blocks(log, host, p, maxlen);
 	if (!err)
 		err = set_log_area(log);
 	if (!err)
@@ -264,17 +311,16 @@ static int load_from_file(struct jbd2_log *log, const struct journal_host *host,
 
 int jbd2_log_load(struct uext4_fs *fs, const struct journal_host *host, struct jbd2_log *log)
 {
-	uint64_t size = 0, id = 0;
-	void *file;
+	struct journal_place p = {0};
 	int err;
 
 	memset(log, 0, sizeof(*log));
 	log->fs = fs;
-	err = host->get(fs, &file, &size, &id);
+	err = host->get(fs, &p);
 	if (err)
 		return err;
-	err = load_from_file(log, host, file, size, id);
-	host->put(fs, file);
+	err = load_from_place(log, host, &p);
+	host->put(fs, p.file);
 	if (err)
 		jbd2_log_free(log);
 	return err;
@@ -549,7 +595,7 @@ static int write_log(struct journal *j, uint32_t pos, const uint8_t *data, size_
 		while (done + run < count && pos + run < log->last &&
 		       log->phys[pos + run] == log->phys[pos] + run)
 			run++;
-		err = bdev_write(log->fs->dev, data + done * bs, run * bs, log->phys[pos] * bs);
+		err = bdev_write(jbd2_dev(log), data + done * bs, run * bs, log->phys[pos] * bs);
 		if (err < 0) {
 			char what[96];
 
@@ -573,7 +619,7 @@ static int write_log_fua(struct journal *j, uint32_t pos, const uint8_t *blk)
 {
 	struct jbd2_log *log = &j->log;
 	uint32_t bs = log->fmt.block_size;
-	int err = bdev_write_fua(log->fs->dev, blk, bs, log->phys[pos] * bs);
+	int err = bdev_write_fua(jbd2_dev(log), blk, bs, log->phys[pos] * bs);
 
 	if (err < 0) {
 		char what[96];
@@ -586,11 +632,17 @@ static int write_log_fua(struct journal *j, uint32_t pos, const uint8_t *blk)
 	return 0;
 }
 
+/* Flush the file system's device and, for an external journal, the log's:
+ * ordered data and home writes are on the one, the log on the other (as
+ * jbd2 flushes j_fs_dev before the commit block when it is not j_dev). */
 static int flush_dev(struct journal *j)
 {
 	int err = bdev_flush(j->log.fs->dev);
 
-	return err < 0 ? dev_failed(err, "device flush") : 0;
+	if (err < 0)
+		return dev_failed(err, "device flush");
+	err = j->log.external ? bdev_flush(j->log.dev) : 0;
+	return err < 0 ? dev_failed(err, "journal device flush") : 0;
 }
 
 /* Make [head, ...) the start of the log for transaction tid: everything

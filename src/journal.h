@@ -8,7 +8,8 @@
 #include "internal.h"
 
 /* ---------------------------------------------------------------- journal.c
- * JBD2 journal in the internal journal inode (EXT4_JOURNAL_INO).  trans.c
+ * JBD2 journal in the internal journal inode (EXT4_JOURNAL_INO) or on an
+ * external journal device (struct journal_place says which).  trans.c
  * drives it: one call per transaction, with the transaction's metadata
  * blocks already copied and checksummed.  On-disk format in src/jbd2.h.
  */
@@ -16,16 +17,27 @@ struct journal;
 /*
  * What the journal needs from the file system above it, as jbd2 gets it
  * from ext4: the journal lives in a file (the journal inode) that only the
- * file system can find and map, and a replay that skipped blocks must mark
- * the file system as having errors.  mount.c fills this in
- * (super_journal_host); the journal calls nothing else above the buffer
- * cache.  get() finds the journal's file and holds it until put(): *size
- * in bytes, *id names it in messages; map() maps count blocks from lblk
- * (*pblk 0 for a hole, *len blocks contiguous).  Each returns 0 or -errno
+ * file system can find and map, or on a device of its own (an external
+ * journal, mke2fs -O journal_dev) that only the mount opened; and a replay
+ * that skipped blocks must mark the file system as having errors.  mount.c
+ * fills this in (super_journal_host); the journal calls nothing else above
+ * the buffer cache.  get() finds the journal and holds it until put(),
+ * filling in *p; map() maps count blocks from lblk of p->file (*pblk 0 for
+ * a hole, *len blocks contiguous) on p->dev.  Each returns 0 or -errno
  * with the message set.
  */
+struct journal_place {
+	void *file;             /* the host's handle, given back to map() and put() */
+	struct bdev *dev;       /* the device the log is on: fs->dev, or the external one */
+	uint64_t size;          /* bytes the log may span (s_maxlen must fit) */
+	uint64_t id;            /* the journal inode (messages); 0 for a device */
+	uint64_t lo, hi;        /* map() may only give device blocks in [lo, hi) */
+	/* External: the file system's UUID, which must be the log's one user
+	 * (s_nr_users 1, as the kernel requires); NULL for an inode. */
+	const uint8_t *user;
+};
 struct journal_host {
-	int (*get)(struct uext4_fs *fs, void **file, uint64_t *size, uint64_t *id);
+	int (*get)(struct uext4_fs *fs, struct journal_place *p);
 	int (*map)(struct uext4_fs *fs, void *file, uint32_t lblk, uint32_t count, uint64_t *pblk,
 		   uint64_t *len);
 	void (*put)(struct uext4_fs *fs, void *file);
@@ -43,12 +55,15 @@ struct journal_host {
 	/* The time a commit block records (fixed for reproducible images). */
 	struct timespec (*now)(const struct uext4_fs *fs);
 };
-/* Read-write mount, after any recovery: map the journal inode, read and
- * check the journal superblock (v2; refuses external journals and unknown
- * features by name); with metadata_csum switch the journal to checksum v3.
+/* Read-write mount, after any recovery: map the journal (inode or external
+ * device), read and check the journal superblock (v2; refuses unknown
+ * features by name; an external log must name this file system as its one
+ * user); with metadata_csum switch the journal to checksum v3.
  * *out is NULL (and 0 returned) when the file system has no journal. */
 int journal_open(struct uext4_fs *fs, const struct journal_host *host, struct journal **out);
 void journal_close(struct journal *j);
+/* A UUID as text (37 bytes with the NUL), for messages naming journals. */
+void journal_uuid_str(const uint8_t *uuid, char *out);
 /* Most metadata blocks one transaction may hold (the commit closes a
  * transaction before it grows past this). */
 uint32_t journal_max_transaction(const struct journal *j);

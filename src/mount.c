@@ -10,6 +10,7 @@
 #include "bcache.h"
 #include "blockdev.h"
 #include "crashdev.h"
+#include "crc.h"
 #include "csum.h"
 #include "error.h"
 #include "fc_replay.h"
@@ -74,39 +75,61 @@ static int setup_hot(struct uext4_fs *fs)
  * journal inode, and the error mark of a replay that skipped blocks.
  */
 
-/* Which journal inode; refuses external journals. */
+/* The journal is on a device of its own (mke2fs -J device=). */
+static bool external_journal(const struct uext4_fs *fs)
+{
+	return FS_HAS_COMPAT(fs, HAS_JOURNAL) && le32(fs->sb.s_journal_inum) == 0;
+}
+
+/* Which journal inode. */
 static int journal_inum(struct uext4_fs *fs, uint32_t *ino)
 {
 	if (FS_HAS_INCOMPAT(fs, JOURNAL_DEV))
 		return fs_err(EINVAL, "this image is an external journal device (journal_dev), "
 			      "not a file system");
 	*ino = le32(fs->sb.s_journal_inum);
-	if (*ino == 0)
-		return fs_err(EOPNOTSUPP, "external journals are not supported (journal on device "
-			      "0x%x, uuid %02x%02x%02x%02x...): uext4 uses the internal journal "
-			      "inode only", le32(fs->sb.s_journal_dev), fs->sb.s_journal_uuid[0],
-			      fs->sb.s_journal_uuid[1], fs->sb.s_journal_uuid[2],
-			      fs->sb.s_journal_uuid[3]);
 	if (*ino > fs->inodes_count)
 		return fs_corrupt("superblock: journal inode %u beyond the %u inodes", *ino,
 				  fs->inodes_count);
 	return 0;
 }
 
-static int journal_get(struct uext4_fs *fs, void **file, uint64_t *size, uint64_t *id)
+/* An external journal: the log's block n is the device's block n (as
+ * jbd2_journal_init_dev()), but its superblock, block 0 of the log, sits
+ * in the block after the journal_dev superblock's. */
+static void external_place(struct uext4_fs *fs, struct journal_place *p)
+{
+	p->file = NULL;
+	p->dev = fs->jdev;
+	p->size = fs->jdev_blocks * fs->block_size;
+	p->id = 0;
+	p->lo = 1;
+	p->hi = fs->jdev_blocks;
+	p->user = fs->sb.s_uuid;
+}
+
+static int journal_get(struct uext4_fs *fs, struct journal_place *p)
 {
 	struct inode *inode;
 	uint32_t ino = 0;
-	int err = journal_inum(fs, &ino);
+	int err;
 
-	if (err)
+	if (fs->jdev) {
+		external_place(fs, p);
+		return 0;
+	}
+	if (external_journal(fs))
+		return fs_err(EINVAL, "the journal is on an external device, which was not "
+			      "given (-o journal=PATH)");
+	if ((err = journal_inum(fs, &ino)) || (err = iget(fs, ino, &inode)))
 		return err;
-	err = iget(fs, ino, &inode);
-	if (err)
-		return err;
-	*file = inode;
-	*size = inode->size;
-	*id = inode->ino;
+	p->file = inode;
+	p->dev = fs->dev;
+	p->size = inode->size;
+	p->id = inode->ino;
+	p->lo = fs->first_data_block;
+	p->hi = fs->blocks_count;
+	p->user = NULL;
 	return 0;
 }
 
@@ -114,9 +137,14 @@ static int journal_map(struct uext4_fs *fs, void *file, uint32_t lblk, uint32_t 
 		       uint64_t *pblk, uint64_t *len)
 {
 	struct block_map m;
-	int err = inode_map(fs, file, lblk, count, &m);
+	int err;
 
-	if (err)
+	if (!file) {    /* the external device (external_place()) */
+		*pblk = lblk ? lblk : fs->jdev_start;
+		*len = lblk ? count : 1;
+		return 0;
+	}
+	if ((err = inode_map(fs, file, lblk, count, &m)))
 		return err;
 	*pblk = m.pblk;
 	*len = m.len;
@@ -125,7 +153,114 @@ static int journal_map(struct uext4_fs *fs, void *file, uint32_t lblk, uint32_t 
 
 static void journal_put(struct uext4_fs *fs, void *file)
 {
-	iput(fs, file);
+	if (file)
+		iput(fs, file);
+}
+
+/* ------------------------------------------------------------ an external journal */
+
+/* The journal_dev superblock at byte 1024 of the external device: its
+ * magic and feature, checksum, UUID and block size must be those of this
+ * file system's journal (as the kernel's ext4_get_dev_journal()). */
+static int check_jdev_super(struct uext4_fs *fs, const struct ext4_super_block *js,
+			    const char *path)
+{
+	char want[40], have[40];
+	uint32_t log_bs = le32(js->s_log_block_size);
+
+	if (le16(js->s_magic) != EXT4_SUPER_MAGIC ||
+	    !(le32(js->s_feature_incompat) & EXT4_FEATURE_INCOMPAT_JOURNAL_DEV))
+		return fs_err(EINVAL, "journal=%s: not an external journal device (no ext4 "
+			      "superblock with journal_dev: make one with mke2fs -O journal_dev)",
+			      path);
+	if ((le32(js->s_feature_ro_compat) & EXT4_FEATURE_RO_COMPAT_METADATA_CSUM) &&
+	    le32(js->s_checksum) != crc32c(~0u, js, offsetof(struct ext4_super_block, s_checksum)))
+		return fs_corrupt("journal=%s: the journal device's superblock checksum does not "
+				  "match", path);
+	if (memcmp(js->s_uuid, fs->sb.s_journal_uuid, 16)) {
+		journal_uuid_str(fs->sb.s_journal_uuid, want);
+		journal_uuid_str(js->s_uuid, have);
+		return fs_err(EINVAL, "journal=%s: wrong journal: its UUID is %s, the file system's "
+			      "journal is %s", path, have, want);
+	}
+	if (log_bs > 6 || (1024u << log_bs) != fs->block_size)
+		return fs_err(EINVAL, "journal=%s: the journal's block size (%u) differs from the "
+			      "file system's (%u)", path, log_bs > 6 ? 0 : 1024u << log_bs,
+			      fs->block_size);
+	return 0;
+}
+
+/* Where the log is on the checked device: its JBD2 superblock in the block
+ * after the one holding the journal_dev superblock, and the device's size. */
+static int place_jdev(struct uext4_fs *fs, const struct ext4_super_block *js, const char *path)
+{
+	uint64_t blocks = le32(js->s_blocks_count_lo);
+
+	if (le32(js->s_feature_incompat) & EXT4_FEATURE_INCOMPAT_64BIT)
+		blocks |= (uint64_t)le32(js->s_blocks_count_hi) << 32;
+	fs->jdev_start = EXT4_SUPERBLOCK_OFFSET / fs->block_size + 1;
+	fs->jdev_blocks = blocks;
+	if (blocks > fs->jdev->size / fs->block_size)
+		return fs_corrupt("journal=%s: its superblock counts %llu blocks, the device holds "
+				  "%llu", path, (unsigned long long)blocks,
+				  (unsigned long long)(fs->jdev->size / fs->block_size));
+	if (blocks < fs->jdev_start + 3)
+		return fs_corrupt("journal=%s: %llu blocks hold no journal", path,
+				  (unsigned long long)blocks);
+	return 0;
+}
+
+/* No journal device given: fine only for reading a clean file system
+ * (as the kernel's ro,noload); else say what to pass. */
+static int no_jdev(struct uext4_fs *fs)
+{
+	char want[40];
+
+	if (fs->read_only && !FS_HAS_INCOMPAT(fs, RECOVER))
+		return 0;
+	journal_uuid_str(fs->sb.s_journal_uuid, want);
+	return fs_err(EINVAL, "the file system's journal is on an external device (journal "
+		      "UUID %s, device number 0x%x)%s: pass its path with -o journal=PATH "
+		      "(--journal PATH)", want, le32(fs->sb.s_journal_dev),
+		      FS_HAS_INCOMPAT(fs, RECOVER) ? ", and it needs recovery" :
+		      ", which a read-write mount needs");
+}
+
+/* As the kernel given journal_path=: a block device's number replaces
+ * s_journal_dev (in memory; the first commit that writes writes it). */
+static void note_jdev_number(struct uext4_fs *fs, const char *path)
+{
+	struct stat st;
+
+	if (fs->jdev && !stat(path, &st) && S_ISBLK(st.st_mode) &&
+	    (uint32_t)st.st_rdev != le32(fs->sb.s_journal_dev))
+		fs->sb.s_journal_dev = cpu_to_le32((uint32_t)st.st_rdev);
+}
+
+/* Open and check the external journal device named by o->journal_path. */
+static int open_jdev(struct uext4_fs *fs, const struct uext4_opts *o)
+{
+	struct ext4_super_block js;
+	int err = 0;
+
+	if (!external_journal(fs)) {
+		if (!o->journal_path)
+			return 0;
+		return fs_err(EINVAL, "journal=%s given, but the file system's journal is %s",
+			      o->journal_path, FS_HAS_COMPAT(fs, HAS_JOURNAL) ?
+			      "internal (its journal inode)" : "absent");
+	}
+	if (!o->journal_path)
+		return no_jdev(fs);
+	fs->jdev = bdev_open_path(o->journal_path, fs->read_only, 0, 0, &err);
+	if (!fs->jdev)
+		return err ? err : -EIO;
+	err = bdev_read(fs->jdev, &js, sizeof(js), EXT4_SUPERBLOCK_OFFSET);
+	if (err < 0)
+		return fs_err(-err, "journal=%s: reading its superblock failed", o->journal_path);
+	if ((err = check_jdev_super(fs, &js, o->journal_path)))
+		return err;
+	return place_jdev(fs, &js, o->journal_path);
 }
 
 /*
@@ -206,8 +341,9 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 	bool must_write = FS_HAS_INCOMPAT(fs, RECOVER) || FS_HAS_RO_COMPAT(fs, ORPHAN_PRESENT);
 	int err;
 
-	(void)o;
 	fs->disk_last_orphan = fs->sb.s_last_orphan;   /* the first write keeps it */
+	if (o->journal_path)
+		note_jdev_number(fs, o->journal_path);
 	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && (err = journal_open(fs, &super_journal_host, &fs->journal)))
 		return err;
 	if ((err = trans_init(fs, &super_commit_host)) || (err = balloc_init(fs)))
@@ -377,6 +513,8 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 			return fs_err(ENOMEM, "out of memory for replaying the journal in memory");
 		fs->dev = ov;
 		fs->recovery.replayed_in_memory = 1;
+		if (fs->jdev && !(fs->jdev = bdev_open_overlay(fs->jdev)))
+			return fs_err(ENOMEM, "out of memory for replaying the journal in memory");
 	}
 	err = load_caches(fs, o);
 	/* As the kernel, check the descriptors before the replay writes. */
@@ -456,6 +594,8 @@ static int mount_bdev_named(struct bdev *dev, const struct uext4_opts *opts, con
 	fs->fixed_time = o->fixed_time;
 	fs->bulk = o->bulk != 0;
 	if ((err = stats_init(fs, io_counters)) || (err = super_read(fs, o->read_only)) || (err = fs_errors_init(fs, o, write_super_now)))
+		goto fail;
+	if ((err = open_jdev(fs, o)))
 		goto fail;
 	/* As the kernel, claim the MMP block before the journal is replayed;
 	 * a memory backend writes nothing back, so it has nothing to guard. */
@@ -597,6 +737,8 @@ int super_umount(struct uext4_fs *fs)
 	stats_destroy(fs);
 	if (fs->dev)
 		bdev_close(fs->dev);
+	if (fs->jdev)
+		bdev_close(fs->jdev);
 	free_hot(fs);
 	free(fs);
 	return err;

@@ -359,6 +359,8 @@ static int scan_fast_commits(struct scan *s, const struct journal_host *host, vo
 	return err;
 }
 
+/* The replayed blocks are on the file system's device: flush it before the
+ * log (on it or on an external device) forgets them. */
 static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
 {
 	struct jbd2_superblock *sb = jbd2_sb(log);
@@ -371,8 +373,8 @@ static int mark_empty(struct jbd2_log *log, uint32_t next_tid)
 	err = jbd2_write_sb(log);
 	if (err)
 		return err;
-	err = bdev_flush(log->fs->dev);
-	return err < 0 ? fs_err(-err, "journal recovery: device flush failed") : 0;
+	err = bdev_flush(jbd2_dev(log));
+	return err < 0 ? fs_err(-err, "journal recovery: journal device flush failed") : 0;
 }
 
 static int recover_log(struct jbd2_log *log, const struct journal_host *host,

@@ -170,11 +170,8 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 
 	if (fs->feature_incompat & EXT4_FEATURE_INCOMPAT_JOURNAL_DEV)
 		return fs_err(EOPNOTSUPP, "this is an external journal device (journal_dev), not a file system");
-	if (FS_HAS_COMPAT(fs, HAS_JOURNAL) && le32(fs->sb.s_journal_inum) == 0)
-		return fs_err(EOPNOTSUPP, "the file system's journal is on an external device "
-			      "(s_journal_dev 0x%x), which uext4 does not support; only internal "
-			      "journals (in inode %u) are", le32(fs->sb.s_journal_dev),
-			      EXT4_JOURNAL_INO);
+	/* A journal with s_journal_inum 0 is on an external device: the
+	 * mount opens it (mount.c, uext4_opts.journal_path). */
 	if ((fs->feature_incompat & EXT4_FEATURE_INCOMPAT_RECOVER) &&
 	    !FS_HAS_COMPAT(fs, HAS_JOURNAL))
 		return fs_corrupt("superblock: needs_recovery is set but there is no journal "
