@@ -236,11 +236,14 @@ static void *mmp_main(void *arg)
 			FS_ERROR(fs, -err, 0, s->block, "writing the MMP block failed");
 		if (sleep_or_stop(s, s->update_secs))
 			return NULL;
+		if (err)
+			continue;   /* the device does not hold what we wrote: nothing to compare */
 		/* Still ours?  (kmmpd reads it back when it was late; reading
 		 * every time also finds a node that took it while we stalled.) */
 		if ((err = read_block(fs, s->block, &now))) {
+			/* As kmmpd: an error, and the thread stops. */
 			FS_ERROR(fs, -err, 0, s->block, "MMP: reading the block back failed");
-			continue;
+			return NULL;
 		}
 		if (now.mmp_seq != s->mine.mmp_seq ||
 		    memcmp(now.mmp_nodename, s->mine.mmp_nodename, sizeof(now.mmp_nodename))) {
