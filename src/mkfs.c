@@ -78,6 +78,7 @@ static const struct feature_name features[] = {
 	{ "64bit", 1, EXT4_FEATURE_INCOMPAT_64BIT },
 	{ "flex_bg", 1, EXT4_FEATURE_INCOMPAT_FLEX_BG },
 	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
+	{ "casefold", 1, EXT4_FEATURE_INCOMPAT_CASEFOLD },
 	{ "sparse_super", 2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER },
 	{ "large_file", 2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE },
 	{ "huge_file", 2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE },
@@ -89,7 +90,7 @@ static const struct feature_name features[] = {
 	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 };
 #define N_FEATURES (sizeof(features) / sizeof(features[0]))
-#define N_PRINTED 17    /* the entries before the aliases */
+#define N_PRINTED 18    /* the entries before the aliases */
 
 /* /etc/mke2fs.conf of Debian's e2fsprogs 1.47: base_features, then per type. */
 #define BASE_COMPAT (EXT4_FEATURE_COMPAT_RESIZE_INODE | EXT4_FEATURE_COMPAT_DIR_INDEX | \
@@ -156,7 +157,7 @@ static int apply_feature_list(const char *list, struct feats *ft, struct feats *
 		if (!f)
 			return fs_err(EINVAL, "-O: unknown or unsupported feature '%.*s' (uext4 mkfs "
 				      "makes: has_journal ext_attr resize_inode dir_index orphan_file "
-				      "filetype extent 64bit flex_bg metadata_csum_seed sparse_super "
+				      "filetype extent 64bit flex_bg metadata_csum_seed casefold sparse_super "
 				      "large_file huge_file uninit_bg dir_nlink extra_isize "
 				      "metadata_csum)", (int)len, p);
 		if (off)
@@ -643,6 +644,12 @@ static int setup_features(struct mk *m, int type)
 			return fs_err(EINVAL, "the orphan_file feature needs a journal (has_journal)");
 		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_ORPHAN_FILE;
 	}
+	/* -E encoding= turns casefold on, as mke2fs; flags need it. */
+	if (m->o->encoding)
+		m->ft.f[1] |= EXT4_FEATURE_INCOMPAT_CASEFOLD;
+	if (m->o->encoding_flags && !HAS_INCOMPAT(m, CASEFOLD))
+		return fs_err(EINVAL, "-E encoding_flags= needs casefold (-O casefold or "
+			      "-E encoding=)");
 	if (HAS_COMPAT(m, RESIZE_INODE) && !HAS_RO(m, SPARSE_SUPER))
 		return fs_err(EINVAL, "reserved online resize blocks are not supported on a "
 			      "non-sparse file system (as mke2fs): add -O ^resize_inode");
@@ -1674,6 +1681,10 @@ static void fill_super(struct mk *m, struct ext4_super_block *sb, uint64_t free_
 		sb->s_hash_seed[i] = w;     /* stored as the bytes of the UUID */
 	}
 	sb->s_def_hash_version = DX_HASH_HALF_MD4;
+	if (HAS_INCOMPAT(m, CASEFOLD)) {   /* utf8-12.1, the only encoding */
+		sb->s_encoding = cpu_to_le16(EXT4_ENC_UTF8_12_1);
+		sb->s_encoding_flags = cpu_to_le16(m->o->encoding_flags);
+	}
 	sb->s_desc_size = cpu_to_le16(HAS_INCOMPAT(m, 64BIT) ? (uint16_t)m->desc_size : 0);
 	sb->s_default_mount_opts = cpu_to_le32(EXT4_DEFM_XATTR_USER | EXT4_DEFM_ACL);
 	if (m->inode_size >= EXT4_GOOD_OLD_INODE_SIZE + LARGE_INODE_EXTRA) {
