@@ -79,7 +79,7 @@ FUZZ_SECS ?= 60
 all: $(B)/libuext4.a $(B)/libuext4.so $(B)/uext4 $(B)/uext4.pc $(MAN_PAGES) $(TEST_BIN) $(BENCH_BIN)
 lib: $(B)/libuext4.a
 
-$(B)/obj/src/%.o: src/%.c src/*.h include/uext4.h
+$(B)/obj/src/%.o: src/%.c src/*.h src/*.inc include/uext4.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ARCHIVE_CFLAGS) -Iinclude -c $< -o $@
 

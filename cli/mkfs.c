@@ -161,6 +161,16 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 			fa->root_owner_set = 1;
 			fa->root_uid = o->root_uid;
 			fa->root_gid = o->root_gid;
+		} else if (!strcmp(e, "encoding") && val) {
+			if (strcmp(val, "utf8") && strcmp(val, "utf8-12.1"))
+				return bad_arg(c, "-E encoding=", val,
+					       "unknown encoding (utf8 or utf8-12.1)");
+			o->encoding = UEXT4_MKFS_ENC_UTF8_12_1;
+		} else if (!strcmp(e, "encoding_flags") && val) {
+			if (strcmp(val, "strict"))
+				return bad_arg(c, "-E encoding_flags=", val,
+					       "unknown encoding flag (strict)");
+			o->encoding_flags = UEXT4_MKFS_ENC_STRICT;
 		} else if (!strcmp(e, "lazy_itable_init")) {
 			uint32_t v = 1;
 
@@ -195,7 +205,8 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 		} else {
 			fprintf(stderr, "uext4 %s: -E %s%s%s: unknown extended option (uext4 knows "
 				"hash_seed=, root_owner=, lazy_itable_init=, offset=, "
-				"orphan_file_size=, num_backup_sb=, mmp_update_interval=)\n",
+				"orphan_file_size=, num_backup_sb=, mmp_update_interval=, encoding=,\n"
+				"encoding_flags=)\n",
 				c->name, e, val ? "=" : "", val ? val : "");
 			return usage_error(c, NULL);
 		}

@@ -161,6 +161,7 @@ struct server {
 	atomic_int inval_inline;        /* that many wait now */
 	char mnt[PATH_MAX];             /* the mount point (realpath), set by serve() */
 	int name_drops;                 /* drop_name() items queued; under dio_q.lock */
+	bool casefold_fs;               /* the image has casefold (set before serving) */
 };
 
 static struct server *srv(fuse_req_t req)
@@ -222,14 +223,35 @@ static void reply_err(fuse_req_t req, long ret)
 	fuse_reply_err(req, e ? e : EIO);
 }
 
+#define FS_CASEFOLD_FLAG 0x40000000u   /* FS_CASEFOLD_FL, +F */
+
+/*
+ * How long the kernel may keep a name of directory parent (0: unknown).
+ * Its dentry cache compares names by their bytes; a casefolded directory
+ * (+F) finds a name under any case.  So there a name is not kept at all:
+ * an absent "foo" kept would hide a "FOO" created later, and a kept "FOO"
+ * for the file "foo" would outlive the unlink or rename of "foo".  The
+ * kernel asks again (LOOKUP) at each use instead.  Elsewhere names are
+ * kept as long as attributes.
+ */
+static double entry_timeout_in(const struct server *s, fuse_ino_t parent)
+{
+	uint32_t fl;
+
+	if (s->casefold_fs && parent && uext4_get_flags(s->fs, to_ext4(parent), &fl) == 0 &&
+	    (fl & FS_CASEFOLD_FLAG))
+		return 0;
+	return s->timeout;
+}
+
 static void fill_entry(const struct server *s, const struct uext4_stat *u,
-		       struct fuse_entry_param *e)
+		       struct fuse_entry_param *e, fuse_ino_t parent)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = to_fuse(u->ino);
 	e->generation = u->generation;
 	e->attr_timeout = s->timeout;
-	e->entry_timeout = s->timeout;
+	e->entry_timeout = entry_timeout_in(s, parent);
 	to_stat(s, u, &e->attr);
 }
 
@@ -292,7 +314,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 static void reply_counted_entry(fuse_req_t req, const struct server *s,
-				const struct uext4_stat *u);
+				const struct uext4_stat *u, fuse_ino_t parent);
 
 /* Export support: "." in node ino, of any type, is the kernel decoding a
  * file handle of a node it no longer caches (fuse_get_dentry); ".." in a
@@ -309,7 +331,7 @@ static void lookup_handle(fuse_req_t req, fuse_ino_t ino)
 	if (ret < 0)
 		reply_err(req, ret);
 	else
-		reply_counted_entry(req, s, &u);
+		reply_counted_entry(req, s, &u, 0);
 }
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -327,16 +349,17 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	if (ret == -ENOENT) {
 		/* Negative entry: cache the absence as long as a presence (a
-		 * create through the kernel replaces it). */
+		 * create through the kernel replaces it); not in a casefolded
+		 * directory (entry_timeout_in()). */
 		memset(&e, 0, sizeof(e));
-		e.entry_timeout = s->timeout;
+		e.entry_timeout = entry_timeout_in(s, parent);
 		fuse_reply_entry(req, &e);
 		return;
 	}
 	if (ret < 0)
 		reply_err(req, ret);
 	else
-		reply_counted_entry(req, s, &u);
+		reply_counted_entry(req, s, &u, parent);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -1035,6 +1058,7 @@ struct dirfill {
 	int err;                /* a getattr failure (plus only) */
 	uint64_t *counted;      /* plus: inodes whose lookup count an entry took */
 	size_t ncounted, max_counted;
+	fuse_ino_t dir;         /* the directory read */
 };
 
 static int is_dot_or_dotdot(const char *name, size_t len)
@@ -1069,7 +1093,7 @@ static int fill_plus(struct dirfill *d, const char *name, size_t len, uint64_t i
 			return 1;
 		}
 		d->counted[d->ncounted++] = ino;
-		fill_entry(d->s, &u, &e);
+		fill_entry(d->s, &u, &e, d->dir);
 	}
 	d->used += fuse_add_direntry_plus(d->req, d->buf + d->used, d->size - d->used,
 					  name, &e, next);
@@ -1103,7 +1127,7 @@ static int fill_one(void *ctx, const char *name, size_t len, uint64_t ino,
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 {
-	struct dirfill d = { .req = req, .s = srv(req), .plus = plus, .size = size };
+	struct dirfill d = { .req = req, .s = srv(req), .plus = plus, .size = size, .dir = ino };
 	int ret;
 
 	d.buf = malloc(size ? size : 1);
@@ -1370,11 +1394,11 @@ static struct server *begin_create(fuse_req_t req)
  */
 /* Reply with an entry whose lookup is counted already. */
 static void reply_counted_entry(fuse_req_t req, const struct server *s,
-				const struct uext4_stat *u)
+				const struct uext4_stat *u, fuse_ino_t parent)
 {
 	struct fuse_entry_param e;
 
-	fill_entry(s, u, &e);
+	fill_entry(s, u, &e, parent);
 	if (fuse_reply_entry(req, &e) != 0)
 		uext4_forget(s->fs, u->ino, 1);
 }
@@ -1382,14 +1406,14 @@ static void reply_counted_entry(fuse_req_t req, const struct server *s,
 /* The entry a successful MKNOD, MKDIR, SYMLINK or LINK made: counted here
  * (u, the operation's own stat, is what the reply carries). */
 static void reply_entry_or_err(fuse_req_t req, const struct server *s, int ret,
-			       const struct uext4_stat *u)
+			       const struct uext4_stat *u, fuse_ino_t parent)
 {
 	if (ret >= 0)
 		ret = uext4_lookup_ref(s->fs, u->ino, NULL);
 	if (ret < 0)
 		reply_err(req, ret);
 	else
-		reply_counted_entry(req, s, u);
+		reply_counted_entry(req, s, u, parent);
 }
 
 static void reply_attr_or_err(fuse_req_t req, const struct server *s, int ret,
@@ -1513,7 +1537,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		ret = uext4_mkdir(s->fs, to_ext4(parent), name, mode, &u);
 	else
 		ret = uext4_mknod(s->fs, to_ext4(parent), name, mode, (uint64_t)rdev, &u);
-	reply_entry_or_err(req, s, ret, &u);
+	reply_entry_or_err(req, s, ret, &u, parent);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -1522,7 +1546,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct uext4_stat u;
 	int ret = uext4_mkdir(s->fs, to_ext4(parent), name, S_IFDIR | (mode & 07777), &u);
 
-	reply_entry_or_err(req, s, ret, &u);
+	reply_entry_or_err(req, s, ret, &u, parent);
 }
 
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
@@ -1531,7 +1555,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct uext4_stat u;
 	int ret = uext4_symlink(s->fs, to_ext4(parent), name, link, &u);
 
-	reply_entry_or_err(req, s, ret, &u);
+	reply_entry_or_err(req, s, ret, &u, parent);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -1540,7 +1564,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct uext4_stat u;
 	int ret = uext4_link(s->fs, to_ext4(ino), to_ext4(newparent), newname, &u);
 
-	reply_entry_or_err(req, s, ret, &u);
+	reply_entry_or_err(req, s, ret, &u, newparent);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -1666,7 +1690,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		reply_err(req, ret);
 		return;
 	}
-	fill_entry(s, &u, &e);
+	fill_entry(s, &u, &e, parent);
 	finish_open(req, s, f, fi, &e);
 }
 
@@ -2951,6 +2975,15 @@ static int serve(struct server *s, struct fuse_session *se, const char *mountpoi
 	return ret < 0 ? ret : 0;
 }
 
+/* Whether the image has casefold (INCOMPAT_CASEFOLD, 0x20000): then its
+ * +F directories keep no names in the kernel (entry_timeout_in()). */
+static bool has_casefold(uext4_fs *fs)
+{
+	struct uext4_info in;
+
+	return uext4_info(fs, &in) == 0 && (in.feature_incompat & 0x20000u);
+}
+
 /* Nanoseconds between the times the image can store (the kernel's ext4
  * s_time_gran): inodes of 128 bytes have no *_extra fields. */
 static uint32_t time_gran_of(uext4_fs *fs)
@@ -3010,6 +3043,7 @@ int uext4_fuse_run(uext4_fs *fs, const char *mountpoint, const struct uext4_fuse
 	ret = uext4_statfs(fs, &sf);
 	s.block_size = ret < 0 ? 4096 : sf.block_size;
 	s.time_gran = time_gran_of(fs);
+	s.casefold_fs = has_casefold(fs);
 	if (build_mount_opts(o, mopts, sizeof(mopts))) {
 		fprintf(stderr, "uext4 mount: mount options too long\n");
 		return -EINVAL;

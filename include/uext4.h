@@ -591,7 +591,14 @@ struct uext4_mkfs_opts {
 	 * s_journal_dev (0 for a regular file), and the new file system
 	 * into its users.  features "journal_dev" makes such a device. */
 	const char *journal_device;
+	/* -E encoding=: UEXT4_MKFS_ENC_UTF8_12_1 (utf8, utf8-12.1) turns on
+	 * casefold; 0 = none given (utf8-12.1 when -O casefold).
+	 * -E encoding_flags=strict: UEXT4_MKFS_ENC_STRICT (casefolded
+	 * directories refuse names that are not valid UTF-8). */
+	uint16_t encoding, encoding_flags;
 };
+#define UEXT4_MKFS_ENC_UTF8_12_1 1
+#define UEXT4_MKFS_ENC_STRICT 0x0001
 /* What uext4_mkfs() made (or, dry run, would make). */
 struct uext4_mkfs_geometry {
 	uint32_t block_size, inode_size, desc_size;

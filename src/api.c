@@ -1115,3 +1115,26 @@ int64_t uext4_lseek(uext4_file *f, int64_t off, int whence)
 			      (unsigned long long)f->inode->ino);
 	return file_seek_data(f->fs, f->inode, (uint64_t)off, whence == SEEK_DATA);
 }
+
+/* ------------------------------------------------------------- flags */
+
+/* +F/-F only on an empty directory (ext4_empty_dir()); the names cached
+ * for it by their bytes (absent ones: it is empty) are no answer under the
+ * other way of comparing.  Here, as both are the namespace layer's. */
+static int casefold_check(struct uext4_fs *fs, struct inode *dir)
+{
+	int r = dir_is_empty(fs, dir);
+
+	if (r < 0)
+		return r;
+	if (!r)
+		return fs_err(ENOTEMPTY, "set flags: casefold (+F/-F) on directory inode %llu, "
+			      "which is not empty", (unsigned long long)dir->ino);
+	namecache_forget_dir(dir);
+	return 0;
+}
+
+int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
+{
+	return flags_set(fs, ino, flags, casefold_check);
+}

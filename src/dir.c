@@ -46,6 +46,7 @@
 #include "namecache.h"
 #include "ondisk.h"
 #include "trans.h"
+#include "utf8.h"
 #include "xattr.h"
 
 #include <dirent.h>
@@ -379,7 +380,7 @@ static int inline_lookup_locked(struct uext4_fs *fs, struct inode *dir, const ch
 
 		if (e2) {
 			err = e2;
-		} else if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+		} else if (e.ino && dir_name_eq(fs, dir, &e, name, len)) {
 			*ino = e.ino;
 			if (ftype)
 				*ftype = dir_dtype(fs, e.file_type);
@@ -494,23 +495,44 @@ int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, 
 static int not_found(struct inode *dir, const char *name, size_t len);
 
 /* The name cache first (no lock); on a miss the directory, and what it
- * says goes into the cache (namecache.c explains the token). */
+ * says goes into the cache (namecache.c explains the token).  Not for a
+ * casefolded directory: the cache holds names by their bytes, and a create
+ * of one case would leave the absence of another cached.  On a casefold
+ * file system the insert is made under dir->lock, which +F takes to change
+ * (and then forgets the directory's entries: api.c casefold_check()), so
+ * no insert decided before +F lands after it. */
 int dir_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 	       uint64_t *ino, unsigned *ftype)
 {
 	uint32_t token;
+	bool cacheable;
 	int err;
 
 	if (namecache_lookup(fs->nc, dir, name, len, ino, ftype, &token))
 		return *ino ? 0 : not_found(dir, name, len);
 	urw_rdlock(&dir->lock);
 	err = dir_lookup_locked(fs, dir, name, len, ino, ftype);
-	urw_unlock(&dir->lock);
-	if (err == 0)
+	cacheable = !dir_casefolded(fs, dir);
+	if (cacheable && !FS_HAS_INCOMPAT(fs, CASEFOLD))
+		urw_unlock(&dir->lock);
+	if (err == 0 && cacheable)
 		namecache_insert(fs->nc, dir, name, len, *ino, *ftype, token);
-	else if (err == -ENOENT)
+	else if (err == -ENOENT && cacheable)
 		namecache_insert(fs->nc, dir, name, len, 0, 0, token);
+	if (!cacheable || FS_HAS_INCOMPAT(fs, CASEFOLD))
+		urw_unlock(&dir->lock);
 	return err;
+}
+
+int dir_check_new_name(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len)
+{
+	if (dir_casefolded(fs, dir) &&
+	    (le16(fs->sb.s_encoding_flags) & EXT4_ENC_STRICT_MODE_FL) &&
+	    utf8_validate(name, len) < 0)
+		return fs_err(EINVAL, "\"%.*s\" is not valid UTF-8, which a casefolded directory "
+			      "(inode %llu) of a strict file system refuses", (int)MIN(len, 255), name,
+			      (unsigned long long)dir->ino);
+	return 0;
 }
 
 int dir_iterate(struct uext4_fs *fs, struct inode *dir, uint64_t cookie,
@@ -774,7 +796,7 @@ static int inline_locate(struct uext4_fs *fs, struct inode *dir, const struct in
 			return err;
 		if (o == INLINE_IBLOCK_SIZE)
 			before = NO_PREV;       /* the xattr part is a region of its own */
-		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+		if (e.ino && dir_name_eq(fs, dir, &e, name, len)) {
 			*off = o;
 			*prev = before;
 			return 1;

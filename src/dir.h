@@ -14,6 +14,11 @@
 /* Same as dir_lookup(), with dir->lock already held (read or write). */
 int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		      uint64_t *ino, unsigned *ftype);
+/* May name be added to dir?  -EINVAL for a name that is not valid UTF-8 in
+ * a casefolded directory of a strict file system (the kernel's
+ * generic_ci_validate_strict_name()); call with dir->lock held, before the
+ * change, so that a refused name changes nothing. */
+int dir_check_new_name(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len);
 /* Add an entry unless the name exists (-EEXIST): one probe and one leaf
  * scan instead of a lookup and an insert (the create path). */
 int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t len,

@@ -31,6 +31,7 @@
 #include "internal.h"
 #include "ondisk.h"
 #include "trans.h"
+#include "utf8.h"
 
 #include <dirent.h>
 #include <string.h>
@@ -176,8 +177,9 @@ static inline void leaf_prefetch(const struct dir_leaf *lf)
 		__builtin_prefetch(lf->b->data + o, 0, 3);
 }
 
-static int leaf_find_fast(struct uext4_fs *fs, const struct dir_leaf *lf, const char *name,
-			  size_t len, bool *found, uint64_t *ino, unsigned *ftype)
+static int leaf_find_fast(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf *lf,
+			  const char *name, size_t len, bool *found, uint64_t *ino,
+			  unsigned *ftype)
 {
 	struct dir_ent e;
 
@@ -185,7 +187,7 @@ static int leaf_find_fast(struct uext4_fs *fs, const struct dir_leaf *lf, const 
 		leaf_entry_fast(fs, lf, off, &e);
 		if (e.rec_len == 0)
 			break; /* cannot happen in a trusted leaf; never loop */
-		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+		if (e.ino && dir_name_eq(fs, dir, &e, name, len)) {
 			*found = true;
 			*ino = e.ino;
 			if (ftype)
@@ -203,13 +205,13 @@ int dir_leaf_find(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf 
 
 	*found = false;
 	if (leaf_trusted(lf))
-		return leaf_find_fast(fs, lf, name, len, found, ino, ftype);
+		return leaf_find_fast(fs, dir, lf, name, len, found, ino, ftype);
 	for (unsigned off = 0; off < lf->end; off += e.rec_len) {
 		int err = dir_leaf_entry(fs, dir, lf, off, &e);
 
 		if (err)
 			return err;
-		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+		if (e.ino && dir_name_eq(fs, dir, &e, name, len)) {
 			*found = true;
 			*ino = e.ino;
 			if (ftype)
@@ -221,6 +223,71 @@ int dir_leaf_find(struct uext4_fs *fs, struct inode *dir, const struct dir_leaf 
 	return 0;
 }
 
+
+/* ------------------------------------------------------------ casefold */
+
+/*
+ * The folded form of the name a scan looks for, kept per thread: a scan
+ * compares it with every live entry of a leaf, and the next scan (the
+ * create after a lookup, another leaf) is most often for the same name.
+ */
+static _Thread_local struct {
+	size_t len;
+	ssize_t flen;	/* -EINVAL: the name is not valid UTF-8 */
+	char name[EXT4_NAME_LEN];
+	char folded[UTF8_FOLD_MAX];
+} query = { .len = SIZE_MAX };
+
+static ssize_t query_folded(const char *name, size_t len, const char **folded)
+{
+	if (len > EXT4_NAME_LEN)
+		return -EINVAL;
+	if (query.len != len || memcmp(query.name, name, len) != 0) {
+		memcpy(query.name, name, len);
+		query.len = len;
+		query.flen = utf8_casefold(name, len, query.folded, sizeof(query.folded));
+	}
+	*folded = query.folded;
+	return query.flen;
+}
+
+/* An entry name of ASCII only folds byte by byte (A-Z to a-z). */
+static bool ascii_folds_to(const char *ename, size_t elen, const char *folded, size_t flen)
+{
+	if (elen != flen)
+		return false;
+	for (size_t i = 0; i < elen; i++) {
+		char c = ename[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c != folded[i])
+			return false;
+	}
+	return true;
+}
+
+static bool is_ascii(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return false;
+	return true;
+}
+
+bool dir_name_match_folded(const char *name, size_t len, const char *ename, size_t elen)
+{
+	const char *folded;
+	char efolded[UTF8_FOLD_MAX];
+	ssize_t flen = query_folded(name, len, &folded), eflen;
+
+	if (flen < 0)
+		return false;
+	if (is_ascii(ename, elen))
+		return ascii_folds_to(ename, elen, folded, (size_t)flen);
+	eflen = utf8_casefold(ename, elen, efolded, sizeof(efolded));
+	return eflen == flen && memcmp(efolded, folded, (size_t)flen) == 0;
+}
 
 /* ------------------------------------------------------------ write side */
 
@@ -461,7 +528,9 @@ int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
 	struct dir_ent e;
 	bool trusted = leaf_trusted(lf), room = false;
 
-	if (name && trusted) {
+	/* The hint's filter holds names' bytes: of no use where other bytes
+	 * may match (casefolded directories scan). */
+	if (name && trusted && !dir_casefolded(fs, dir)) {
 		if (leaf_hint_valid(lf->b)) {
 			int r = leaf_hint_probe(fs, lf, name, len, need, off);
 
@@ -487,8 +556,10 @@ int dir_leaf_find_name_or_room(struct uext4_fs *fs, struct inode *dir,
 				return err;
 		}
 		/* Last bytes first: names of a stream differ there. */
-		if (name && e.ino && e.name_len == len && e.name[len - 1] == name[len - 1] &&
-		    memcmp(e.name, name, len) == 0)
+		if (name && e.ino && ((e.name_len == len && e.name[len - 1] == name[len - 1] &&
+					memcmp(e.name, name, len) == 0) ||
+				       (dir_casefolded(fs, dir) &&
+					dir_name_match_folded(name, len, e.name, e.name_len))))
 			return -EEXIST;
 		used = e.ino ? EXT4_DIR_REC_LEN(e.name_len) : 0;
 		if (!room && e.rec_len - used >= need) {
@@ -530,7 +601,7 @@ int dir_leaf_locate(struct uext4_fs *fs, struct inode *dir, const struct dir_lea
 
 		if (err)
 			return err;
-		if (e.ino && e.name_len == len && memcmp(e.name, name, len) == 0) {
+		if (e.ino && dir_name_eq(fs, dir, &e, name, len)) {
 			*off = o;
 			*prev = before;
 			return 1;

@@ -17,6 +17,9 @@
 #include "internal.h"
 #include "ondisk.h"
 
+#include <stdbool.h>
+#include <string.h>
+
 /* The minimum record: a dirent with a 1..4 byte name. */
 #define DIRENT_MIN_LEN 12u
 #define DIRENT_HDR_LEN 8u
@@ -37,6 +40,28 @@ struct dir_ent {
 	unsigned file_type;  /* EXT4_FT_* as on disk */
 	unsigned rec_len;
 };
+
+/*
+ * Casefolded directories (+F on a casefold file system): a name matches an
+ * entry with the same bytes or, failing that, with the same nfdicf form
+ * (utf8.c), as the kernel's generic_ci_match(); a name that is not valid
+ * UTF-8 matches only its own bytes.  dir->flags is read with dir->lock
+ * held (+F changes only on an empty directory, under it).
+ */
+static inline bool dir_casefolded(const struct uext4_fs *fs, const struct inode *dir)
+{
+	return FS_HAS_INCOMPAT(fs, CASEFOLD) && (dir->flags & EXT4_CASEFOLD_FL);
+}
+/* The casefolded comparison, after the bytes differed. */
+bool dir_name_match_folded(const char *name, size_t len, const char *ename, size_t elen);
+/* Does live entry e hold name (in dir's way of comparing)? */
+static inline bool dir_name_eq(const struct uext4_fs *fs, const struct inode *dir,
+			       const struct dir_ent *e, const char *name, size_t len)
+{
+	if (e->name_len == len && memcmp(e->name, name, len) == 0)
+		return true;
+	return dir_casefolded(fs, dir) && dir_name_match_folded(name, len, e->name, e->name_len);
+}
 
 /* rec_len as stored, decoded for block sizes up to 64 KiB. */
 unsigned dir_rec_len(const struct uext4_fs *fs, uint16_t disk);

@@ -2,7 +2,7 @@
  * flags.c - the inode flags users see and change (lsattr/chattr:
  * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS), and the refusals that immutable and
  * append-only inodes impose on every operation (public API,
- * include/uext4.h: uext4_get_flags, uext4_set_flags).
+ * include/uext4.h: uext4_get_flags; uext4_set_flags is api.c's, over flags_set()).
  *
  * The rules are the kernel's ext4 (fs/ext4/ioctl.c ext4_fileattr_set and
  * ext4_ioctl_setflags, fs/ext4/ext4.h ext4_mask_flags) together with what
@@ -131,12 +131,28 @@ static bool dax_compatible(const struct inode *n, uint32_t old, uint32_t new)
 	return !((new & FL_DAX_EXCL) && (old & FL_DAX));
 }
 
+/* +F or -F: on a directory of a casefold file system; whether it is empty
+ * (ext4_ioctl_setflags()'s ext4_empty_dir()) the caller's check decides. */
+static int casefold_change_allowed(struct uext4_fs *fs, struct inode *n,
+				   flags_casefold_check_fn check)
+{
+	unsigned long long ino = (unsigned long long)n->ino;
+
+	if (!FS_HAS_INCOMPAT(fs, CASEFOLD))
+		return fs_err(EOPNOTSUPP, "set flags: casefold (+F) needs a file system with the "
+			      "casefold feature (inode %llu)", ino);
+	if (!S_ISDIR(n->mode))
+		return fs_err(ENOTDIR, "set flags: casefold (+F) on inode %llu, not a directory", ino);
+	return check(fs, n);
+}
+
 /*
  * The checks of vfs_fileattr_set(), ext4_fileattr_set() and
  * ext4_ioctl_setflags(), in their order.  want is what the caller asked
  * for; on success *out is the inode's new i_flags.
  */
-static int check_new_flags(const struct inode *n, uint32_t want, uint32_t *out)
+static int check_new_flags(struct uext4_fs *fs, struct inode *n, uint32_t want, uint32_t *out,
+			   flags_casefold_check_fn casefold_check)
 {
 	uint32_t uid = caller_uid(), old = n->flags, f;
 	unsigned long long ino = (unsigned long long)n->ino;
@@ -170,8 +186,12 @@ static int check_new_flags(const struct inode *n, uint32_t want, uint32_t *out)
 	if (!dax_compatible(n, old, f))
 		return fs_err(EOPNOTSUPP, "set flags: DAX and 0x%x exclude each other (inode %llu)",
 			      (f | old) & FL_DAX_EXCL, ino);
-	if ((f ^ old) & EXT4_CASEFOLD_FL)
-		return fs_err(EOPNOTSUPP, "set flags: casefold is not enabled (inode %llu)", ino);
+	if ((f ^ old) & EXT4_CASEFOLD_FL) {
+		int err = casefold_change_allowed(fs, n, casefold_check);
+
+		if (err)
+			return err;
+	}
 	/* The kernel journals the data of a file with +j and migrates between
 	 * block maps and extents when EXTENTS changes; uext4 does neither. */
 	if ((f ^ old) & EXT4_JOURNAL_DATA_FL)
@@ -184,7 +204,7 @@ static int check_new_flags(const struct inode *n, uint32_t want, uint32_t *out)
 	return 0;
 }
 
-int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
+int flags_set(uext4_fs *fs, uint64_t ino, uint32_t flags, flags_casefold_check_fn casefold_check)
 {
 	struct inode *n;
 	struct handle *h;
@@ -200,7 +220,7 @@ int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 	old_flags = n->flags;
 	struct timespec ctime = n->ctime;
 
-	if (!(err = check_new_flags(n, flags, &new_flags)) && !(err = handle_begin(fs, &h))) {
+	if (!(err = check_new_flags(fs, n, flags, &new_flags, casefold_check)) && !(err = handle_begin(fs, &h))) {
 		n->flags = new_flags;
 		n->ctime = fs_time(fs);
 		if ((err = inode_write(h, n))) {

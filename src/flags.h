@@ -21,6 +21,11 @@ static inline int inode_refuse_if(const struct inode *n, uint32_t fl, const char
 /* If sync (read under n->lock by the caller), commit what last changed n;
  * else return err.  Called with no lock held. */
 int flags_sync_commit(struct uext4_fs *fs, struct inode *n, bool sync, int err);
+/* Whether directory n (locked for writing) may take or lose casefold (+F):
+ * 0 or the error.  The caller's, above: it reads the directory. */
+typedef int (*flags_casefold_check_fn)(struct uext4_fs *fs, struct inode *n);
+/* uext4_set_flags() (include/uext4.h) with the casefold check from above. */
+int flags_set(uext4_fs *fs, uint64_t ino, uint32_t flags, flags_casefold_check_fn casefold_check);
 /* ext4_mask_flags(): the flags an inode of this type may carry. */
 uint32_t flags_mask_for_mode(uint32_t mode, uint32_t flags);
 /* The flags a new inode of this mode takes from its directory. */

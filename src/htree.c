@@ -60,6 +60,7 @@
 #include "lock.h"
 #include "ondisk.h"
 #include "trans.h"
+#include "utf8.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -457,6 +458,24 @@ static int dx_next_leaf(struct uext4_fs *fs, struct inode *dir, struct dx_path *
 
 /* ------------------------------------------------------------ lookup */
 
+/*
+ * The hash of a name in dir: in a casefolded directory the hash of its
+ * folded form (the kernel's ext4fs_dirhash()); a name that is not valid
+ * UTF-8 hashes as its bytes, as there.
+ */
+static int name_hash(struct uext4_fs *fs, struct inode *dir, int version, const char *name,
+		     size_t len, uint32_t *hash, uint32_t *minor)
+{
+	if (len && dir_casefolded(fs, dir)) {
+		char folded[UTF8_FOLD_MAX];
+		ssize_t n = utf8_casefold(name, len, folded, sizeof(folded));
+
+		if (n >= 0)
+			return dirhash(version, fs->hash_seed, folded, (size_t)n, hash, minor);
+	}
+	return dirhash(version, fs->hash_seed, name, len, hash, minor);
+}
+
 static int htree_find(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 		      uint64_t *ino, unsigned *ftype, struct dx_path *p)
 {
@@ -465,7 +484,7 @@ static int htree_find(struct uext4_fs *fs, struct inode *dir, const char *name, 
 
 	if ((err = dx_read_root(fs, dir, p)))
 		return err;
-	if ((err = dirhash(p->hash_version, fs->hash_seed, name, len, &hash, NULL)))
+	if ((err = name_hash(fs, dir, p->hash_version, name, len, &hash, NULL)))
 		return err;
 	if ((err = dx_descend(fs, dir, hash, p)))
 		return err;
@@ -583,7 +602,7 @@ static int collect_leaf(struct uext4_fs *fs, struct inode *dir, const struct dx_
 			return err;
 		if (!e.ino)
 			continue;
-		if ((err = dirhash(p->hash_version, fs->hash_seed, e.name, e.name_len, &hash,
+		if ((err = name_hash(fs, dir, p->hash_version, e.name, e.name_len, &hash,
 				   &minor)))
 			return err;
 		if (hash < start)
@@ -950,7 +969,7 @@ static int split_map(struct uext4_fs *fs, struct inode *dir, const struct dx_pat
 			return err;
 		if (!e.ino)
 			continue;
-		if ((err = dirhash(p->hash_version, fs->hash_seed, e.name, e.name_len,
+		if ((err = name_hash(fs, dir, p->hash_version, e.name, e.name_len,
 				   &map[*n].hash, NULL)))
 			return err;
 		map[*n].off = (uint16_t)off;
@@ -1117,7 +1136,7 @@ static int htree_add_once(struct handle *h, struct inode *dir, const char *name,
 	int r;
 
 	if ((r = dx_read_root(fs, dir, p)) ||
-	    (r = dirhash(p->hash_version, fs->hash_seed, name, len, &hash, NULL)) ||
+	    (r = name_hash(fs, dir, p->hash_version, name, len, &hash, NULL)) ||
 	    (r = dx_descend(fs, dir, hash, p)) || (r = dx_read_leaf(fs, dir, p, &lf)))
 		goto out;
 	if (excl) {
@@ -1295,7 +1314,7 @@ int htree_find_slot(struct uext4_fs *fs, struct inode *dir, const char *name, si
 	int r, more = 1;
 
 	if ((r = dx_read_root(fs, dir, &p)) ||
-	    (r = dirhash(p.hash_version, fs->hash_seed, name, len, &hash, NULL)) ||
+	    (r = name_hash(fs, dir, p.hash_version, name, len, &hash, NULL)) ||
 	    (r = dx_descend(fs, dir, hash, &p)))
 		goto out;
 	while (more > 0) {
@@ -1342,7 +1361,7 @@ static int par_probe(struct uext4_fs *fs, struct inode *dir, const char *name, s
 
 	memset(hp, 0, sizeof(*hp));
 	if ((r = dx_read_root(fs, dir, p)) ||
-	    (r = dirhash(p->hash_version, fs->hash_seed, name, len, hash, NULL)) ||
+	    (r = name_hash(fs, dir, p->hash_version, name, len, hash, NULL)) ||
 	    (r = dx_descend(fs, dir, *hash, p)))
 		return r;
 	return dx_read_leaf_as(fs, dir, p, &hp->s.lf, &hp->lock, true);

@@ -87,6 +87,7 @@ static const struct feature_name features[] = {
 	{ "ea_inode", 1, EXT4_FEATURE_INCOMPAT_EA_INODE },
 	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
 	{ "large_dir", 1, EXT4_FEATURE_INCOMPAT_LARGEDIR },
+	{ "casefold", 1, EXT4_FEATURE_INCOMPAT_CASEFOLD },
 	{ "sparse_super", 2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER },
 	{ "large_file", 2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE },
 	{ "huge_file", 2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE },
@@ -735,6 +736,12 @@ static int setup_features(struct mk *m, int type)
 			return fs_err(EINVAL, "the orphan_file feature needs a journal (has_journal)");
 		m->ft.f[0] &= ~EXT4_FEATURE_COMPAT_ORPHAN_FILE;
 	}
+	/* -E encoding= turns casefold on, as mke2fs; flags need it. */
+	if (m->o->encoding)
+		m->ft.f[1] |= EXT4_FEATURE_INCOMPAT_CASEFOLD;
+	if (m->o->encoding_flags && !HAS_INCOMPAT(m, CASEFOLD))
+		return fs_err(EINVAL, "-E encoding_flags= needs casefold (-O casefold or "
+			      "-E encoding=)");
 	if (HAS_COMPAT(m, RESIZE_INODE) && !HAS_RO(m, SPARSE_SUPER))
 		return fs_err(EINVAL, "reserved online resize blocks are not supported on a "
 			      "non-sparse file system (as mke2fs): add -O ^resize_inode");
@@ -1900,6 +1907,10 @@ static void fill_super(struct mk *m, struct ext4_super_block *sb, uint64_t free_
 		sb->s_hash_seed[i] = w;     /* stored as the bytes of the UUID */
 	}
 	sb->s_def_hash_version = DX_HASH_HALF_MD4;
+	if (HAS_INCOMPAT(m, CASEFOLD)) {   /* utf8-12.1, the only encoding */
+		sb->s_encoding = cpu_to_le16(EXT4_ENC_UTF8_12_1);
+		sb->s_encoding_flags = cpu_to_le16(m->o->encoding_flags);
+	}
 	sb->s_desc_size = cpu_to_le16(HAS_INCOMPAT(m, 64BIT) ? (uint16_t)m->desc_size : 0);
 	sb->s_default_mount_opts = cpu_to_le32(EXT4_DEFM_XATTR_USER | EXT4_DEFM_ACL);
 	if (m->inode_size >= EXT4_GOOD_OLD_INODE_SIZE + LARGE_INODE_EXTRA) {

@@ -465,9 +465,12 @@ again:
 		else if (err == -ENOENT)
 			err = 0;
 	}
-	/* As the kernel's may_create(): an existing name first, then EPERM. */
+	/* As the kernel's may_create(): an existing name first, then EPERM;
+	 * a name strict casefolding refuses last (ext4_add_entry()). */
 	if (!err)
 		err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "create in directory");
+	if (!err)
+		err = dir_check_new_name(fs, dir, name, len);
 	/* As symlink(2): an existing name wins over a too long target. */
 	if (!err && S_ISLNK(nn->mode) && strlen(nn->target) >= fs->block_size)
 		err = fs_err(ENAMETOOLONG, "symlink target of %zu bytes (at most %u)",
@@ -654,7 +657,8 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 			       : err == -ENOENT ? 0 : err;
 	}
 	if (!err && !(err = inode_refuse_if(dir, EXT4_IMMUTABLE_FL, "link into directory")) &&
-	    !(err = inode_refuse_if(n, FL_NOCHANGE, "link"))) {
+	    !(err = inode_refuse_if(n, FL_NOCHANGE, "link")) &&
+	    !(err = dir_check_new_name(fs, dir, newname, len))) {
 		if (n->links == 0 && !(atomic_load(&n->istate) & INODE_LINKABLE))
 			err = fs_err(ENOENT, "link: inode %llu has been removed",
 				     (unsigned long long)ino);
@@ -1104,8 +1108,11 @@ static int rename_locked(struct rename_op *r, uint64_t sino, uint64_t tino)
 	if (r->t && (r->flags & UEXT4_RENAME_NOREPLACE))
 		return fs_err(EEXIST, "rename: \"%s\" exists", r->nname);
 	if (r->t == r->s)
-		return 0; /* two names of one inode: rename(2) does nothing */
-	if ((err = rename_check(r)) || (err = handle_begin(r->fs, &h)))
+		return 0; /* two names of one inode (or one name under two cases in
+			   * a casefolded directory): rename(2) does nothing */
+	if ((err = rename_check(r)) ||
+	    (!r->t && (err = dir_check_new_name(r->fs, r->nd, r->nname, r->nlen))) ||
+	    (err = handle_begin(r->fs, &h)))
 		return err;
 	undo_init(&log, h);
 	r->log = &log;

@@ -90,6 +90,9 @@ static inline uint64_t le64(uint64_t v) { return v; }
 #define EXT4_FEATURE_INCOMPAT_INLINE_DATA 0x8000
 #define EXT4_FEATURE_INCOMPAT_ENCRYPT 0x10000
 #define EXT4_FEATURE_INCOMPAT_CASEFOLD 0x20000
+/* s_encoding and s_encoding_flags of a casefold file system. */
+#define EXT4_ENC_UTF8_12_1 1
+#define EXT4_ENC_STRICT_MODE_FL 0x0001 /* refuse names that are not valid UTF-8 */
 
 /* Superblock: 1024 bytes at byte offset 1024. */
 struct ext4_super_block {

@@ -56,7 +56,7 @@ _Static_assert(sizeof(struct group_info) % CACHELINE == 0, "a group per cache li
 	 EXT4_FEATURE_INCOMPAT_FLEX_BG | EXT4_FEATURE_INCOMPAT_EA_INODE |            \
 	 EXT4_FEATURE_INCOMPAT_CSUM_SEED | EXT4_FEATURE_INCOMPAT_LARGEDIR |          \
 	 EXT4_FEATURE_INCOMPAT_INLINE_DATA | EXT4_FEATURE_INCOMPAT_RECOVER |         \
-	 EXT4_FEATURE_INCOMPAT_MMP)
+	 EXT4_FEATURE_INCOMPAT_MMP | EXT4_FEATURE_INCOMPAT_CASEFOLD)
 
 /* Read-only compat features we may mount read-write (we write them all). */
 #define SUPPORTED_RO_COMPAT                                                          \
@@ -162,9 +162,27 @@ void super_feature_names(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
 	names_of(2, ro_compat, buf, size, &len);
 }
 
+/* casefold: the one encoding there is (utf8-12.1, src/utf8.c), and of its
+ * flags only strict, as the kernel's ext4_sb_read_encoding() knows them. */
+static int check_encoding(const struct uext4_fs *fs)
+{
+	unsigned enc = le16(fs->sb.s_encoding), flags = le16(fs->sb.s_encoding_flags);
+
+	if (!FS_HAS_INCOMPAT(fs, CASEFOLD))
+		return 0;
+	if (enc != EXT4_ENC_UTF8_12_1)
+		return fs_err(EOPNOTSUPP, "casefold: unknown filename encoding %u (uext4 knows "
+			      "utf8-12.1, encoding %u)", enc, EXT4_ENC_UTF8_12_1);
+	if (flags & ~EXT4_ENC_STRICT_MODE_FL)
+		return fs_err(EOPNOTSUPP, "casefold: unknown encoding flags 0x%x (uext4 knows "
+			      "strict, 0x%x)", flags, EXT4_ENC_STRICT_MODE_FL);
+	return 0;
+}
+
 /* Refuse, by name, every feature we cannot honour. */
 static int check_features(struct uext4_fs *fs, bool read_only)
 {
+	int err;
 	char names[256];
 	uint32_t bad = fs->feature_incompat & ~SUPPORTED_INCOMPAT;
 
@@ -180,6 +198,8 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 		super_feature_names(0, bad, 0, names, sizeof(names));
 		return fs_err(EOPNOTSUPP, "unsupported feature: %s", names);
 	}
+	if ((err = check_encoding(fs)))
+		return err;
 	bad = fs->feature_ro_compat & ~SUPPORTED_RO_COMPAT;
 	if (bad & EXT4_FEATURE_RO_COMPAT_BIGALLOC) {
 		/* Cluster-based allocation changes bitmap and extent semantics. */

@@ -3,7 +3,7 @@
 # support (and read-only-compatible ones, on a read-only mount) are accepted.
 #
 # What is refused follows src/super.c:
-#   incompat: compression, journal_dev, dirdata, encrypt, casefold,
+#   incompat: compression, journal_dev, dirdata, encrypt,
 #             needs_recovery without a journal and any unknown bit -> refused;
 #   needs_recovery with a journal is recovered (here: an empty journal, so a
 #             read-only mount changes nothing);
@@ -143,7 +143,6 @@ CASES=0
 start() { CASE=$1; CASES=$((CASES + 1)); echo "case $CASES: $CASE"; MKE2FS_EXTRA=""; }
 
 # ---- refused ------------------------------------------------------------------
-start "casefold";        mkimg casefold && refused casefold
 start "encrypt";         mkimg encrypt && refused encrypt
 start "compression";     mkimg "" compression && refused compression
 start "dirdata";         mkimg "" dirdata && refused dirdata
@@ -175,6 +174,7 @@ start "large_dir";            mkimg large_dir && accepted large_dir
 start "inline_data";          mkimg inline_data && accepted inline_data
 start "meta_bg";              mkimg meta_bg,^resize_inode && accepted meta_bg
 start "metadata_csum_seed";   mkimg metadata_csum_seed && accepted metadata_csum_seed
+start "casefold";             mkimg casefold && accepted casefold
 start "ext2-style (no extents, no journal)"; mkimg ^extent,^64bit,^has_journal,^flex_bg,^metadata_csum && accepted
 start "uninit_bg without metadata_csum"; mkimg ^metadata_csum,uninit_bg && accepted uninit_bg
 
