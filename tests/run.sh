@@ -27,7 +27,7 @@ cd "$TOP" || exit 1
 BUILDROOT=${BUILDROOT:-build}
 case "$BUILDROOT" in /*) LOGDIR=$BUILDROOT/test-logs ;; *) LOGDIR=$TOP/$BUILDROOT/test-logs ;; esac
 mkdir -p "$LOGDIR"
-HELPERS=" walk "
+HELPERS=" walk fc_fault "
 MODES=${MODES:-release asan tsan}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 PASS=0 FAILN=0 SKIPN=0

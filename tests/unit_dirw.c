@@ -884,8 +884,14 @@ static void inline_xattr_part(struct uext4_fs *fs, struct dirtest *t)
 		e->ino = x;
 		t->m.live++;
 	}
-	/* Rename file_005 inside inl3: the add moves inl3, system.data part
-	 * included, to a block. */
+	/* Rename file_005 inside inl3 to a name longer than the room left
+	 * inline (a shorter one now fits where the removed entries were, as
+	 * on the kernel): the add moves inl3, system.data part included, to a
+	 * block. */
+	char long5[101];
+	memset(long5, 'r', 100);
+	memcpy(long5, "file_005_", 9);
+	long5[100] = 0;
 	uint64_t x5 = 0;
 	if (dir_lookup(fs, d3, "file_005", 8, &x5, &dt))
 		FAIL("inl3: lookup file_005");
@@ -893,15 +899,15 @@ static void inline_xattr_part(struct uext4_fs *fs, struct dirtest *t)
 	if ((err = handle_begin(fs, &h)) == 0) {
 		err = dir_remove(h, d3, "file_005", 8, x5);
 		if (!err)
-			err = dir_add(h, d3, "file_005_renamed", 16, x5, EXT4_FT_REG_FILE);
+			err = dir_add(h, d3, long5, 100, x5, EXT4_FT_REG_FILE);
 		int e2 = handle_end(h);
 		err = err ? err : e2;
 	}
 	urw_unlock(&d3->lock);
 	if (err || (d3->flags & EXT4_INLINE_DATA_FL))
 		FAIL("inl3: rename file_005 (conversion with a system.data part): %d", err);
-	if (dir_lookup(fs, d3, "file_005_renamed", 16, &ino, &dt) || ino != x5)
-		FAIL("inl3: file_005_renamed");
+	if (dir_lookup(fs, d3, long5, 100, &ino, &dt) || ino != x5)
+		FAIL("inl3: %s", long5);
 	for (int i = 1; i < 6; i++) {
 		char nm[16];
 
