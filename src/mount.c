@@ -507,11 +507,11 @@ static int recover(struct uext4_fs *fs, const struct uext4_opts *o)
 	int err;
 
 	if (fs->read_only) {
-		struct bdev *ov = bdev_open_overlay(fs->dev);
-
-		if (!ov)
+		/* An overlay owns the device it covers, and closes it if it
+		 * cannot be made: the pointer is not kept then. */
+		fs->dev = bdev_open_overlay(fs->dev);
+		if (!fs->dev)
 			return fs_err(ENOMEM, "out of memory for replaying the journal in memory");
-		fs->dev = ov;
 		fs->recovery.replayed_in_memory = 1;
 		if (fs->jdev && !(fs->jdev = bdev_open_overlay(fs->jdev)))
 			return fs_err(ENOMEM, "out of memory for replaying the journal in memory");
