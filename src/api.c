@@ -873,6 +873,12 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	if (a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_NOW))
 		n->mtime = now_or(h->fs, a->valid, UEXT4_SET_MTIME_NOW, a->mtime);
 	n->ctime = (a->valid & UEXT4_SET_CTIME) ? a->ctime : now;
+	/* The cache's own clock stamped these: ours must not fall behind it. */
+	if ((a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_LOCAL)) ==
+	    (UEXT4_SET_MTIME | UEXT4_SET_MTIME_LOCAL))
+		fs_time_floor_raise(h->fs, a->mtime);
+	if (a->valid & UEXT4_SET_CTIME)
+		fs_time_floor_raise(h->fs, a->ctime);
 	return inode_write(h, n);
 }
 

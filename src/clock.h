@@ -8,5 +8,7 @@
 
 /* Current time, for timestamps: the coarse clock, as the kernel's. */
 struct timespec fs_now(void);
+/* The precise real-time clock: what no stamp handed to us can exceed. */
+struct timespec fs_now_fine(void);
 
 #endif

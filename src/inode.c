@@ -744,14 +744,37 @@ struct timespec fs_fit_time(const struct uext4_fs *fs, struct timespec ts)
 	return ext4_time_fit(ts, fs->inode_size >= EXTRA_END(i_atime_extra));
 }
 
+static int64_t ts_ns(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 struct timespec fs_time(const struct uext4_fs *fs)
 {
 	struct timespec now = fs->use_fixed_time
 				      ? (struct timespec){.tv_sec = (time_t)fs->fixed_time}
 				      : fs_now();
+	int64_t floor = atomic_load_explicit(&fs->time_floor_ns, memory_order_relaxed);
 
+	if (!fs->use_fixed_time && floor > ts_ns(now))
+		now = (struct timespec){ .tv_sec = (time_t)(floor / 1000000000),
+					 .tv_nsec = (long)(floor % 1000000000) };
 	/* As the kernel's current_time(): whole seconds on 128-byte inodes. */
 	return fs_fit_time(fs, now);
+}
+
+void fs_time_floor_raise(struct uext4_fs *fs, struct timespec ts)
+{
+	int64_t t = ts_ns(ts), old;
+
+	/* Only a time the clock has reached: never a chosen time ahead. */
+	if (t > ts_ns(fs_now_fine()))
+		return;
+	old = atomic_load_explicit(&fs->time_floor_ns, memory_order_relaxed);
+	while (t > old && !atomic_compare_exchange_weak_explicit(&fs->time_floor_ns, &old, t,
+								 memory_order_relaxed,
+								 memory_order_relaxed))
+		;
 }
 
 unsigned ftype_of_mode(uint32_t mode)

@@ -81,6 +81,15 @@ int inode_write(struct handle *h, struct inode *inode);
  * (reproducible images), else fs_now(); as fs_fit_time() gives it. */
 struct timespec fs_time(const struct uext4_fs *fs);
 /*
+ * A cache above the library stamped ts with its own clock (the FUSE
+ * writeback cache: the kernel's current_time(), which since Linux 6.13 may
+ * run ahead of the coarse clock we read, up to the fine times it handed
+ * out).  From now on fs_time() gives no less, so an object made after that
+ * stamp does not look older than it (fstests generic/423).  A ts ahead of
+ * the real clock is ignored.
+ */
+void fs_time_floor_raise(struct uext4_fs *fs, struct timespec ts);
+/*
  * ts as an inode of fs holds it, as the kernel's VFS truncates every time it
  * sets (timestamp_truncate() with ext4's s_time_min, s_time_max and
  * s_time_gran): the seconds clamped to [EXT4_TIME_MIN, the maximum for the

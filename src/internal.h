@@ -296,6 +296,12 @@ struct uext4_fs {
 	 * list (s_last_orphan), so on cache lines of its own, after every
 	 * read-mostly field (checked in super.c) --- */
 	struct ext4_super_block sb __attribute__((aligned(CACHELINE)));
+	/* The latest time a cache above stamped for us (the FUSE writeback
+	 * cache's mtime and ctime, in ns since 1970): fs_time() never gives
+	 * less, as the kernel's current_time() never gives less than the fine
+	 * times it handed out (multigrain floor).  Atomic, no lock; raised by
+	 * fs_time_floor_raise() only. */
+	_Atomic int64_t time_floor_ns;
 } __attribute__((aligned(CACHELINE)));
 
 #define FS_HAS_INCOMPAT(fs, f) (((fs)->feature_incompat & EXT4_FEATURE_INCOMPAT_##f) != 0)
