@@ -35,7 +35,7 @@
 # ^metadata_csum variants).
 # Before this change every `uext4 mkfs -O FEATURE` here exits 2 ("unknown
 # or unsupported feature") and -b 65536 is refused: step 1 fails.
-# run-in: release asan
+# run-in: release asan-long
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -22,7 +22,7 @@
 #            resumed, it records the error and goes read-only (errors=remount-ro).
 #   mkfs     uext4 mkfs -O mmp [-E mmp_update_interval=N] gives the MMP lines
 #            of mke2fs's dumpe2fs -h, and the block dump_mmp shows.
-# run-in: release asan
+# run-in: release asan-long
 # test-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
