@@ -146,31 +146,39 @@ static void set_journal_path(const char *path)
 	journal_path = realpath(path, journal_abs) ? journal_abs : path;
 }
 
-/* Takes "--journal PATH" (or --journal=PATH) out of argv, for every
- * command: 0, or 1 when PATH is missing. */
-static int take_journal_opt(int *argc, char **argv)
+/*
+ * Takes "NAME VALUE" (or NAME=VALUE) out of argv, for options every
+ * command takes before getopt sees its own: the last VALUE (NULL: none),
+ * *bad set when NAME ends argv without its VALUE.  "--" ends the search.
+ */
+static const char *take_long_opt(int *argc, char **argv, const char *name, int *bad)
 {
+	const char *value = NULL;
+	size_t len = strlen(name);
 	int n = 1;
 
+	*bad = 0;
 	for (int i = 1; i < *argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			while (i < *argc)
 				argv[n++] = argv[i++];
 			break;
 		}
-		if (!strcmp(argv[i], "--journal")) {
-			if (i + 1 >= *argc)
-				return 1;
-			set_journal_path(argv[++i]);
-		} else if (!strncmp(argv[i], "--journal=", 10)) {
-			set_journal_path(argv[i] + 10);
+		if (!strcmp(argv[i], name)) {
+			if (i + 1 >= *argc) {
+				*bad = 1;
+				return NULL;
+			}
+			value = argv[++i];
+		} else if (!strncmp(argv[i], name, len) && argv[i][len] == '=') {
+			value = argv[i] + len + 1;
 		} else {
 			argv[n++] = argv[i];
 		}
 	}
 	*argc = n;
 	argv[n] = NULL;
-	return 0;
+	return value;
 }
 
 static unsigned max_open_files; /* mount -o max_open_files=N */
@@ -1117,36 +1125,6 @@ static int check_mountpoint(const struct command *c, const char *mnt)
 	return 0;
 }
 
-/* Takes "--create SIZE" (or --create=SIZE) out of argv: SIZE, or NULL. */
-static const char *take_create_opt(int *argc, char **argv, int *bad)
-{
-	const char *size = NULL;
-	int n = 1;
-
-	*bad = 0;
-	for (int i = 1; i < *argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			while (i < *argc)
-				argv[n++] = argv[i++];
-			break;
-		}
-		if (!strcmp(argv[i], "--create")) {
-			if (i + 1 >= *argc) {
-				*bad = 1;
-				return NULL;
-			}
-			size = argv[++i];
-		} else if (!strncmp(argv[i], "--create=", 9)) {
-			size = argv[i] + 9;
-		} else {
-			argv[n++] = argv[i];
-		}
-	}
-	*argc = n;
-	argv[n] = NULL;
-	return size;
-}
-
 static int cmd_mount(const struct command *c, int argc, char **argv)
 {
 	struct uext4_fuse_opts o;
@@ -1157,7 +1135,7 @@ static int cmd_mount(const struct command *c, int argc, char **argv)
 	uext4_fs *fs;
 
 	uext4_fuse_opts_init(&o);
-	create = take_create_opt(&argc, argv, &bad);
+	create = take_long_opt(&argc, argv, "--create", &bad);
 	if (bad)
 		return usage_error(c, "--create needs a SIZE");
 	while ((ch = next_opt(c, argc, argv, "fo:")) != -1) {
@@ -2005,6 +1983,8 @@ static void print_overview(FILE *out)
 int main(int argc, char **argv)
 {
 	const struct command *c;
+	const char *jpath;
+	int bad;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: uext4 COMMAND [OPTIONS] IMAGE [ARGS]\n"
@@ -2030,7 +2010,9 @@ int main(int argc, char **argv)
 	}
 	argc--;
 	argv++;
-	if (take_journal_opt(&argc, argv))
+	if ((jpath = take_long_opt(&argc, argv, "--journal", &bad)))
+		set_journal_path(jpath);
+	if (bad)
 		return usage_error(c, "--journal needs a PATH");
 	optind = 1;
 	return c->run(c, argc, argv);

@@ -40,23 +40,6 @@ WAIT=11 # 2 * max(s_mmp_update_interval, 5) + 1
 
 mmp_field() { debugfs -R dump_mmp "$1" 2> /dev/null | sed -n "s/^$2: //p"; }
 
-# fuse_rw URI MNT [OPTS]: a read-write FUSE mount in the foreground of a background
-# job (FUSE_PID); 0 once it is mounted.
-fuse_rw() {
-	local i
-	mkdir -p "$2"
-	"$UEXT4" mount -f -o "rw${3:+,$3}" "$1" "$2" > "$2.log" 2>&1 < /dev/null &
-	FUSE_PID=$!
-	MOUNTS+=("$2")
-	for ((i = 0; i < 600; i++)); do
-		[ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] && return 0
-		kill -0 "$FUSE_PID" 2> /dev/null || { cat "$2.log"; return 1; }
-		sleep 0.1 # polling for the mount to appear, with a 60 s deadline
-	done
-	cat "$2.log"
-	return 1
-}
-
 # refused_mmp WHAT RC LOG [DEVICE]: RC nonzero and LOG names our node (and DEVICE).
 refused_mmp() {
 	if [ "$2" = 0 ]; then

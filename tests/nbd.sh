@@ -34,22 +34,6 @@ DIR=$(mktemp_dir)
 test_seed nbd NBD_SEED
 RANDOM=$SEED
 
-# fuse_rw URI DIR [OPTS]: a read-write FUSE mount in the foreground of a
-# background job (FUSE_PID), waiting for it to appear.
-fuse_rw() {
-	local i
-	"$UEXT4" mount -f -o "rw${3:+,$3}" "$1" "$2" > "$2.log" 2>&1 &
-	FUSE_PID=$!
-	MOUNTS+=("$2")
-	for ((i = 0; i < 300; i++)); do
-		[ "$(findmnt -n -o TARGET "$2" 2> /dev/null)" = "$2" ] && return 0
-		kill -0 "$FUSE_PID" 2> /dev/null || { cat "$2.log"; return 1; }
-		sleep 0.1 # polling for the mount to appear, with a 30 s deadline
-	done
-	cat "$2.log"
-	return 1
-}
-
 # kernel_matches IMG URI WHAT: the kernel's tree of IMG equals the library's over URI.
 kernel_matches() {
 	local img=$1 uri=$2 what=$3 kmnt=$DIR/kmnt
