@@ -247,6 +247,7 @@ static int decode_inode(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 					  n->extra_isize);
 	}
 	n->blocks = decode_blocks(fs, r, n->flags);
+	n->projid = has_extra(n, EXTRA_END(i_projid)) ? le32(r->i_projid) : 0;
 	decode_times(n, r);
 	if ((int64_t)n->size < 0)
 		return fs_corrupt("inode %llu (block %llu): size %llu",
@@ -893,6 +894,8 @@ static void encode_inode(struct uext4_fs *fs, struct inode *n)
 	encode_time(n, &r->i_ctime, &r->i_ctime_extra, n->ctime);
 	if (has_extra(n, EXTRA_END(i_crtime_extra)))
 		encode_time(n, &r->i_crtime, &r->i_crtime_extra, n->crtime);
+	if (has_extra(n, EXTRA_END(i_projid)))
+		r->i_projid = cpu_to_le32(n->projid);
 }
 
 /*

@@ -347,6 +347,7 @@ struct inode {
 	uint64_t file_acl;          /* external xattr block, 0 = none */
 	struct timespec atime, mtime, ctime, crtime; /* a directory's mtime, ctime: see lock */
 	uint16_t extra_isize;
+	uint32_t projid;            /* i_projid (0 where extra_isize lacks it) */
 	uint32_t dtime;
 	/* Allocator state, under lock (write) but for last_alloc_group: */
 	uint32_t last_alloc_group;  /* ialloc: group last picked for this directory's
