@@ -209,7 +209,7 @@ check:
 	$(MAKE) BUILD=release all
 	$(MAKE) BUILD=asan all
 	$(MAKE) BUILD=tsan all
-	tests/run.sh
+	JOBS=$${JOBS:-2} tests/run.sh
 
 check-long:
 	UEXT4_LONG=1 $(MAKE) check

@@ -14,6 +14,7 @@
 # (the kernel column without root) are left out of the run, and said so.
 # run-in: release asan-long
 # test-timeout: 300
+# run-alone: it times the benchmarks it runs
 . "$(dirname "$0")/lib.sh"
 setup_traps
 command -v gnuplot >/dev/null || skip "gnuplot missing (apt-get install gnuplot-nox)"

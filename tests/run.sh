@@ -19,7 +19,9 @@
 # output goes to build/test-logs/MODE-NAME.log; failures' logs are printed.
 # Per-test timeout: TEST_TIMEOUT (600 s) or a "# test-timeout: N" line in a
 # script.  Options: MODES="release asan" limits the builds, TESTS="oracle
-# threads" limits the tests.
+# threads" limits the tests, JOBS=2 runs two tests at a time (make check
+# does; a test tagged "# run-alone" still runs by itself).  TSan tests run
+# under setarch -R (no address randomisation), which TSan needs here.
 set -uo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP" || exit 1
@@ -30,6 +32,8 @@ mkdir -p "$LOGDIR"
 HELPERS=" walk fc_fault "
 MODES=${MODES:-release asan tsan}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
+# JOBS tests at a time (make check: 2, one per core here).
+JOBS=${JOBS:-1}
 PASS=0 FAILN=0 SKIPN=0
 FAILED_LOGS=()
 
@@ -62,7 +66,8 @@ script_timeout() {
 	echo "${t:-$TEST_TIMEOUT}"
 }
 
-# run_one MODE NAME TIMEOUT CMD...
+# run_one MODE NAME TIMEOUT CMD...: runs in the background (a job); its
+# result goes to stdout as one line and to $LOGDIR/.result-MODE-NAME.
 run_one() {
 	local mode=$1 name=$2 limit=$3 log rc start secs result
 	shift 3
@@ -76,19 +81,26 @@ run_one() {
 	rc=$?
 	secs=$(($(date +%s) - start))
 	case $rc in
-	0) result=PASS; PASS=$((PASS + 1)) ;;
-	77) result=SKIP; SKIPN=$((SKIPN + 1)) ;;
-	124 | 137) result="FAIL (timeout after ${limit}s)"; FAILN=$((FAILN + 1)); FAILED_LOGS+=("$log") ;;
-	*) result="FAIL (exit $rc)"; FAILN=$((FAILN + 1)); FAILED_LOGS+=("$log") ;;
+	0) result=PASS ;;
+	77) result="SKIP ($(grep -m1 -i 'skip' "$log" | cut -c1-100))" ;;
+	124 | 137) result="FAIL (timeout after ${limit}s)" ;;
+	*) result="FAIL (exit $rc)" ;;
 	esac
-	if [ "$result" = SKIP ]; then
-		result="SKIP ($(grep -m1 -i 'skip' "$log" | cut -c1-100))"
-	fi
+	echo "${result%% *} $log" > "$LOGDIR/.result-$mode-$name"
 	printf '%-8s %-28s %4ss  %s\n' "$mode" "$name" "$secs" "$result"
 }
 
-run_mode() {
-	local mode=$1 b name f
+# The jobs, in order: "MODE NAME TIMEOUT ALONE CMD..." (ALONE: 1 for a test
+# tagged "# run-alone", which runs with no other test beside it).
+JOBLIST=()
+add_job() { JOBLIST+=("$*"); }
+
+# alone FILE: tagged "# run-alone" (it measures time, or loads the machine
+# so that another test's time limits would not hold).
+alone() { [ -f "$1" ] && grep -q '^# run-alone' "$1" && echo 1 || echo 0; }
+
+list_mode() {
+	local mode=$1 b name f tsan=
 	b=$(builddir "$mode")
 	if [ ! -d "$b/tests" ]; then
 		printf '%-8s %-28s %4s   %s\n' "$mode" "-" "" "SKIP (no $b/tests: build with make BUILD=$mode)"
@@ -96,7 +108,8 @@ run_mode() {
 		return
 	fi
 	case "$b" in /*) ;; *) b=$TOP/$b ;; esac
-	export UEXT4_BUILD=$b UEXT4=$b/uext4
+	# TSan needs a non-randomised address space layout on newer kernels.
+	[ "$mode" = tsan ] && [ -n "$TSAN_SETARCH" ] && tsan="setarch $(uname -m) -R"
 	for f in "$b"/tests/*; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		name=$(basename "$f")
@@ -104,35 +117,60 @@ run_mode() {
 		[ -e "$TOP/tests/$name.sh" ] && continue
 		runs_in "$name" "$mode" || continue
 		wanted "$name" || continue
-		run_one "$mode" "$name" "$TEST_TIMEOUT" "$f"
+		add_job "$mode $name $TEST_TIMEOUT $(alone "tests/$name.c") $tsan $f"
 	done
 	for f in tests/*.sh; do
 		name=$(basename "$f" .sh)
 		case "$name" in lib | mktree | run) continue ;; esac
 		runs_in "$name" "$mode" || continue
 		wanted "$name" || continue
-		run_one "$mode" "$name.sh" "$(script_timeout "$f")" bash "$f"
+		add_job "$mode $name.sh $(script_timeout "$f") $(alone "$f") $tsan bash $TOP/$f"
 	done
 }
 
-# TSan needs a non-randomised address space layout on newer kernels.
+# run_job "MODE NAME TIMEOUT ALONE CMD...": in the background, with the
+# mode's build in the environment.
+run_job() {
+	local mode name limit solo b
+	read -r mode name limit solo _ <<< "$1"
+	local -a cmd
+	read -r -a cmd <<< "$1"
+	b=$(builddir "$mode")
+	case "$b" in /*) ;; *) b=$TOP/$b ;; esac
+	(export UEXT4_BUILD=$b UEXT4=$b/uext4; run_one "$mode" "$name" "$limit" "${cmd[@]:4}") &
+}
+
 TSAN_SETARCH=
 if setarch "$(uname -m)" -R true 2> /dev/null; then TSAN_SETARCH=1; fi
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1 second_deadlock_stack=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-echo "uext4 tests: modes: $MODES; logs in $LOGDIR"
-for mode in $MODES; do
-	if [ "$mode" = tsan ] && [ -n "$TSAN_SETARCH" ] && [ -z "${UEXT4_SETARCH:-}" ]; then
-		# Re-run just this mode without ASLR; counts come back in a file.
-		UEXT4_SETARCH=1 MODES=tsan setarch "$(uname -m)" -R "$0" > "$LOGDIR/.tsan-run" 2>&1
-		grep -v '^uext4 tests:\|passed,.*failed,.*skipped$' "$LOGDIR/.tsan-run"
-		read -r p _ f _ s _ < <(grep 'passed,.*failed,.*skipped$' "$LOGDIR/.tsan-run" | tail -1 | tr -d ',')
-		PASS=$((PASS + ${p:-0})) FAILN=$((FAILN + ${f:-1})) SKIPN=$((SKIPN + ${s:-0}))
-		continue
-	fi
-	run_mode "$mode"
+echo "uext4 tests: modes: $MODES; $JOBS at a time; logs in $LOGDIR"
+rm -f "$LOGDIR"/.result-*
+for mode in $MODES; do list_mode "$mode"; done
+running=0
+for job in "${JOBLIST[@]}"; do
+	read -r _ _ _ solo _ <<< "$job"
+	# A run-alone test waits for the machine to be free, and holds it.
+	limit=$JOBS
+	[ "$solo" = 1 ] && limit=1
+	while [ "$running" -ge "$limit" ]; do wait -n; running=$((running - 1)); done
+	run_job "$job"
+	running=$((running + 1))
+	if [ "$solo" = 1 ]; then wait; running=0; fi
+done
+wait
+
+# Tally in job order (the lines above came in the order the jobs ended).
+for job in "${JOBLIST[@]}"; do
+	read -r mode name _ <<< "$job"
+	read -r result log < "$LOGDIR/.result-$mode-$name" 2> /dev/null || result=FAIL
+	case $result in
+	PASS) PASS=$((PASS + 1)) ;;
+	SKIP) SKIPN=$((SKIPN + 1)) ;;
+	*) FAILN=$((FAILN + 1)); FAILED_LOGS+=("${log:-$LOGDIR/$mode-$name.log}") ;;
+	esac
 done
 
 for log in "${FAILED_LOGS[@]}"; do
