@@ -3,10 +3,10 @@
  * operations scale with cores), through the library or through any
  * mounted directory.
  *
- *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F] lib IMAGE THREADS WORKLOAD...
+ *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] lib IMAGE THREADS WORKLOAD...
  *       libuext4 directly (public API only): mount read-write, run each
  *       workload in turn, unmount (the write-back is not timed).
- *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F] posix DIR THREADS WORKLOAD...
+ *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] posix DIR THREADS WORKLOAD...
  *       system calls on a mounted directory (our FUSE mount, the kernel's
  *       ext4, fuse2fs, bench/nullfs --create).
  *
@@ -56,6 +56,8 @@
  * (chattr +F: FS_IOC_SETFLAGS / uext4_set_flags) while it is empty, and
  * every directory made under it inherits it.  Needs a file system made
  * with -O casefold (and, through a mount, one whose driver has casefold).
+ * -U (with -F): MRPL and MRPM stat their path in upper case (T00/A/B/...),
+ * a case other than the one the names were made in.
  *
  * -S: statistics of each workload's timed part (lock classes, blocks read
  * and written, journal; on a uext4 FUSE mount also its requests), one more
@@ -111,6 +113,7 @@ static long dir_entries = 100;
 static int nthreads;
 static int want_stats;          /* -S */
 static int casefold;            /* -F */
+static int upper_paths;         /* -U */
 static char stats_buf[STATS_LEN + 1];
 static char trunc_buf[TRUNC_BYTES];
 
@@ -418,7 +421,17 @@ static int setup_listing(struct worker *w, const struct dir *d)
 	return 0;
 }
 
-static int setup(struct worker *w)
+/* -U: the path to stat in upper case (only the workload's own names are
+ * in lower case; the root's directories are not casefolded, and their
+ * names are upper case already). */
+static void upper_case(char *path)
+{
+	for (char *c = path; *c; c++)
+		if (*c >= 'a' && *c <= 'z')
+			*c = (char)(*c - 'a' + 'A');
+}
+
+static int setup_paths(struct worker *w)
 {
 	int err;
 
@@ -444,6 +457,15 @@ static int setup(struct worker *w)
 	default:
 		return 0;
 	}
+}
+
+static int setup(struct worker *w)
+{
+	int err = setup_paths(w);
+
+	if (!err && upper_paths)
+		upper_case(w->deep);
+	return err;
 }
 
 /* ---- one operation of each workload --------------------------------------------- */
@@ -710,8 +732,8 @@ static int run_workload(enum workload wl)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F] lib IMAGE THREADS WORKLOAD...\n"
-			"       fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F] posix DIR THREADS WORKLOAD...\n"
+	fprintf(stderr, "usage: fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] lib IMAGE THREADS WORKLOAD...\n"
+			"       fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] posix DIR THREADS WORKLOAD...\n"
 			"workloads: MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM MRDL MRDM, or all\n");
 	return 2;
 }
@@ -800,17 +822,18 @@ int main(int argc, char **argv)
 	enum workload list[64];
 	int opt, nwl, status = 0;
 
-	while ((opt = getopt(argc, argv, "+d:n:e:SF")) != -1) {
+	while ((opt = getopt(argc, argv, "+d:n:e:SFU")) != -1) {
 		switch (opt) {
 		case 'd': run_secs = atof(optarg); break;
 		case 'n': max_ops = atol(optarg); break;
 		case 'e': dir_entries = atol(optarg); break;
 		case 'S': want_stats = 1; break;
 		case 'F': casefold = 1; break;
+		case 'U': upper_paths = 1; break;
 		default: return usage();
 		}
 	}
-	if (argc - optind < 4 || run_secs <= 0 || max_ops < 1 || dir_entries < 0)
+	if (argc - optind < 4 || (upper_paths && !casefold) || run_secs <= 0 || max_ops < 1 || dir_entries < 0)
 		return usage();
 	if (!strcmp(argv[optind], "lib"))
 		backend = BACKEND_LIB;
