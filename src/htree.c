@@ -60,7 +60,6 @@
 #include "lock.h"
 #include "ondisk.h"
 #include "trans.h"
-#include "utf8.h"
 
 #include <dirent.h>
 #include <stdlib.h>
