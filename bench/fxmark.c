@@ -3,10 +3,10 @@
  * operations scale with cores), through the library or through any
  * mounted directory.
  *
- *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] lib IMAGE THREADS WORKLOAD...
+ *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] lib IMAGE THREADS WORKLOAD...
  *       libuext4 directly (public API only): mount read-write, run each
  *       workload in turn, unmount (the write-back is not timed).
- *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] posix DIR THREADS WORKLOAD...
+ *   fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] posix DIR THREADS WORKLOAD...
  *       system calls on a mounted directory (our FUSE mount, the kernel's
  *       ext4, fuse2fs, bench/nullfs --create).
  *
@@ -52,6 +52,13 @@
  * part (lib only; -1 for posix).  A failed operation is counted in errors
  * (the first one is printed) and the exit status is 1.
  *
+ * -F: casefolded directories: each workload's directory /NAME gets +F
+ * (chattr +F: FS_IOC_SETFLAGS / uext4_set_flags) while it is empty, and
+ * every directory made under it inherits it.  Needs a file system made
+ * with -O casefold (and, through a mount, one whose driver has casefold).
+ * -U (with -F): MRPL and MRPM stat their path in upper case (T00/A/B/...),
+ * a case other than the one the names were made in.
+ *
  * -S: statistics of each workload's timed part (lock classes, blocks read
  * and written, journal; on a uext4 FUSE mount also its requests), one more
  * line per workload after its RESULT line:
@@ -71,6 +78,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -103,6 +112,8 @@ static long max_ops = 1000000;
 static long dir_entries = 100;
 static int nthreads;
 static int want_stats;          /* -S */
+static int casefold;            /* -F */
+static int upper_paths;         /* -U */
 static char stats_buf[STATS_LEN + 1];
 static char trunc_buf[TRUNC_BYTES];
 
@@ -194,6 +205,23 @@ static int make_dir(const struct dir *parent, const char *name, struct dir *out)
 		return -errno;
 	out->fd = openat(parent->fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return out->fd < 0 ? -errno : 0;
+}
+
+/* chattr +F on the empty directory d (-F). */
+static int set_casefold(const struct dir *d)
+{
+	if (backend == BACKEND_LIB) {
+		uint32_t flags;
+		int err = uext4_get_flags(bench_fs, d->ino, &flags);
+
+		return err ? err : uext4_set_flags(bench_fs, d->ino, flags | FS_CASEFOLD_FL);
+	}
+	int flags;
+
+	if (ioctl(d->fd, FS_IOC_GETFLAGS, &flags) ||
+	    (flags |= FS_CASEFOLD_FL, ioctl(d->fd, FS_IOC_SETFLAGS, &flags)))
+		return -errno;
+	return 0;
 }
 
 static void close_dir(struct dir *d)
@@ -393,7 +421,17 @@ static int setup_listing(struct worker *w, const struct dir *d)
 	return 0;
 }
 
-static int setup(struct worker *w)
+/* -U: the path to stat in upper case (only the workload's own names are
+ * in lower case; the root's directories are not casefolded, and their
+ * names are upper case already). */
+static void upper_case(char *path)
+{
+	for (char *c = path; *c; c++)
+		if (*c >= 'a' && *c <= 'z')
+			*c = (char)(*c - 'a' + 'A');
+}
+
+static int setup_paths(struct worker *w)
 {
 	int err;
 
@@ -419,6 +457,15 @@ static int setup(struct worker *w)
 	default:
 		return 0;
 	}
+}
+
+static int setup(struct worker *w)
+{
+	int err = setup_paths(w);
+
+	if (!err && upper_paths)
+		upper_case(w->deep);
+	return err;
 }
 
 /* ---- one operation of each workload --------------------------------------------- */
@@ -527,6 +574,8 @@ static int make_dirs(enum workload wl)
 	char name[NAME_LEN];
 	int err = make_dir(&root, wl_names[wl], &wl_dir);
 
+	if (!err && casefold)
+		err = set_casefold(&wl_dir);
 	if (!err)
 		err = make_dir(&wl_dir, "s", &shared_dir);
 	for (int t = 0; t < nthreads && !err; t++) {
@@ -683,8 +732,8 @@ static int run_workload(enum workload wl)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] lib IMAGE THREADS WORKLOAD...\n"
-			"       fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] posix DIR THREADS WORKLOAD...\n"
+	fprintf(stderr, "usage: fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] lib IMAGE THREADS WORKLOAD...\n"
+			"       fxmark [-d SECS] [-n MAXOPS] [-e ENTRIES] [-S] [-F [-U]] posix DIR THREADS WORKLOAD...\n"
 			"workloads: MWCL MWCM MWUL MWUM MWRL MWRM DWTL MRPL MRPM MRDL MRDM, or all\n");
 	return 2;
 }
@@ -773,16 +822,18 @@ int main(int argc, char **argv)
 	enum workload list[64];
 	int opt, nwl, status = 0;
 
-	while ((opt = getopt(argc, argv, "+d:n:e:S")) != -1) {
+	while ((opt = getopt(argc, argv, "+d:n:e:SFU")) != -1) {
 		switch (opt) {
 		case 'd': run_secs = atof(optarg); break;
 		case 'n': max_ops = atol(optarg); break;
 		case 'e': dir_entries = atol(optarg); break;
 		case 'S': want_stats = 1; break;
+		case 'F': casefold = 1; break;
+		case 'U': upper_paths = 1; break;
 		default: return usage();
 		}
 	}
-	if (argc - optind < 4 || run_secs <= 0 || max_ops < 1 || dir_entries < 0)
+	if (argc - optind < 4 || (upper_paths && !casefold) || run_secs <= 0 || max_ops < 1 || dir_entries < 0)
 		return usage();
 	if (!strcmp(argv[optind], "lib"))
 		backend = BACKEND_LIB;

@@ -9,6 +9,8 @@
 #   bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS]
 #   bench/report.sh --check FILE.md      check a report is well formed
 #   bench/report.sh [--out FILE.md] --only nbd   only the NBD section (bench/nbd.sh), in place
+#   bench/report.sh [--out FILE.md] --only casefold   only the casefolded-directory
+#            section (bench/casefold.sh: +F against normal, lib/fuse/kernel), in place
 # A full run keeps what it measured in bench/results/report-DATE/; --from
 # that directory makes the report and plots again without measuring.
 #
@@ -75,8 +77,11 @@ while [ $# -gt 0 ]; do
 	--check) CHECK_ONLY=$2; shift ;;
 	--from) FROM=$(cd "$2" && pwd) || exit 2; shift ;;
 	# Only the NBD section (bench/nbd.sh), replaced in place in the report.
-	--only) [ "$2" = nbd ] || { echo "report.sh: --only takes: nbd" >&2; exit 2; }
-		exec bench/nbd.sh --update "${OUTMD:-BENCHMARKS.md}" ;;
+	--only) case $2 in
+		nbd) exec bench/nbd.sh --update "${OUTMD:-BENCHMARKS.md}" ;;
+		casefold) exec bench/casefold.sh --update "${OUTMD:-BENCHMARKS.md}" ;;
+		*) echo "report.sh: --only takes: nbd, casefold" >&2; exit 2 ;;
+		esac ;;
 	*) echo "usage: bench/report.sh [--quick] [--out FILE.md] [--plots DIR] [--from RESULTS] | --check FILE.md" >&2; exit 2 ;;
 	esac
 	shift

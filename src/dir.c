@@ -494,34 +494,106 @@ int dir_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name, 
 
 static int not_found(struct inode *dir, const char *name, size_t len);
 
+/*
+ * The name cache's key of name in casefolded directory dir: its folded
+ * form into key (at most NC_NAME_MAX bytes), or its bytes for a name that
+ * is not valid UTF-8 (matched by its bytes only, and never equal to a
+ * folded form, which is valid UTF-8).  0: no key (too long to cache).
+ */
+static size_t casefold_key(const char *name, size_t len, char *key)
+{
+	const char *folded;
+	ssize_t n = dir_fold_query(name, len, &folded);
+
+	if (n < 0) {
+		folded = name;
+		n = (ssize_t)len;
+	}
+	if (n == 0 || n > NC_NAME_MAX)
+		return 0;
+	memcpy(key, folded, (size_t)n);
+	return (size_t)n;
+}
+
+/*
+ * A casefolded directory (dir->lock held): the cache keyed by the folded
+ * name, so every case of a name shares one entry, and a create, unlink or
+ * rename of any case invalidates it (dir_nc_invalidate()).  Only here, under
+ * the lock, are such entries inserted: +F/-F changes the flag only on an
+ * empty directory, under dir->lock for writing, forgetting its entries
+ * (api.c casefold_check()), so the flag read here is the one every folded
+ * entry of the directory's current identity was made under.  The
+ * lock-free probe of dir_lookup() and of the path walk (api.c) looks up
+ * the name's bytes: it finds a folded entry only for a name that is its
+ * own folded form, whose answer that entry is (one entry per folded name
+ * in a casefolded directory).
+ */
+static int casefold_lookup_locked(struct uext4_fs *fs, struct inode *dir, const char *name,
+				  size_t len, uint64_t *ino, unsigned *ftype)
+{
+	char key[NC_NAME_MAX];
+	size_t klen = casefold_key(name, len, key);
+	uint32_t token = NC_NO_TOKEN;
+	int err;
+
+	if (klen && namecache_lookup(fs->nc, dir, key, klen, ino, ftype, &token))
+		return *ino ? 0 : -ENOENT;
+	err = dir_lookup_locked(fs, dir, name, len, ino, ftype);
+	if (klen && (err == 0 || err == -ENOENT))
+		namecache_insert(fs->nc, dir, key, klen, err ? 0 : *ino, err ? 0 : *ftype,
+				 token);
+	return err;
+}
+
 /* The name cache first (no lock); on a miss the directory, and what it
- * says goes into the cache (namecache.c explains the token).  Not for a
- * casefolded directory: the cache holds names by their bytes, and a create
- * of one case would leave the absence of another cached.  On a casefold
- * file system the insert is made under dir->lock, which +F takes to change
- * (and then forgets the directory's entries: api.c casefold_check()), so
- * no insert decided before +F lands after it. */
+ * says goes into the cache (namecache.c explains the token), by the
+ * name's bytes, or in a casefolded directory by its folded form
+ * (casefold_lookup_locked()).  On a casefold file system the insert is
+ * made under dir->lock, which +F takes to change (and then forgets the
+ * directory's entries: api.c casefold_check()), so no insert decided
+ * before +F lands after it. */
 int dir_lookup(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len,
 	       uint64_t *ino, unsigned *ftype)
 {
 	uint32_t token;
-	bool cacheable;
+	bool folded;
 	int err;
 
 	if (namecache_lookup(fs->nc, dir, name, len, ino, ftype, &token))
 		return *ino ? 0 : not_found(dir, name, len);
 	urw_rdlock(&dir->lock);
-	err = dir_lookup_locked(fs, dir, name, len, ino, ftype);
-	cacheable = !dir_casefolded(fs, dir);
-	if (cacheable && !FS_HAS_INCOMPAT(fs, CASEFOLD))
+	folded = dir_casefolded(fs, dir);
+	if (folded) {
+		err = casefold_lookup_locked(fs, dir, name, len, ino, ftype);
 		urw_unlock(&dir->lock);
-	if (err == 0 && cacheable)
+		return err == -ENOENT ? not_found(dir, name, len) : err;
+	}
+	err = dir_lookup_locked(fs, dir, name, len, ino, ftype);
+	if (!FS_HAS_INCOMPAT(fs, CASEFOLD))
+		urw_unlock(&dir->lock);
+	if (err == 0)
 		namecache_insert(fs->nc, dir, name, len, *ino, *ftype, token);
-	else if (err == -ENOENT && cacheable)
+	else if (err == -ENOENT)
 		namecache_insert(fs->nc, dir, name, len, 0, 0, token);
-	if (!cacheable || FS_HAS_INCOMPAT(fs, CASEFOLD))
+	if (FS_HAS_INCOMPAT(fs, CASEFOLD))
 		urw_unlock(&dir->lock);
 	return err;
+}
+
+/* After a change to name's entry in dir (see namecache.c): in a
+ * casefolded directory its folded form is the key. */
+static void dir_nc_invalidate(struct uext4_fs *fs, struct inode *dir, const char *name,
+			      size_t len)
+{
+	char key[NC_NAME_MAX];
+	size_t klen;
+
+	if (!dir_casefolded(fs, dir)) {
+		namecache_invalidate(fs->nc, dir, name, len);
+		return;
+	}
+	if ((klen = casefold_key(name, len, key)))
+		namecache_invalidate(fs->nc, dir, key, klen);
 }
 
 int dir_check_new_name(struct uext4_fs *fs, struct inode *dir, const char *name, size_t len)
@@ -992,7 +1064,7 @@ int dir_add_excl(struct handle *h, struct inode *dir, const char *name, size_t l
 {
 	int err = dir_add_excl_uncached(h, dir, name, len, ino, ftype);
 
-	namecache_invalidate(h->fs->nc, dir, name, len);
+	dir_nc_invalidate(h->fs, dir, name, len);
 	return err;
 }
 
@@ -1004,7 +1076,7 @@ int dir_add(struct handle *h, struct inode *dir, const char *name, size_t len, u
 {
 	int err = dir_add_uncached(h, dir, name, len, ino, ftype);
 
-	namecache_invalidate(h->fs->nc, dir, name, len);
+	dir_nc_invalidate(h->fs, dir, name, len);
 	return err;
 }
 
@@ -1122,7 +1194,7 @@ int dir_remove(struct handle *h, struct inode *dir, const char *name, size_t len
 {
 	int err = dir_remove_uncached(h, dir, name, len, ino);
 
-	namecache_invalidate(h->fs->nc, dir, name, len);
+	dir_nc_invalidate(h->fs, dir, name, len);
 	return err;
 }
 
@@ -1180,7 +1252,7 @@ int dir_add_shared(struct handle *h, struct inode *dir, const char *name, size_t
 	if (!err) {
 		dir_leaf_insert(h, dir, hp.s.lf.b, hp.s.off, ino, name, (unsigned)len, ftype);
 		/* After the change, the leaf still locked: see namecache.c. */
-		namecache_invalidate(h->fs->nc, dir, name, len);
+		dir_nc_invalidate(h->fs, dir, name, len);
 	}
 	htree_par_end(h->fs, &hp);
 	return err;
@@ -1204,7 +1276,7 @@ int dir_remove_shared(struct handle *h, struct inode *dir, const char *name, siz
 	else if (!(err = commit(ctx))) {
 		slot_delete(h->fs, &hp.s);
 		dir_leaf_dirty(h, dir, hp.s.lf.b);
-		namecache_invalidate(h->fs->nc, dir, name, len);
+		dir_nc_invalidate(h->fs, dir, name, len);
 	}
 	htree_par_end(h->fs, &hp);
 	return err;
@@ -1240,7 +1312,7 @@ int dir_retarget(struct handle *h, struct inode *dir, const char *name, size_t l
 {
 	int err = dir_retarget_uncached(h, dir, name, len, ino, ftype);
 
-	namecache_invalidate(h->fs->nc, dir, name, len);
+	dir_nc_invalidate(h->fs, dir, name, len);
 	return err;
 }
 

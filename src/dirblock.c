@@ -238,14 +238,32 @@ static _Thread_local struct {
 	char folded[UTF8_FOLD_MAX];
 } query = { .len = SIZE_MAX };
 
-static ssize_t query_folded(const char *name, size_t len, const char **folded)
+static bool is_ascii(const char *s, size_t len);
+
+/* An ASCII name's nfdicf form is its lower case: NFD leaves ASCII alone,
+ * full case folding maps A-Z to a-z and nothing else of ASCII, and no
+ * ASCII code point is default-ignorable.  The trie walk of utf8.c is
+ * many times dearer, and most names are ASCII. */
+static ssize_t fold_ascii(const char *name, size_t len, char *out)
+{
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+
+		out[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+	}
+	return (ssize_t)len;
+}
+
+ssize_t dir_fold_query(const char *name, size_t len, const char **folded)
 {
 	if (len > EXT4_NAME_LEN)
 		return -EINVAL;
 	if (query.len != len || memcmp(query.name, name, len) != 0) {
 		memcpy(query.name, name, len);
 		query.len = len;
-		query.flen = utf8_casefold(name, len, query.folded, sizeof(query.folded));
+		query.flen = is_ascii(name, len) && memchr(name, 0, len) == NULL
+				     ? fold_ascii(name, len, query.folded)
+				     : utf8_casefold(name, len, query.folded, sizeof(query.folded));
 	}
 	*folded = query.folded;
 	return query.flen;
@@ -279,7 +297,7 @@ bool dir_name_match_folded(const char *name, size_t len, const char *ename, size
 {
 	const char *folded;
 	char efolded[UTF8_FOLD_MAX];
-	ssize_t flen = query_folded(name, len, &folded), eflen;
+	ssize_t flen = dir_fold_query(name, len, &folded), eflen;
 
 	if (flen < 0)
 		return false;

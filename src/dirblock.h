@@ -52,6 +52,14 @@ static inline bool dir_casefolded(const struct uext4_fs *fs, const struct inode 
 {
 	return FS_HAS_INCOMPAT(fs, CASEFOLD) && (dir->flags & EXT4_CASEFOLD_FL);
 }
+/*
+ * The nfdicf form of name (utf8.c; ASCII folded here, as lower case), or
+ * -EINVAL for a name that is not valid UTF-8.  *folded points into a
+ * per-thread buffer kept for the last name folded, so an operation folds
+ * its name once however many entries it compares (and the next operation
+ * on the same name not at all); valid until this thread folds another name.
+ */
+ssize_t dir_fold_query(const char *name, size_t len, const char **folded);
 /* The casefolded comparison, after the bytes differed. */
 bool dir_name_match_folded(const char *name, size_t len, const char *ename, size_t elen);
 /* Does live entry e hold name (in dir's way of comparing)? */

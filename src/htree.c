@@ -60,7 +60,6 @@
 #include "lock.h"
 #include "ondisk.h"
 #include "trans.h"
-#include "utf8.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -461,14 +460,16 @@ static int dx_next_leaf(struct uext4_fs *fs, struct inode *dir, struct dx_path *
 /*
  * The hash of a name in dir: in a casefolded directory the hash of its
  * folded form (the kernel's ext4fs_dirhash()); a name that is not valid
- * UTF-8 hashes as its bytes, as there.
+ * UTF-8 hashes as its bytes, as there.  The fold is the per-thread one of
+ * dir_fold_query(): the leaf scan that follows a lookup's hash compares
+ * entries with the same folded name without folding it again.
  */
 static int name_hash(struct uext4_fs *fs, struct inode *dir, int version, const char *name,
 		     size_t len, uint32_t *hash, uint32_t *minor)
 {
 	if (len && dir_casefolded(fs, dir)) {
-		char folded[UTF8_FOLD_MAX];
-		ssize_t n = utf8_casefold(name, len, folded, sizeof(folded));
+		const char *folded;
+		ssize_t n = dir_fold_query(name, len, &folded);
 
 		if (n >= 0)
 			return dirhash(version, fs->hash_seed, folded, (size_t)n, hash, minor);

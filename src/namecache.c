@@ -51,6 +51,10 @@
  * nothing looks up (creates and unlinks through the API alone, as a
  * program that knows its names does) then never touches the table.
  *
+ * Casefolded directories: dir.c gives the folded name as the key
+ * (dir.c casefold_lookup_locked(), dir_nc_invalidate()), so one entry
+ * answers every case of a name; this file only sees bytes.
+ *
  * Directory identity: an entry names its directory by struct inode.nc_id,
  * a number unique within the mount, taken from a counter the first time
  * the directory is used here (the inode slab hands out zeroed memory, so

@@ -18,7 +18,9 @@
  * each with the default cache, a one-bucket cache (UEXT4_NAMECACHE=4:
  * every insert replaces another entry) and with the cache off
  * (uext4_opts.no_name_cache), so a difference between the three is a
- * failure.
+ * failure.  The same three for a casefolded directory (+F), where names
+ * are looked up, created, unlinked and renamed under several cases
+ * (casefold_scenario()).
  *
  * Concurrency: 2 writer threads own disjoint name sets in two shared
  * directories and create, unlink and rename (in and across the two
@@ -607,6 +609,56 @@ static void hot_race(const char *img, long ops)
 
 /* ------------------------------------------------------------- main */
 
+/*
+ * A casefolded directory (+F on a -O casefold image): the cache is keyed
+ * by the folded name, so every case shares one entry.  Each name is
+ * looked up under several cases (warming negative entries for all of
+ * them), then created, unlinked and renamed under yet another case; every
+ * case must follow each change.  An invalidation by the name's bytes
+ * instead of its folded form leaves the other cases stale here.
+ */
+static void casefold_scenario(const char *img, const char *dname, enum nc_mode m)
+{
+	static const char *const foo[] = {"foo", "FOO", "Foo", "fOo"};
+	static const char *const ae[] = {"\xc3\xa4rger", "\xc3\x84RGER", "a\xcc\x88rger"}; /* ä, Ä, a + U+0308 */
+	struct ctx cx = {.what = mode_name[m]}, *c = &cx;
+	struct uext4_stat st;
+	uint32_t fl;
+	uint64_t ino, ino2;
+
+	c->fs = mount_rw(img, m);
+	snprintf(c->dpath, sizeof(c->dpath), "%s", dname);
+	OK(uext4_mkdir(c->fs, UEXT4_ROOT_INO, dname + 1, 0755, &st));
+	c->d = st.ino;
+	OK(uext4_get_flags(c->fs, c->d, &fl));
+	OK(uext4_set_flags(c->fs, c->d, fl | 0x40000000u)); /* +F */
+	for (int i = 0; i < 4; i++)
+		D(c, foo[i], 0, "casefold: absent");
+	OK(uext4_create(c->fs, c->d, "fOO", S_IFREG | 0644, &st));
+	ino = st.ino;
+	for (int i = 0; i < 4; i++)
+		D(c, foo[i], ino, "casefold: after create of fOO");
+	OK(uext4_unlink(c->fs, c->d, "Foo"));
+	for (int i = 0; i < 4; i++)
+		D(c, foo[i], 0, "casefold: after unlink as Foo");
+	for (int i = 0; i < 3; i++)
+		D(c, ae[i], 0, "casefold: absent (non-ASCII)");
+	OK(uext4_create(c->fs, c->d, ae[2], S_IFREG | 0644, &st));
+	ino2 = st.ino;
+	for (int i = 0; i < 3; i++)
+		D(c, ae[i], ino2, "casefold: after create of a+U+0308rger");
+	OK(uext4_rename(c->fs, c->d, ae[1], c->d, "FOO", 0));
+	for (int i = 0; i < 3; i++)
+		D(c, ae[i], 0, "casefold: after rename away");
+	for (int i = 0; i < 4; i++)
+		D(c, foo[i], ino2, "casefold: after rename to FOO");
+	OK(uext4_unlink(c->fs, c->d, "foo"));
+	for (int i = 0; i < 4; i++)
+		D(c, foo[i], 0, "casefold: after the last unlink");
+	OK(uext4_rmdir(c->fs, UEXT4_ROOT_INO, dname + 1));
+	umount_and_fsck(c->fs, img, "casefold scenario");
+}
+
 int main(void)
 {
 	char img[200], img_inline[200];
@@ -638,6 +690,17 @@ int main(void)
 			scenario(img_inline, inl, (enum nc_mode)m, 0);
 		else
 			T_CHECK(0, "debugfs mkdir %s failed", inl);
+	}
+	snprintf(img_inline, sizeof(img_inline), "%s/c.img", tmpdir);
+	if (t_make_image(img_inline, "64M", "-t ext4 -O casefold") == 0) {
+		for (int m = NC_DEFAULT; m <= NC_OFF; m++) {
+			char cf[32];
+
+			snprintf(cf, sizeof(cf), "/cf%d", m);
+			casefold_scenario(img_inline, cf, (enum nc_mode)m);
+		}
+	} else {
+		printf("no casefold image (mke2fs -O casefold failed): casefold scenario skipped\n");
 	}
 	concurrent(img, seed, ops);
 	hot_race(img, ops / 2);
