@@ -642,7 +642,8 @@ int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st)
 
 static void sum_free(uext4_fs *fs, uint64_t *blocks, uint64_t *inodes)
 {
-	*blocks = (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0);
+	/* The counter counts clusters (bigalloc): the caller sees blocks. */
+	*blocks = fs_c2b(fs, (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0));
 	*inodes = (uint64_t)MAX(pcounter_sum(&fs->hot->free_inodes), 0);
 }
 
@@ -664,7 +665,8 @@ static uint64_t kernel_reserve(uext4_fs *fs)
 {
 	if (!FS_HAS_INCOMPAT(fs, EXTENTS))
 		return 0;
-	return MIN(fs->blocks_count / 50, 4096);
+	/* In clusters (bigalloc): 2% of the clusters, at most 4096 of them. */
+	return fs_c2b(fs, MIN(fs_b2c(fs, fs->blocks_count) / 50, 4096));
 }
 
 int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st)
@@ -675,6 +677,7 @@ int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st)
 	sum_free(fs, &free_blocks, &free_inodes);
 	memset(st, 0, sizeof(*st));
 	st->block_size = fs->block_size;
+	overhead = fs_c2b(fs, overhead);   /* s_overhead_clusters: clusters */
 	st->blocks = fs->blocks_count - MIN(overhead, fs->blocks_count);
 	st->blocks_free = free_blocks;
 	st->blocks_avail = free_blocks > resv ? free_blocks - resv : 0;
