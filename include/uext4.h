@@ -596,6 +596,10 @@ struct uext4_mkfs_opts {
 	 * -E encoding_flags=strict: UEXT4_MKFS_ENC_STRICT (casefolded
 	 * directories refuse names that are not valid UTF-8). */
 	uint16_t encoding, encoding_flags;
+	/* -C cluster size in bytes (-O bigalloc): a power of 2, at least the
+	 * block size and at most 2^16 blocks; 0 = 16 blocks, as mke2fs.
+	 * Allocation then works in clusters (bitmaps, free counts). */
+	uint32_t cluster_size;
 };
 #define UEXT4_MKFS_ENC_UTF8_12_1 1
 #define UEXT4_MKFS_ENC_STRICT 0x0001
@@ -617,6 +621,7 @@ struct uext4_mkfs_geometry {
 	uint32_t backup_bgs[2];     /* sparse_super2: s_backup_bgs (0 = none) */
 	uint32_t fast_commit_blocks; /* fast_commit: journal blocks after the log
 	                              * (s_num_fc_blks); journal_blocks is the log */
+	uint32_t cluster_size;      /* bytes; the block size without bigalloc */
 };
 int uext4_mkfs(const char *path, const struct uext4_mkfs_opts *o, struct uext4_mkfs_geometry *out);
 /* The groups holding superblock backups, in order, for a geometry (up to
