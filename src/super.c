@@ -204,6 +204,9 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 	if ((fs->feature_ro_compat & EXT4_FEATURE_RO_COMPAT_BIGALLOC) &&
 	    !(fs->feature_incompat & EXT4_FEATURE_INCOMPAT_EXTENTS))
 		return fs_corrupt("superblock: bigalloc without extents (the kernel refuses it)");
+	if ((bad & EXT4_FEATURE_RO_COMPAT_BIGALLOC) && !read_only)
+		return fs_err(EROFS, "bigalloc: uext4 reads file systems with clusters but does not "
+			      "write them yet (mount read-only)");
 	if (bad && !read_only) {
 		super_feature_names(0, 0, bad, names, sizeof(names));
 		return fs_err(EROFS, "unsupported feature for writing: %s (mount read-only)", names);
