@@ -498,6 +498,7 @@ static void print_uuid(const uint8_t u[16])
 	printf("\n");
 }
 
+#define RO_COMPAT_BIGALLOC 0x0200   /* ext4's bigalloc bit (s_feature_ro_compat) */
 #define FIELD "%-26s"
 
 /* s_*_error_errcode, as e2fsprogs names them. */
@@ -565,9 +566,13 @@ static void print_info(const struct uext4_info *in)
 	printf(FIELD "%u\n", "Free inodes:", in->free_inodes);
 	printf(FIELD "%u\n", "First block:", in->first_data_block);
 	printf(FIELD "%u\n", "Block size:", in->block_size);
+	if (in->feature_ro_compat & RO_COMPAT_BIGALLOC)    /* as dumpe2fs */
+		printf(FIELD "%u\n", "Cluster size:", in->cluster_size);
 	printf(FIELD "%u\n", "Group descriptor size:", in->desc_size);
 	printf(FIELD "%u\n", "Block groups:", in->groups_count);
 	printf(FIELD "%u\n", "Blocks per group:", in->blocks_per_group);
+	if (in->feature_ro_compat & RO_COMPAT_BIGALLOC)
+		printf(FIELD "%u\n", "Clusters per group:", in->clusters_per_group);
 	printf(FIELD "%u\n", "Inodes per group:", in->inodes_per_group);
 	if (in->log_groups_per_flex && in->log_groups_per_flex < 32)
 		printf(FIELD "%u\n", "Flex block group size:", 1u << in->log_groups_per_flex);

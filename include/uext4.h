@@ -231,6 +231,9 @@ struct uext4_info {
 	uint8_t first_error_errcode, last_error_errcode; /* EXT4_ERR_*: 5 = EFSCORRUPTED */
 	char first_error_func[33], last_error_func[33];
 	int super_csum_bad;     /* uext4_probe(): metadata_csum and the checksum does not match */
+	/* Added later, at the end: bigalloc's cluster size in bytes and
+	 * clusters per group (block size and blocks per group without it). */
+	uint32_t cluster_size, clusters_per_group;
 };
 
 /* Mount an image file, a block device or an NBD export: path may be an NBD

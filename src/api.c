@@ -766,6 +766,13 @@ static void info_from_sb(const struct ext4_super_block *sb, struct uext4_info *i
 	i->wtime = time_hi(le32(sb->s_wtime), sb->s_wtime_hi);
 	super_feature_names(i->feature_compat, i->feature_incompat, i->feature_ro_compat,
 			    i->features, sizeof(i->features));
+	i->cluster_size = i->block_size;
+	i->clusters_per_group = i->blocks_per_group;
+	if ((i->feature_ro_compat & EXT4_FEATURE_RO_COMPAT_BIGALLOC) &&
+	    le32(sb->s_log_cluster_size) <= 22) {
+		i->cluster_size = 1024u << le32(sb->s_log_cluster_size);
+		i->clusters_per_group = le32(sb->s_clusters_per_group);
+	}
 	info_errors(sb, i);
 }
 
@@ -790,6 +797,8 @@ int uext4_info(uext4_fs *fs, struct uext4_info *i)
 	i->reserved_blocks = reserved_blocks(fs);
 	i->inodes_count = fs->inodes_count;
 	i->blocks_per_group = fs->blocks_per_group;
+	i->cluster_size = fs->block_size << fs->cluster_bits;
+	i->clusters_per_group = fs->clusters_per_group;
 	i->inodes_per_group = fs->inodes_per_group;
 	i->groups_count = fs->groups_count;
 	i->first_data_block = fs->first_data_block;

@@ -18,6 +18,8 @@
 #      `walk posix` on a read-only kernel mount, every field (blocks, data,
 #      xattrs); the FUSE mount (read-only) shows the same tree and the same
 #      sha256 of every file, and statfs counts (in blocks) as the kernel's.
+#      `uext4 info` shows free blocks, cluster size and clusters per group
+#      as dumpe2fs -h.
 #   4. writes are refused: `uext4 put`, `uext4 mkdir` and a read-write
 #      FUSE mount fail naming bigalloc, and the image is byte-for-byte
 #      unchanged; `uext4 mkfs -O bigalloc -d` fails and removes its image.
@@ -99,6 +101,19 @@ read_check() {
 	fi
 }
 
+# info_check IMG LABEL: `uext4 info` counts as dumpe2fs -h (free blocks in
+# blocks though the groups count clusters).
+info_check() {
+	local f=Free\ blocks:\|Cluster\ size:\|Clusters\ per\ group:
+	cli_run info "$1"
+	if [ "$(grep -E "^($f)" "$T/out")" = "$(dumpe2fs -h "$1" 2> /dev/null | grep -E "^($f)")" ]; then
+		echo "ok: $2: uext4 info: $(grep -E "^($f)" "$T/out" | tr -s ' ' | paste -sd' ')"
+	else
+		bad "$2: uext4 info differs from dumpe2fs -h:"
+		diff <(grep -E "^($f)" "$T/out") <(dumpe2fs -h "$1" 2> /dev/null | grep -E "^($f)")
+	fi
+}
+
 # refused_writes IMG LABEL: every write is refused, naming bigalloc, and the
 # image is unchanged.
 refused_writes() {
@@ -154,6 +169,7 @@ for cfg in "4096 16384" "4096 65536" "1024 4096"; do
 		umount "$T/w"
 		fsck_clean "$img" || bad "$CASE $who: e2fsck after the kernel's workload"
 		read_check "$img" "$CASE $who, after the kernel's workload"
+		info_check "$img" "$CASE $who"
 		refused_writes "$img" "$CASE $who"
 	done
 done
