@@ -305,6 +305,8 @@ static void print_geometry(const struct uext4_mkfs_geometry *g, int dry_run)
 	       g->block_size, g->inode_size, g->groups_count, g->blocks_per_group,
 	       g->inodes_per_group, g->inode_blocks_per_group, g->reserved_blocks,
 	       g->reserved_gdt_blocks, g->flex_bg_size, g->journal_blocks, g->orphan_file_blocks);
+	if (g->cluster_size != g->block_size)
+		printf("Cluster size: %u\n", g->cluster_size);
 }
 
 /* The library's message; EINVAL is an option or size that cannot work
@@ -345,6 +347,10 @@ static int parse_opt(const struct command *c, int ch, struct mkfs_args *a)
 	case 'b':
 		if (parse_u32(optarg, &o->block_size))
 			return bad_arg(c, "-b", optarg, "not a block size");
+		return 0;
+	case 'C':
+		if (parse_u32(optarg, &o->cluster_size) || !o->cluster_size)
+			return bad_arg(c, "-C", optarg, "not a cluster size");
 		return 0;
 	case 'N':
 		if (parse_u64(optarg, &o->inodes) || !o->inodes)
@@ -410,10 +416,10 @@ static int parse_args(const struct command *c, int argc, char **argv, struct mkf
 	int ch, err;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+qt:b:N:i:I:G:L:U:m:J:O:E:Fnd:j:", long_opts,
+	while ((ch = getopt_long(argc, argv, "+qt:b:C:N:i:I:G:L:U:m:J:O:E:Fnd:j:", long_opts,
 				 NULL)) != -1) {
 		if (ch == '?') {
-			if (optopt && strchr("tbNiIGLUmJOEdj", optopt))
+			if (optopt && strchr("tbCNiIGLUmJOEdj", optopt))
 				fprintf(stderr, "uext4 %s: option -%c needs an argument\n", c->name,
 					optopt);
 			else if (optopt)

@@ -498,6 +498,7 @@ static void print_uuid(const uint8_t u[16])
 	printf("\n");
 }
 
+#define RO_COMPAT_BIGALLOC 0x0200   /* ext4's bigalloc bit (s_feature_ro_compat) */
 #define FIELD "%-26s"
 
 /* s_*_error_errcode, as e2fsprogs names them. */
@@ -565,9 +566,13 @@ static void print_info(const struct uext4_info *in)
 	printf(FIELD "%u\n", "Free inodes:", in->free_inodes);
 	printf(FIELD "%u\n", "First block:", in->first_data_block);
 	printf(FIELD "%u\n", "Block size:", in->block_size);
+	if (in->feature_ro_compat & RO_COMPAT_BIGALLOC)    /* as dumpe2fs */
+		printf(FIELD "%u\n", "Cluster size:", in->cluster_size);
 	printf(FIELD "%u\n", "Group descriptor size:", in->desc_size);
 	printf(FIELD "%u\n", "Block groups:", in->groups_count);
 	printf(FIELD "%u\n", "Blocks per group:", in->blocks_per_group);
+	if (in->feature_ro_compat & RO_COMPAT_BIGALLOC)
+		printf(FIELD "%u\n", "Clusters per group:", in->clusters_per_group);
 	printf(FIELD "%u\n", "Inodes per group:", in->inodes_per_group);
 	if (in->log_groups_per_flex && in->log_groups_per_flex < 32)
 		printf(FIELD "%u\n", "Flex block group size:", 1u << in->log_groups_per_flex);
@@ -1437,6 +1442,10 @@ static const struct command commands[] = {
 	  "    -t TYPE       ext2, ext3 or ext4 (default): the feature set\n"
 	  "    -b SIZE       block size: 1024 to 65536, a power of 2 (over 4096:\n"
 	  "                  mke2fs warns; a kernel with smaller pages cannot mount it)\n"
+	  "    -C SIZE       cluster size in bytes with -O bigalloc: a power of 2\n"
+	  "                  from the block size to 2^16 blocks (default 16 blocks);\n"
+	  "                  such images are read-only for uext4 for now (mkfs -d\n"
+	  "                  and writes are refused), the kernel writes them\n"
 	  "    -N COUNT      number of inodes (rounded up to fill inode-table blocks)\n"
 	  "    -i BYTES      bytes per inode (1024 to 67108864)\n"
 	  "    -I SIZE       inode size: a power of 2 from 128 to the block size\n"
@@ -1464,7 +1473,7 @@ static const struct command commands[] = {
 	  "                  extent 64bit mmp flex_bg ea_inode metadata_csum_seed\n"
 	  "                  large_dir casefold\n"
 	  "                  sparse_super large_file huge_file uninit_bg dir_nlink\n"
-	  "                  extra_isize metadata_csum (none clears all); meta_bg needs\n"
+	  "                  extra_isize bigalloc metadata_csum (none clears all); meta_bg needs\n"
 	  "                  ^resize_inode, as with mke2fs\n"
 	  "                  journal_dev makes an external journal device instead\n"
 	  "                  of a file system (all of SIZE is the log; only\n"

@@ -231,6 +231,9 @@ struct uext4_info {
 	uint8_t first_error_errcode, last_error_errcode; /* EXT4_ERR_*: 5 = EFSCORRUPTED */
 	char first_error_func[33], last_error_func[33];
 	int super_csum_bad;     /* uext4_probe(): metadata_csum and the checksum does not match */
+	/* Added later, at the end: bigalloc's cluster size in bytes and
+	 * clusters per group (block size and blocks per group without it). */
+	uint32_t cluster_size, clusters_per_group;
 };
 
 /* Mount an image file, a block device or an NBD export: path may be an NBD
@@ -596,6 +599,10 @@ struct uext4_mkfs_opts {
 	 * -E encoding_flags=strict: UEXT4_MKFS_ENC_STRICT (casefolded
 	 * directories refuse names that are not valid UTF-8). */
 	uint16_t encoding, encoding_flags;
+	/* -C cluster size in bytes (-O bigalloc): a power of 2, at least the
+	 * block size and at most 2^16 blocks; 0 = 16 blocks, as mke2fs.
+	 * Allocation then works in clusters (bitmaps, free counts). */
+	uint32_t cluster_size;
 };
 #define UEXT4_MKFS_ENC_UTF8_12_1 1
 #define UEXT4_MKFS_ENC_STRICT 0x0001
@@ -617,6 +624,7 @@ struct uext4_mkfs_geometry {
 	uint32_t backup_bgs[2];     /* sparse_super2: s_backup_bgs (0 = none) */
 	uint32_t fast_commit_blocks; /* fast_commit: journal blocks after the log
 	                              * (s_num_fc_blks); journal_blocks is the log */
+	uint32_t cluster_size;      /* bytes; the block size without bigalloc */
 };
 int uext4_mkfs(const char *path, const struct uext4_mkfs_opts *o, struct uext4_mkfs_geometry *out);
 /* The groups holding superblock backups, in order, for a geometry (up to

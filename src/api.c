@@ -642,7 +642,8 @@ int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st)
 
 static void sum_free(uext4_fs *fs, uint64_t *blocks, uint64_t *inodes)
 {
-	*blocks = (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0);
+	/* The counter counts clusters (bigalloc): the caller sees blocks. */
+	*blocks = fs_c2b(fs, (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0));
 	*inodes = (uint64_t)MAX(pcounter_sum(&fs->hot->free_inodes), 0);
 }
 
@@ -664,7 +665,8 @@ static uint64_t kernel_reserve(uext4_fs *fs)
 {
 	if (!FS_HAS_INCOMPAT(fs, EXTENTS))
 		return 0;
-	return MIN(fs->blocks_count / 50, 4096);
+	/* In clusters (bigalloc): 2% of the clusters, at most 4096 of them. */
+	return fs_c2b(fs, MIN(fs_b2c(fs, fs->blocks_count) / 50, 4096));
 }
 
 int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st)
@@ -675,6 +677,7 @@ int uext4_statfs(uext4_fs *fs, struct uext4_statfs *st)
 	sum_free(fs, &free_blocks, &free_inodes);
 	memset(st, 0, sizeof(*st));
 	st->block_size = fs->block_size;
+	overhead = fs_c2b(fs, overhead);   /* s_overhead_clusters: clusters */
 	st->blocks = fs->blocks_count - MIN(overhead, fs->blocks_count);
 	st->blocks_free = free_blocks;
 	st->blocks_avail = free_blocks > resv ? free_blocks - resv : 0;
@@ -763,6 +766,13 @@ static void info_from_sb(const struct ext4_super_block *sb, struct uext4_info *i
 	i->wtime = time_hi(le32(sb->s_wtime), sb->s_wtime_hi);
 	super_feature_names(i->feature_compat, i->feature_incompat, i->feature_ro_compat,
 			    i->features, sizeof(i->features));
+	i->cluster_size = i->block_size;
+	i->clusters_per_group = i->blocks_per_group;
+	if ((i->feature_ro_compat & EXT4_FEATURE_RO_COMPAT_BIGALLOC) &&
+	    le32(sb->s_log_cluster_size) <= 22) {
+		i->cluster_size = 1024u << le32(sb->s_log_cluster_size);
+		i->clusters_per_group = le32(sb->s_clusters_per_group);
+	}
 	info_errors(sb, i);
 }
 
@@ -787,6 +797,8 @@ int uext4_info(uext4_fs *fs, struct uext4_info *i)
 	i->reserved_blocks = reserved_blocks(fs);
 	i->inodes_count = fs->inodes_count;
 	i->blocks_per_group = fs->blocks_per_group;
+	i->cluster_size = fs->block_size << fs->cluster_bits;
+	i->clusters_per_group = fs->clusters_per_group;
 	i->inodes_per_group = fs->inodes_per_group;
 	i->groups_count = fs->groups_count;
 	i->first_data_block = fs->first_data_block;

@@ -246,6 +246,11 @@ struct uext4_fs {
 	uint32_t desc_size;
 	uint32_t inodes_per_group;
 	uint32_t blocks_per_group;
+	/* bigalloc: a cluster is 2^cluster_bits blocks (0 without bigalloc);
+	 * the block bitmap has a bit per cluster, the free counts count
+	 * clusters (s_clusters_per_group = blocks_per_group >> cluster_bits). */
+	uint32_t cluster_bits;
+	uint32_t clusters_per_group;
 	uint32_t groups_count;
 	uint32_t first_data_block;
 	uint32_t first_ino;
@@ -315,8 +320,22 @@ static inline uint32_t group_nblocks(const struct uext4_fs *fs, uint32_t g)
 	uint64_t left = fs->blocks_count - group_first_block(fs, g);
 	return left < fs->blocks_per_group ? (uint32_t)left : fs->blocks_per_group;
 }
+/* Clusters in group g (its last may be short); the unit of its bitmap
+ * and free count.  Without bigalloc, group_nblocks(). */
+static inline uint32_t group_nclusters(const struct uext4_fs *fs, uint32_t g)
+{
+	uint32_t nb = group_nblocks(fs, g);
+	return (nb + (1u << fs->cluster_bits) - 1) >> fs->cluster_bits;
+}
 static inline uint32_t group_of_block(const struct uext4_fs *fs, uint64_t blk)
 { return (uint32_t)((blk - fs->first_data_block) / fs->blocks_per_group); }
+/* Blocks to clusters and back (the kernel's EXT4_B2C / EXT4_C2B). */
+static inline uint64_t fs_b2c(const struct uext4_fs *fs, uint64_t blk)
+{ return blk >> fs->cluster_bits; }
+static inline uint64_t fs_c2b(const struct uext4_fs *fs, uint64_t c)
+{ return c << fs->cluster_bits; }
+static inline uint32_t fs_cluster_blocks(const struct uext4_fs *fs)
+{ return 1u << fs->cluster_bits; }
 static inline uint32_t group_of_ino(const struct uext4_fs *fs, uint64_t ino)
 { return (uint32_t)((ino - 1) / fs->inodes_per_group); }
 

@@ -94,6 +94,7 @@ static const struct feature_name features[] = {
 	{ "uninit_bg", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 	{ "dir_nlink", 2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK },
 	{ "extra_isize", 2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE },
+	{ "bigalloc", 2, EXT4_FEATURE_RO_COMPAT_BIGALLOC },
 	{ "metadata_csum", 2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM },
 	{ "extents", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
 	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
@@ -215,6 +216,11 @@ struct mk {
 	uint64_t r_blocks;
 	uint32_t first_data, bpg, ipg, itb, ngroups, desc_size, desc_blocks, rsv_gdt;
 	uint32_t inode_size, inodes_count, flex, log_flex;
+	/* bigalloc: a cluster is 2^cbits blocks (0 without); bpg is then
+	 * cpg << cbits.  Block 0 of a 1 KiB-block bigalloc file system is
+	 * group 0's first (s_first_data_block 0): the superblock is block 1
+	 * (sb0_shift 1). */
+	uint32_t cbits, cpg, sb0_shift;
 	uint32_t journal_blocks, orphan_blocks;
 	uint32_t fc_blocks;         /* fast-commit blocks after the journal's log */
 	uint32_t backup_bgs[2];     /* sparse_super2: the backup groups (0 = none) */
@@ -366,12 +372,36 @@ static uint32_t next_region_group(const struct mk *m, uint32_t g)
  * block. */
 static uint32_t backup_len(const struct mk *m, uint32_t g)
 {
+	uint32_t boot = g == 0 ? m->sb0_shift : 0;
+
 	if (HAS_INCOMPAT(m, META_BG))
-		return (group_has_super(m, g) ? 1 : 0) + (group_has_meta_desc(m, g) ? 1 : 0);
+		return boot + (group_has_super(m, g) ? 1 : 0) + (group_has_meta_desc(m, g) ? 1 : 0);
 	if (!group_has_super(m, g))
 		return 0;
-	return 1 + m->desc_blocks + m->rsv_gdt;
+	return boot + 1 + m->desc_blocks + m->rsv_gdt;
 }
+
+/* Block of group g's superblock (copy). */
+static uint64_t super_blk(const struct mk *m, uint32_t g)
+{
+	return group_first(m, g) + (g == 0 ? m->sb0_shift : 0);
+}
+
+/* ------------------------------------------------------------ clusters */
+
+static uint64_t cl_mask(const struct mk *m)
+{
+	return ((uint64_t)1 << m->cbits) - 1;
+}
+
+static uint64_t cl_round_up(const struct mk *m, uint64_t blk)
+{
+	return (blk + cl_mask(m)) & ~cl_mask(m);
+}
+
+/* Clusters of group g holding anything: the backup region and the runs
+ * (each counted once however many of its blocks are used). */
+static uint32_t group_used_clusters(const struct mk *m, uint32_t g);
 
 /* ------------------------------------------------------------ allocator */
 
@@ -482,23 +512,46 @@ static int mark_used(struct mk *m, uint64_t start, uint64_t len, uint32_t owner)
 	return err;
 }
 
-/* n contiguous free blocks at or after goal. */
+/* The first free block at or after blk starting a wholly free cluster
+ * (bigalloc: a file's data and mapping blocks take clusters of their own,
+ * the group tables are packed block by block, as mke2fs places them). */
+static uint64_t skip_used_cluster(const struct mk *m, uint64_t blk)
+{
+	for (;;) {
+		blk = skip_used(m, blk);
+		if (blk >= m->blocks || !(blk & cl_mask(m)))
+			return blk;
+		blk = cl_round_up(m, blk);
+	}
+}
+
+/* Free blocks at blk (a cluster's first) in whole clusters, at most max
+ * rounded up to clusters. */
+static uint64_t free_len_clusters(const struct mk *m, uint64_t blk, uint64_t max)
+{
+	return free_len(m, blk, cl_round_up(m, max)) & ~cl_mask(m);
+}
+
+/* n contiguous free blocks at or after goal; with bigalloc, anything not
+ * a group's own table takes whole clusters. */
 static int alloc_contig(struct mk *m, uint64_t goal, uint64_t n, uint32_t owner, uint64_t *out)
 {
 	uint64_t b = goal < m->first_data ? m->first_data : goal;
+	bool whole = m->cbits && owner == UINT32_MAX;
+	uint64_t need = whole ? cl_round_up(m, n) : n;
 
 	while (b < m->blocks) {
 		uint64_t len;
 
-		b = skip_used(m, b);
+		b = whole ? skip_used_cluster(m, b) : skip_used(m, b);
 		if (b >= m->blocks)
 			break;
-		len = free_len(m, b, n);
-		if (len == n) {
+		len = whole ? free_len_clusters(m, b, need) : free_len(m, b, need);
+		if (len == need) {
 			*out = b;
-			return mark_used(m, b, n, owner);
+			return mark_used(m, b, need, owner);
 		}
-		b += len;
+		b += whole && !len ? free_len(m, b, need) : len;
 	}
 	return fs_err(ENOSPC, "mkfs: no room for %llu contiguous blocks of metadata: the file "
 		      "system is too small for its inode tables and journal (%llu blocks)",
@@ -534,9 +587,9 @@ static int alloc_file(struct mk *m, uint64_t goal, uint64_t want, struct fmap *f
 	int wrapped = 0, err;
 
 	while (want) {
-		uint64_t len;
+		uint64_t len, take;
 
-		b = skip_used(m, b);
+		b = skip_used_cluster(m, b);
 		if (b >= m->blocks) {
 			if (wrapped)
 				return fs_err(ENOSPC, "mkfs: the file system (%llu blocks) is too "
@@ -546,11 +599,17 @@ static int alloc_file(struct mk *m, uint64_t goal, uint64_t want, struct fmap *f
 			b = m->first_data;
 			continue;
 		}
-		len = free_len(m, b, want);
-		if ((err = mark_used(m, b, len, UINT32_MAX)) || (err = fmap_add(f, b, len)))
+		/* whole clusters (bigalloc); the file maps only what it wants */
+		len = free_len_clusters(m, b, want);
+		if (!len) {
+			b += free_len(m, b, want);
+			continue;
+		}
+		take = len < want ? len : want;
+		if ((err = mark_used(m, b, len, UINT32_MAX)) || (err = fmap_add(f, b, take)))
 			return err;
 		b += len;
-		want -= len;
+		want -= take;
 	}
 	return 0;
 }
@@ -805,8 +864,10 @@ static int setup_groups(struct mk *m, uint64_t want_inodes, double reserved_rati
 {
 	uint64_t orig_blocks = m->blocks;
 
-	/* EXT2_MAX_BLOCKS_PER_GROUP: 65528 for blocks over 8 KiB */
-	m->bpg = m->bs * 8 < 65528 ? m->bs * 8 : 65528;
+	/* EXT2_MAX_BLOCKS_PER_GROUP: 65528 for blocks over 8 KiB; with
+	 * bigalloc the same bound holds clusters per group */
+	m->cpg = m->bs * 8 < 65528 ? m->bs * 8 : 65528;
+	m->bpg = m->cpg << m->cbits;
 retry:
 	m->ngroups = (uint32_t)div_ceil(m->blocks - m->first_data, m->bpg);
 	if (m->ngroups == 0)
@@ -819,8 +880,9 @@ retry:
 		uint32_t ipb = m->bs / m->inode_size;
 
 		if (ipg > m->bs * 8) {
-			if (m->bpg >= 256) {
-				m->bpg -= 8;
+			if (m->cpg >= 256) {
+				m->cpg -= 8;
+				m->bpg = m->cpg << m->cbits;
 				m->blocks = orig_blocks;
 				goto retry;
 			}
@@ -1010,6 +1072,35 @@ static int setup_journal(struct mk *m)
 	return 0;
 }
 
+/* -O bigalloc, -C: the cluster size (16 blocks by default, as mke2fs);
+ * block 0 is then group 0's first whatever the block size. */
+static int setup_cluster(struct mk *m, uint32_t *ratio)
+{
+	uint32_t cs = m->o->cluster_size;
+
+	if (!HAS_RO(m, BIGALLOC)) {
+		if (cs && cs != m->bs)
+			return fs_err(EINVAL, "-C %u: a cluster size needs -O bigalloc", cs);
+		return 0;
+	}
+	if (!m->extents)
+		return fs_err(EINVAL, "bigalloc needs extents (as mke2fs): add -O extent");
+	if (!cs)
+		cs = m->bs * 16;
+	if (cs < m->bs || (cs & (cs - 1)) || cs / m->bs > (1u << 16))
+		return fs_err(EINVAL, "-C %u: the cluster size must be a power of 2 from the block "
+			      "size (%u) to 2^16 blocks", cs, m->bs);
+	m->cbits = (uint32_t)__builtin_ctz(cs / m->bs);
+	if (*ratio < cs)
+		*ratio = cs;    /* at most an inode per cluster, as mke2fs */
+	m->first_data = 0;
+	m->sb0_shift = m->bs == 1024;
+	m->blocks &= ~cl_mask(m);
+	if (m->blocks < 64 || m->blocks >> m->cbits < 8)
+		return fs_err(EINVAL, "the file system is too small for clusters of %u bytes", cs);
+	return 0;
+}
+
 static int setup_geometry(struct mk *m, uint64_t bytes)
 {
 	int type = parse_type(m->o->fs_type);
@@ -1021,7 +1112,8 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 	if (!type)
 		return fs_err(EINVAL, "-t %s: unknown file system type (ext2, ext3 or ext4)",
 			      m->o->fs_type);
-	if ((err = setup_sizes(m, bytes, &ratio)) || (err = setup_features(m, type)))
+	if ((err = setup_sizes(m, bytes, &ratio)) || (err = setup_features(m, type)) ||
+	    (err = setup_cluster(m, &ratio)))
 		return err;
 	if (HAS_INCOMPAT(m, JOURNAL_DEV)) {
 		m->bpg = m->bs * 8;   /* no groups, no inodes: only the counts shown */
@@ -1091,8 +1183,37 @@ static int place_tables(struct mk *m)
 	return 0;
 }
 
+static uint32_t group_used_clusters(const struct mk *m, uint32_t g)
+{
+	uint64_t gs = group_first(m, g), ge = gs + group_size(m, g);
+	uint64_t last = UINT64_MAX, used = 0;   /* last cluster counted */
+
+	if (backup_len(m, g)) {
+		last = (gs + backup_len(m, g) - 1) >> m->cbits;
+		used = last - (gs >> m->cbits) + 1;
+	}
+	for (size_t i = run_search(m, gs); i < m->nruns && m->runs[i].start < ge; i++) {
+		uint64_t a = m->runs[i].start > gs ? m->runs[i].start : gs;
+		uint64_t b = m->runs[i].start + m->runs[i].len;
+		uint64_t ca = a >> m->cbits, cb = ((b < ge ? b : ge) - 1) >> m->cbits;
+
+		if (last != UINT64_MAX && ca <= last)
+			ca = last + 1;
+		if (ca <= cb)
+			used += cb - ca + 1;
+		if (last == UINT64_MAX || cb > last)
+			last = cb;
+	}
+	return (uint32_t)used;
+}
+
+/* Free blocks of group g; with bigalloc free clusters (the descriptor's
+ * unit). */
 static uint32_t group_free(const struct mk *m, uint32_t g)
 {
+	if (m->cbits)
+		return (uint32_t)(cl_round_up(m, group_size(m, g)) >> m->cbits) -
+		       group_used_clusters(m, g);
 	return (uint32_t)(group_size(m, g) - backup_len(m, g) - m->gused[g]);
 }
 
@@ -1341,6 +1462,18 @@ static int map_indirect(struct mk *m, struct ext4_inode *in, const struct fmap *
 	return 0;
 }
 
+/* Blocks a file of runs f and meta mapping blocks holds: with bigalloc
+ * whole clusters (each run starts one; the mapping blocks take their own),
+ * which is what i_blocks counts, as the kernel and e2fsck. */
+static uint64_t mapped_clusters(const struct mk *m, const struct fmap *f, uint64_t meta)
+{
+	uint64_t n = cl_round_up(m, meta);
+
+	for (size_t i = 0; i < f->n; i++)
+		n += cl_round_up(m, f->r[i].len);
+	return n;
+}
+
 /* Map f into inode in (extents or block map); i_blocks counts the mapping
  * blocks too. */
 static int map_file(struct mk *m, uint32_t ino, struct ext4_inode *in, const struct fmap *f,
@@ -1355,7 +1488,7 @@ static int map_file(struct mk *m, uint32_t ino, struct ext4_inode *in, const str
 	} else {
 		err = map_indirect(m, in, f, &meta);
 	}
-	inode_set_size(in, size, (f->blocks + meta) * (m->bs / 512));
+	inode_set_size(in, size, mapped_clusters(m, f, meta) * (m->bs / 512));
 	return err;
 }
 
@@ -1512,7 +1645,7 @@ static int make_resize_inode(struct mk *m)
 	struct ext4_inode *in = (struct ext4_inode *)raw;
 	uint32_t *dind, *list;
 	uint64_t dblk, nblocks = 1, size;
-	uint64_t sb_blk = m->first_data;
+	uint64_t sb_blk = super_blk(m, 0);
 	int err;
 
 	memset(raw, 0, m->inode_size);
@@ -1537,7 +1670,8 @@ static int make_resize_inode(struct mk *m)
 		nblocks++;
 		memset(list, 0, m->bs);
 		while ((g = next_backup(m, &three, &five, &seven)) < m->ngroups) {
-			list[last++] = cpu_to_le32((uint32_t)(gdt_blk + (uint64_t)g * m->bpg));
+			list[last++] = cpu_to_le32((uint32_t)(gdt_blk - m->sb0_shift +
+							      (uint64_t)g * m->bpg));
 			nblocks++;
 		}
 		err = wr(m, gdt_blk, list, m->bs);
@@ -1550,7 +1684,8 @@ static int make_resize_inode(struct mk *m)
 		return err;
 	in->i_block[EXT4_DIND_BLOCK] = cpu_to_le32((uint32_t)dblk);
 	size = ((uint64_t)m->apb * m->apb + m->apb + EXT4_NDIR_BLOCKS) * m->bs;
-	inode_set_size(in, size, nblocks * (m->bs / 512));
+	/* bigalloc: e2fsck counts a cluster per block here */
+	inode_set_size(in, size, (nblocks << m->cbits) * (m->bs / 512));
 	return write_inode(m, EXT4_RESIZE_INO, raw);
 }
 
@@ -1589,7 +1724,7 @@ static int make_journal(struct mk *m, struct ext4_super_block *sb)
 		goto out;
 	/* the journal's blocks (not its mapping blocks) count as overhead, as
 	 * mke2fs counts them */
-	m->overhead += total;
+	m->overhead += cl_round_up(m, total) >> m->cbits;
 	if (!m->zeroed)
 		for (size_t i = 0; i < f.n && !err; i++)
 			err = wr_zero(m, f.r[i].start, f.r[i].len);
@@ -1788,15 +1923,19 @@ static void build_block_bitmap(const struct mk *m, uint32_t g, uint8_t *map)
 {
 	uint64_t gs = group_first(m, g), ge = gs + group_size(m, g);
 
+	uint32_t c = m->cbits;
+
+	/* a bit per cluster (bigalloc): set when any of its blocks is used */
 	memset(map, 0, m->bs);
-	set_bits(map, 0, backup_len(m, g));
+	if (backup_len(m, g))
+		set_bits(map, 0, ((backup_len(m, g) - 1) >> c) + 1);
 	for (size_t i = run_search(m, gs); i < m->nruns && m->runs[i].start < ge; i++) {
 		uint64_t a = m->runs[i].start > gs ? m->runs[i].start : gs;
 		uint64_t b = m->runs[i].start + m->runs[i].len;
 
-		set_bits(map, a - gs, (b < ge ? b : ge) - gs);
+		set_bits(map, (a - gs) >> c, (((b < ge ? b : ge) - gs - 1) >> c) + 1);
 	}
-	set_bits(map, ge - gs, (uint64_t)m->bs * 8);
+	set_bits(map, cl_round_up(m, ge - gs) >> c, (uint64_t)m->bs * 8);
 }
 
 /* Descriptors and the bitmaps that are initialised. */
@@ -1819,7 +1958,7 @@ static int write_groups(struct mk *m, uint32_t used_inodes, uint32_t *dirs_in,
 		uint16_t flags = 0;
 		struct ext4_group_desc *d = (struct ext4_group_desc *)gd_at(m, g);
 
-		*free_blocks += fb;
+		*free_blocks += (uint64_t)fb << m->cbits;   /* the superblock counts blocks */
 		if (uninit) {
 			if (!used)
 				flags |= EXT4_BG_INODE_UNINIT;
@@ -1832,7 +1971,7 @@ static int write_groups(struct mk *m, uint32_t used_inodes, uint32_t *dirs_in,
 		if (!(flags & EXT4_BG_BLOCK_UNINIT)) {
 			build_block_bitmap(m, g, map);
 			if (m->csum) {
-				uint32_t c = crc32c(m->csum_seed, map, m->bpg / 8);
+				uint32_t c = crc32c(m->csum_seed, map, (m->bpg >> m->cbits) / 8);
 
 				d->bg_block_bitmap_csum_lo = cpu_to_le16((uint16_t)c);
 				if (m->desc_size >= EXT4_MIN_DESC_SIZE_64BIT)
@@ -1880,9 +2019,9 @@ static void fill_super(struct mk *m, struct ext4_super_block *sb, uint64_t free_
 	sb->s_free_inodes_count = cpu_to_le32(free_inodes);
 	sb->s_first_data_block = cpu_to_le32(m->first_data);
 	sb->s_log_block_size = cpu_to_le32(m->log_bs);
-	sb->s_log_cluster_size = cpu_to_le32(m->log_bs);
+	sb->s_log_cluster_size = cpu_to_le32(m->log_bs + m->cbits);
 	sb->s_blocks_per_group = cpu_to_le32(m->bpg);
-	sb->s_clusters_per_group = cpu_to_le32(m->bpg);
+	sb->s_clusters_per_group = cpu_to_le32(m->bpg >> m->cbits);
 	sb->s_inodes_per_group = cpu_to_le32(m->ipg);
 	put_time(&sb->s_wtime, &sb->s_wtime_hi, m->now);
 	put_time(&sb->s_mkfs_time, &sb->s_mkfs_time_hi, m->now);
@@ -1975,7 +2114,7 @@ static uint64_t group_desc_bytes(const struct mk *m, uint32_t g)
  * meta_bg its meta group's block after the superblock if it has one. */
 static int write_group_descs(struct mk *m, uint32_t g)
 {
-	uint64_t at = group_first(m, g) + (group_has_super(m, g) ? 1 : 0);
+	uint64_t at = super_blk(m, g) + (group_has_super(m, g) ? 1 : 0);
 
 	if (!HAS_INCOMPAT(m, META_BG))
 		return group_has_super(m, g) ? wr(m, at, m->gdt, (size_t)m->desc_blocks * m->bs) : 0;
@@ -2371,6 +2510,7 @@ static void fill_geometry(const struct mk *m, struct uext4_mkfs_geometry *g, uin
 	g->backup_bgs[0] = m->backup_bgs[0];
 	g->backup_bgs[1] = m->backup_bgs[1];
 	g->fast_commit_blocks = m->fc_blocks;
+	g->cluster_size = m->bs << m->cbits;
 }
 
 uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t *groups,
@@ -2437,9 +2577,15 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 		err = zero_stale(m);
 	for (uint32_t g = 0; g < m->ngroups; g++)
 		backups += backup_len(m, g);
-	for (size_t i = 0; i < m->nruns; i++)
-		m->overhead += m->runs[i].len;
-	m->overhead += backups + m->first_data;
+	if (m->cbits) {
+		/* s_overhead_clusters: the clusters the tables and backups touch */
+		for (uint32_t g = 0; g < m->ngroups; g++)
+			m->overhead += group_used_clusters(m, g);
+	} else {
+		for (size_t i = 0; i < m->nruns; i++)
+			m->overhead += m->runs[i].len;
+		m->overhead += backups + m->first_data;
+	}
 	if (!err)
 		err = make_root_and_lpf(m);
 	if (!err)

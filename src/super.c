@@ -201,10 +201,12 @@ static int check_features(struct uext4_fs *fs, bool read_only)
 	if ((err = check_encoding(fs)))
 		return err;
 	bad = fs->feature_ro_compat & ~SUPPORTED_RO_COMPAT;
-	if (bad & EXT4_FEATURE_RO_COMPAT_BIGALLOC) {
-		/* Cluster-based allocation changes bitmap and extent semantics. */
-		return fs_err(EOPNOTSUPP, "unsupported feature: bigalloc");
-	}
+	if ((fs->feature_ro_compat & EXT4_FEATURE_RO_COMPAT_BIGALLOC) &&
+	    !(fs->feature_incompat & EXT4_FEATURE_INCOMPAT_EXTENTS))
+		return fs_corrupt("superblock: bigalloc without extents (the kernel refuses it)");
+	if ((bad & EXT4_FEATURE_RO_COMPAT_BIGALLOC) && !read_only)
+		return fs_err(EROFS, "bigalloc: uext4 reads file systems with clusters but does not "
+			      "write them yet (mount read-only)");
 	if (bad && !read_only) {
 		super_feature_names(0, 0, bad, names, sizeof(names));
 		return fs_err(EROFS, "unsupported feature for writing: %s (mount read-only)", names);
@@ -264,9 +266,10 @@ static int parse_group_desc(struct uext4_fs *fs, uint32_t g, const uint8_t *raw)
 		return fs_corrupt("group descriptor %u: %u free inodes, %u unused, but only %u "
 				  "inodes per group",
 				  g, gi->free_inodes, gi->itable_unused, fs->inodes_per_group);
-	if (gi->free_blocks > group_nblocks(fs, g))
-		return fs_corrupt("group descriptor %u: %u free blocks, but the group has %u",
-				  g, gi->free_blocks, group_nblocks(fs, g));
+	/* Counted in clusters (bigalloc), as the bitmap. */
+	if (gi->free_blocks > group_nclusters(fs, g))
+		return fs_corrupt("group descriptor %u: %u free clusters, but the group has %u",
+				  g, gi->free_blocks, group_nclusters(fs, g));
 	/* What the descriptor says never held an inode (seed 002); trusted
 	 * for the shortcut only once ialloc has seen the bitmap agree. */
 	if (!fs->metadata_csum && !fs->gdt_csum)
@@ -314,11 +317,42 @@ int super_load_group_descs(struct uext4_fs *fs)
 	return 0;
 }
 
+/* Blocks and clusters per group.  Without bigalloc a cluster is a block
+ * (s_log_cluster_size is then ignored, as the kernel does); with it the
+ * block bitmap has s_clusters_per_group bits, each a cluster of
+ * 2^(s_log_cluster_size - s_log_block_size) blocks. */
+static int check_clusters(struct uext4_fs *fs)
+{
+	const struct ext4_super_block *sb = &fs->sb;
+	uint32_t log_c = le32(sb->s_log_cluster_size) + 10;
+
+	fs->cluster_bits = 0;
+	fs->clusters_per_group = fs->blocks_per_group;
+	if (FS_HAS_RO_COMPAT(fs, BIGALLOC)) {
+		if (log_c < fs->log_block_size || log_c - fs->log_block_size > 16)
+			return fs_corrupt("superblock: cluster size 2^%u with block size %u",
+					  log_c, fs->block_size);
+		fs->cluster_bits = log_c - fs->log_block_size;
+		fs->clusters_per_group = le32(sb->s_clusters_per_group);
+		if ((uint64_t)fs->clusters_per_group << fs->cluster_bits != fs->blocks_per_group)
+			return fs_corrupt("superblock: %u clusters of %u blocks per group, but %u "
+					  "blocks per group", fs->clusters_per_group,
+					  1u << fs->cluster_bits, fs->blocks_per_group);
+	}
+	if (fs->clusters_per_group == 0 || fs->clusters_per_group > 8 * fs->block_size ||
+	    fs->clusters_per_group % 8)
+		return fs_corrupt("superblock: %u %s per group (block size %u)",
+				  fs->clusters_per_group, fs->cluster_bits ? "clusters" : "blocks",
+				  fs->block_size);
+	return 0;
+}
+
 /* Geometry checks: everything later code divides by or indexes with. */
 static int check_geometry(struct uext4_fs *fs, uint64_t dev_size)
 {
 	const struct ext4_super_block *sb = &fs->sb;
 	uint32_t log = le32(sb->s_log_block_size);
+	int err;
 
 	if (log > 6)
 		return fs_corrupt("superblock: block size 2^%u KiB is absurd", log);
@@ -338,10 +372,8 @@ static int check_geometry(struct uext4_fs *fs, uint64_t dev_size)
 		fs->inode_size = le16(sb->s_inode_size);
 		fs->first_ino = le32(sb->s_first_ino);
 	}
-	if (fs->blocks_per_group == 0 || fs->blocks_per_group > 8 * fs->block_size ||
-	    fs->blocks_per_group % 8)
-		return fs_corrupt("superblock: %u blocks per group (block size %u)",
-				  fs->blocks_per_group, fs->block_size);
+	if ((err = check_clusters(fs)))
+		return err;
 	if (fs->inodes_per_group == 0 || fs->inodes_per_group > 8 * fs->block_size)
 		return fs_corrupt("superblock: %u inodes per group (block size %u)",
 				  fs->inodes_per_group, fs->block_size);
@@ -515,7 +547,9 @@ static uint64_t super_block_location(struct uext4_fs *fs, uint32_t *off)
 int super_write(struct uext4_fs *fs)
 {
 	struct ext4_super_block *sb = &fs->sb;
-	uint64_t fb = (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0);
+	/* The counter counts clusters, the superblock blocks (the kernel's
+	 * ext4_commit_super(): EXT4_C2B of the free clusters). */
+	uint64_t fb = fs_c2b(fs, (uint64_t)MAX(pcounter_sum(&fs->hot->free_blocks), 0));
 	uint64_t fi = (uint64_t)MAX(pcounter_sum(&fs->hot->free_inodes), 0);
 	struct timespec now = fs_time(fs);
 	uint32_t off;

@@ -7,7 +7,7 @@
 #             needs_recovery without a journal and any unknown bit -> refused;
 #   needs_recovery with a journal is recovered (here: an empty journal, so a
 #             read-only mount changes nothing);
-#   ro_compat: bigalloc -> always refused; any other ro_compat bit we do not
+#   ro_compat: bigalloc -> read (tests/bigalloc.sh does the rest); any other ro_compat bit we do not
 #             write (quota, project, verity, unknown) -> read-only mount only.
 # Images are made by mke2fs where it can, otherwise a bit is set on a small
 # image with debugfs 'feature', which recomputes the superblock checksum.
@@ -147,7 +147,6 @@ start "encrypt";         mkimg encrypt && refused encrypt
 start "compression";     mkimg "" compression && refused compression
 start "dirdata";         mkimg "" dirdata && refused dirdata
 start "unknown incompat bit 31"; mkimg "" FEATURE_I31 && refused FEATURE_I31
-start "bigalloc";        MKE2FS_EXTRA="-C 16384"; mkimg bigalloc && refused bigalloc
 start "needs_recovery without a journal"; mkimg ^has_journal needs_recovery && refused needs_recovery
 
 start "journal_dev (external journal device)"
@@ -163,6 +162,8 @@ start "quota (ro_compat)";    mkimg quota && accepted quota
 start "project (ro_compat)";  MKE2FS_EXTRA="-I 256"; mkimg quota,project && accepted project
 start "verity (ro_compat)";   mkimg verity && accepted verity
 start "unknown ro_compat bit 31"; mkimg "" FEATURE_R31 && accepted FEATURE_R31
+start "bigalloc (16 KiB clusters)"; MKE2FS_EXTRA="-C 16384"; mkimg bigalloc && accepted bigalloc
+start "bigalloc (1 KiB blocks, 4 KiB clusters)"; MKE2FS_EXTRA="-b 1024 -C 4096"; mkimg bigalloc && accepted bigalloc
 
 # ---- supported -----------------------------------------------------------------
 start "default ext4 (has_journal, extents, flex_bg, metadata_csum)"; mkimg "" && accepted has_journal
