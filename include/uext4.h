@@ -596,7 +596,15 @@ struct uext4_mkfs_opts {
 	 * -E encoding_flags=strict: UEXT4_MKFS_ENC_STRICT (casefolded
 	 * directories refuse names that are not valid UTF-8). */
 	uint16_t encoding, encoding_flags;
+	/* -E quotatype=usrquota:grpquota:prjquota: with -O quota, which
+	 * quota files to make (UEXT4_MKFS_QUOTA_*); prjquota also turns the
+	 * project feature on (as mke2fs 1.47).  0: with -O quota, user and
+	 * group, and project too with -O project. */
+	uint8_t quota_types;
 };
+#define UEXT4_MKFS_QUOTA_USR 1
+#define UEXT4_MKFS_QUOTA_GRP 2
+#define UEXT4_MKFS_QUOTA_PRJ 4
 #define UEXT4_MKFS_ENC_UTF8_12_1 1
 #define UEXT4_MKFS_ENC_STRICT 0x0001
 /* What uext4_mkfs() made (or, dry run, would make). */

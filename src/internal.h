@@ -381,13 +381,15 @@ struct inode {
 	struct dquot *q_dq[3];
 	uint32_t q_id[3];
 	uint64_t q_blocks;
-	uint8_t q_state;
+	uint32_t q_state;
 	/* fs->inode_size bytes: encoded from the fields and copied to the
 	 * inode-table buffer under the slot lock of the inode's number
 	 * (inode.c, itable_update()), which serialises the writers of a
 	 * directory that hold lock only for reading. */
 	uint8_t raw[];
 };
+/* raw is read as a struct ext4_inode (4-byte fields). */
+_Static_assert(offsetof(struct inode, raw) % 4 == 0, "struct inode: raw misaligned");
 
 enum inode_state_bits {
 	INODE_NEW = 1u << 0,        /* created since mount */

@@ -203,9 +203,14 @@ int main(int argc, char **argv)
 	}
 	if (qt_read_info(&io, atoi(argv[3]), &info)) {
 		fprintf(stderr, "%s: not a quota file of type %s\n", argv[2], argv[3]);
+		free(m.p);
 		return 1;
 	}
-	if (!strcmp(argv[1], "dump"))
-		return qt_iterate(&io, print_one, NULL) != 0;
+	if (!strcmp(argv[1], "dump")) {
+		int err = qt_iterate(&io, print_one, NULL);
+
+		free(m.p);
+		return err != 0;
+	}
 	return 2;
 }
