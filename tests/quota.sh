@@ -16,6 +16,10 @@
 #     clean after every step;
 #   - the model test's random workload (4 threads, several uids and gids,
 #     chown, unlink, truncate, xattrs) on a quota,project image: clean;
+#   - uext4 mkfs -O quota, quota,project, -E quotatype=: dumpe2fs -h as
+#     mke2fs's for the same options, quota listing as mke2fs's, clean; the
+#     CLI and project steps on such an image; mkfs -d of a tree owned by
+#     several users: clean, their ids listed;
 #   - the FUSE mount, files written by three users (setpriv), chown,
 #     truncate, unlink: clean after unmount.
 # run-in: release asan
@@ -112,13 +116,60 @@ for bs in 1024 4096; do
 	CASE="model -b $bs"
 	img=$T/model$bs.img
 	mke2fs -q -F -t ext4 -O quota,project -b $bs "$img" 512M || fail "mke2fs"
-	ops=4000
-	sanitized && ops=1500
+	ops=2500
+	sanitized && ops=1000
 	"$MODEL" --threads 4 --ops $ops --seed "$SEED" "$img" > "$T/model.log" 2>&1 ||
 		{ tail -5 "$T/model.log"; bad "model (seed $SEED)"; }
 	check "$img" "the model's workload"
 	[ "$(theirs user "$img" | wc -l)" -gt 3 ] || bad "the model's workload left fewer than 4 user ids"
 	same_listing "$img" "after the model"
+done
+
+# uext4 mkfs: the superblock mke2fs writes for the same options (uext4's
+# own defaults orphan_file and metadata_csum_seed off), clean quota files;
+# the CLI steps on it; mkfs -d of a tree of several owners counted exact.
+hdr() {
+	dumpe2fs -h "$1" 2>/dev/null | grep -vE 'UUID|time|Lifetime|Hash Seed|Checksum|created|Last checked|Free blocks|Reserved GDT|Journal backup|Overhead'
+}
+src=$T/src
+mkdir -p "$src/a/b" "$src/c"
+head -c 70000 /dev/urandom > "$src/a/b/f"
+head -c 9000 /dev/urandom > "$src/c/g"
+seq 1 5000 > "$src/top"
+if [ "$(id -u)" = 0 ]; then
+	chown -R 1234:5678 "$src/a"
+	chown 4321:8765 "$src/c/g"
+fi
+for bs in 1024 4096; do
+	for o in "quota" "quota,project" "quota -E quotatype=usrquota:prjquota"; do
+		CASE="uext4 mkfs -b $bs -O $o"
+		# shellcheck disable=SC2086
+		"$UEXT4" mkfs -q -b $bs -O ^orphan_file,^metadata_csum_seed,$o "$T/u.img" 64M ||
+			{ bad "uext4 mkfs failed"; continue; }
+		# shellcheck disable=SC2086
+		mke2fs -q -F -t ext4 -b $bs -O $o "$T/k.img" 64M > /dev/null 2>&1 || fail "mke2fs -O $o"
+		diff <(hdr "$T/u.img") <(hdr "$T/k.img") > "$T/hdiff" ||
+			{ cat "$T/hdiff"; bad "dumpe2fs -h differs from mke2fs's"; }
+		check "$T/u.img" "uext4 mkfs"
+		diff <(theirs user "$T/u.img") <(theirs user "$T/k.img") > /dev/null ||
+			bad "user quota listing differs from mke2fs's"
+		rm -f "$T/u.img" "$T/k.img"
+	done
+	CASE="uext4 mkfs -b $bs -O quota,project, CLI steps"
+	"$UEXT4" mkfs -q -b $bs -O quota,project "$T/u.img" 64M || bad "uext4 mkfs"
+	cli_steps "$T/u.img"
+	project_steps "$T/u.img"
+	rm -f "$T/u.img"
+	CASE="uext4 mkfs -b $bs -O quota,project -d"
+	"$UEXT4" mkfs -q -b $bs -O quota,project -d "$src" "$T/d.img" 64M > /dev/null 2>&1 ||
+		bad "uext4 mkfs -d"
+	check "$T/d.img" "mkfs -d"
+	if [ "$(id -u)" = 0 ]; then
+		theirs user "$T/d.img" | grep -q '^1234 ' || bad "mkfs -d: no entry for uid 1234"
+		theirs group "$T/d.img" | grep -q '^8765 ' || bad "mkfs -d: no entry for gid 8765"
+	fi
+	same_listing "$T/d.img" "mkfs -d"
+	rm -f "$T/d.img"
 done
 
 CASE="FUSE"
