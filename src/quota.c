@@ -212,7 +212,8 @@ static int dq_make(struct uext4_fs *fs, struct qfile *f, int type, const struct 
 	if (!pblk)
 		return fs_corrupt("quota file inode %llu: entry of id %u in a hole",
 				  (unsigned long long)f->inode->ino, e->id);
-	d = aligned_alloc(CACHELINE, sizeof(*d));
+	/* aligned_alloc() takes a multiple of the alignment. */
+	d = aligned_alloc(CACHELINE, (sizeof(*d) + CACHELINE - 1) / CACHELINE * CACHELINE);
 	if (!d)
 		return fs_err(ENOMEM, "out of memory for a quota entry");
 	memset(d, 0, sizeof(*d));
@@ -291,11 +292,13 @@ static bool is_quota_inode(struct uext4_fs *fs, uint64_t ino)
 	return false;
 }
 
-/* Does e2fsck count this inode? */
+/* Does e2fsck count this inode?  Not the orphan file either (a file
+ * system made with one lists only root and lost+found for id 0). */
 static bool countable(struct uext4_fs *fs, const struct inode *n)
 {
 	return (n->ino == EXT4_ROOT_INO || n->ino >= fs->first_ino) &&
-	       !(n->flags & EXT4_EA_INODE_FL) && !is_quota_inode(fs, n->ino);
+	       !(n->flags & EXT4_EA_INODE_FL) && !is_quota_inode(fs, n->ino) &&
+	       !(FS_HAS_COMPAT(fs, ORPHAN_FILE) && n->ino == le32(fs->sb.s_orphan_file_inum));
 }
 
 static uint32_t id_of(const struct inode *n, int type)
