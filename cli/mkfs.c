@@ -135,6 +135,26 @@ static int parse_uuid_opt(const struct command *c, const char *v, struct uext4_m
 	return 0;
 }
 
+/* -E quotatype=usrquota:grpquota:prjquota (mke2fs also takes usr, grp,
+ * prj and ',' inside -E's list cannot separate them). */
+static int parse_quotatype(char *val, uint8_t *types)
+{
+	char *save = NULL;
+
+	*types = 0;
+	for (char *t = strtok_r(val, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+		if (!strcmp(t, "usrquota") || !strcmp(t, "usr"))
+			*types |= UEXT4_MKFS_QUOTA_USR;
+		else if (!strcmp(t, "grpquota") || !strcmp(t, "grp"))
+			*types |= UEXT4_MKFS_QUOTA_GRP;
+		else if (!strcmp(t, "prjquota") || !strcmp(t, "prj"))
+			*types |= UEXT4_MKFS_QUOTA_PRJ;
+		else
+			return -1;
+	}
+	return *types ? 0 : -1;
+}
+
 /* -E opt=val[,opt=val...] */
 static int parse_extended(const struct command *c, char *list, struct uext4_mkfs_opts *o,
 			  struct fill_args *fa)
@@ -202,11 +222,16 @@ static int parse_extended(const struct command *c, char *list, struct uext4_mkfs
 				return bad_arg(c, "-E mmp_update_interval=", val,
 					       "not a number of seconds up to 300");
 			o->mmp_update_interval = (uint16_t)v;
+		} else if (!strcmp(e, "quotatype") && val) {
+			if (parse_quotatype(val, &o->quota_types))
+				return bad_arg(c, "-E quotatype=", val,
+					       "not a list of usrquota, grpquota, prjquota "
+					       "(separated by ':')");
 		} else {
 			fprintf(stderr, "uext4 %s: -E %s%s%s: unknown extended option (uext4 knows "
 				"hash_seed=, root_owner=, lazy_itable_init=, offset=, "
 				"orphan_file_size=, num_backup_sb=, mmp_update_interval=, encoding=,\n"
-				"encoding_flags=)\n",
+				"encoding_flags=, quotatype=)\n",
 				c->name, e, val ? "=" : "", val ? val : "");
 			return usage_error(c, NULL);
 		}

@@ -603,7 +603,15 @@ struct uext4_mkfs_opts {
 	 * block size and at most 2^16 blocks; 0 = 16 blocks, as mke2fs.
 	 * Allocation then works in clusters (bitmaps, free counts). */
 	uint32_t cluster_size;
+	/* -E quotatype=usrquota:grpquota:prjquota: with -O quota, which
+	 * quota files to make (UEXT4_MKFS_QUOTA_*); prjquota also turns the
+	 * project feature on (as mke2fs 1.47).  0: with -O quota, user and
+	 * group, and project too with -O project. */
+	uint8_t quota_types;
 };
+#define UEXT4_MKFS_QUOTA_USR 1
+#define UEXT4_MKFS_QUOTA_GRP 2
+#define UEXT4_MKFS_QUOTA_PRJ 4
 #define UEXT4_MKFS_ENC_UTF8_12_1 1
 #define UEXT4_MKFS_ENC_STRICT 0x0001
 /* What uext4_mkfs() made (or, dry run, would make). */

@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "lock.h"
 #include "orphan.h"
+#include "quota.h"
 #include "trans.h"
 #include "xattr.h"
 
@@ -119,6 +120,7 @@ static int free_in(struct handle *h, struct inode *n)
 
 		n->dtime = (uint32_t)now.tv_sec;
 		n->size = 0;
+		quota_inode_gone(h->fs, n);
 		n->ctime = now;
 		err = inode_write(h, n);
 	}

@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "lock.h"
 #include "ondisk.h"
+#include "quota.h"
 #include "trans.h"
 
 #include <sched.h>
@@ -249,6 +250,7 @@ static int decode_inode(struct uext4_fs *fs, struct inode *n, uint64_t blk)
 	n->blocks = decode_blocks(fs, r, n->flags);
 	n->projid = has_extra(n, EXTRA_END(i_projid)) ? le32(r->i_projid) : 0;
 	decode_times(n, r);
+	quota_inode_loaded(fs, n);
 	if ((int64_t)n->size < 0)
 		return fs_corrupt("inode %llu (block %llu): size %llu",
 				  (unsigned long long)n->ino, (unsigned long long)blk,
@@ -950,6 +952,9 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 	bool is_new = atomic_load_explicit(&n->istate, memory_order_relaxed) & INODE_NEW;
 	int err;
 
+	/* A new id's quota entry is made first, outside the slot lock. */
+	if (fill == FILL_WHOLE && (err = quota_prepare(h, n)))
+		return err;
 	if ((err = itable_block_for_write(fs, n->ino, is_new, &b, &off, &group, &index)))
 		return err;
 	if ((err = handle_write_access(h, b)) == 0) {
@@ -958,6 +963,7 @@ static int itable_update(struct handle *h, struct inode *n, enum itable_fill fil
 			if (save)
 				memcpy(save, b->data + off, fs->inode_size);
 			encode_inode(fs, n);
+			quota_sync(fs, n);
 			csum_set_inode(fs, n->ino, n->raw);
 			memcpy(b->data + off, n->raw, fs->inode_size);
 		} else {
@@ -1053,6 +1059,7 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 	struct timespec now = fs_time(fs);
 
 	n->mode = mode;
+	quota_inode_new(n);
 	n->links = S_ISDIR(mode) ? 2 : 1; /* its first name (and its "." ) */
 	n->uid = caller_uid();
 	n->gid = caller_gid();

@@ -51,6 +51,8 @@ struct xindex;
 struct journal;
 struct orphan_state;
 struct mmp_state;
+struct quota_state;
+struct dquot;
 struct fs_errors;
 struct fs_stats;
 struct balloc_pa;
@@ -285,6 +287,7 @@ struct uext4_fs {
 	struct journal *journal;    /* journal.c; NULL without a journal */
 	struct orphan_state *orphan; /* orphan.c; read-write mounts */
 	struct mmp_state *mmp;      /* mmp.c; read-write mounts of -O mmp, else NULL */
+	struct quota_state *quota;  /* quota.c; read-write mounts of -O quota, else NULL */
 	unsigned commit_secs;       /* commit interval */
 	struct uext4_recovery recovery; /* what the mount's recovery did */
 	struct inode *root;         /* referenced from mount to unmount */
@@ -389,12 +392,23 @@ struct inode {
 	 * lock: while it is > 0 it holds one reference (taken at 0 -> 1,
 	 * dropped at -> 0; inode_lookup_ref(), inode_forget()). */
 	_Atomic uint64_t nlookup;
+	/* Quota (quota.c): what this inode's usage is charged to as of its
+	 * last write: the dquots (NULL: not looked up yet, then q_id says),
+	 * i_blocks, and whether it is charged.  Under its inode-table slot
+	 * lock (itable_update()), as the bytes they mirror; set at load or
+	 * creation by the owner. */
+	struct dquot *q_dq[3];
+	uint32_t q_id[3];
+	uint64_t q_blocks;
+	uint32_t q_state;
 	/* fs->inode_size bytes: encoded from the fields and copied to the
 	 * inode-table buffer under the slot lock of the inode's number
 	 * (inode.c, itable_update()), which serialises the writers of a
 	 * directory that hold lock only for reading. */
 	uint8_t raw[];
 };
+/* raw is read as a struct ext4_inode (4-byte fields). */
+_Static_assert(offsetof(struct inode, raw) % 4 == 0, "struct inode: raw misaligned");
 
 enum inode_state_bits {
 	INODE_NEW = 1u << 0,        /* created since mount */

@@ -33,6 +33,7 @@ enum lock_rank {
 	RANK_EA_INODE = 17,
 	RANK_DIR_ATTR = 18,     /* directory mtime/ctime stripe (dirtimes.c): shared
 				 * writers of one directory */     /* EA inode lock shard (ea_inode.c): an xattr value's inode */
+	RANK_QUOTA = 19,        /* quota.c: the quota files' trees (a new id's entry) */
 	RANK_ICACHE_SHARD = 20, /* inode cache hash shard */
 	RANK_GROUP = 25,        /* struct group_info.lock: one group's counters and bitmaps */
 	RANK_XATTR_INDEX = 27,  /* shared-xattr-block index */

@@ -33,6 +33,7 @@
 #include "mountcheck.h"
 #include "nbd.h"
 #include "ondisk.h"
+#include "quotatree.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -49,7 +50,6 @@
 #include <unistd.h>
 
 #define MK_FIRST_INO 11
-#define MK_ORPHAN_INO 12
 #define MK_LPF_INO 11
 #define MK_MAX_EXTENT_LEN 32768u
 #define EXT2_ERRORS_CONTINUE 1
@@ -94,8 +94,10 @@ static const struct feature_name features[] = {
 	{ "uninit_bg", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 	{ "dir_nlink", 2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK },
 	{ "extra_isize", 2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE },
+	{ "quota", 2, EXT4_FEATURE_RO_COMPAT_QUOTA },
 	{ "bigalloc", 2, EXT4_FEATURE_RO_COMPAT_BIGALLOC },
 	{ "metadata_csum", 2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM },
+	{ "project", 2, EXT4_FEATURE_RO_COMPAT_PROJECT },
 	{ "extents", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
 	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 };
@@ -203,6 +205,10 @@ struct run {
 
 struct mk {
 	const struct uext4_mkfs_opts *o;
+	/* Inodes past lost+found, in mke2fs's order: the project quota
+	 * file, then the orphan file (0: none); the last inode in use. */
+	uint32_t prj_ino, orphan_ino, last_used_ino;
+	uint8_t qtypes;             /* UEXT4_MKFS_QUOTA_* made */
 	const char *path;
 	int fd;
 	uint64_t base;              /* byte offset of block 0 in the file */
@@ -759,6 +765,26 @@ static uint32_t default_orphan_blocks(uint64_t blocks)
 }
 
 /* Features: type defaults, -O, then the rules mke2fs applies. */
+/* -O quota, project, -E quotatype=: which quota files, and the numbers
+ * of the inodes after lost+found (mke2fs makes the project quota file
+ * before the orphan file). */
+static void setup_quota(struct mk *m)
+{
+	uint32_t next = MK_LPF_INO + 1;
+
+	/* As mke2fs 1.47: prjquota turns project on; the types count only
+	 * with the quota feature. */
+	if (m->o->quota_types & UEXT4_MKFS_QUOTA_PRJ)
+		m->ft.f[2] |= EXT4_FEATURE_RO_COMPAT_PROJECT;
+	if (HAS_RO(m, QUOTA))
+		m->qtypes = m->o->quota_types ? m->o->quota_types
+					      : UEXT4_MKFS_QUOTA_USR | UEXT4_MKFS_QUOTA_GRP |
+						(HAS_RO(m, PROJECT) ? UEXT4_MKFS_QUOTA_PRJ : 0);
+	m->prj_ino = m->qtypes & UEXT4_MKFS_QUOTA_PRJ ? next++ : 0;
+	m->orphan_ino = HAS_COMPAT(m, ORPHAN_FILE) ? next++ : 0;
+	m->last_used_ino = next - 1;
+}
+
 static int setup_features(struct mk *m, int type)
 {
 	struct feats asked = { { 0, 0, 0 } };
@@ -1129,7 +1155,8 @@ static int setup_geometry(struct mk *m, uint64_t bytes)
 		return err;
 	if ((err = setup_flex(m)) || (err = setup_journal(m)))
 		return err;
-	if (m->inodes_count < (HAS_COMPAT(m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO + 1))
+	setup_quota(m);   /* after the journal's setup, which may drop orphan_file */
+	if (m->inodes_count < (m->last_used_ino > MK_FIRST_INO ? m->last_used_ino : MK_FIRST_INO + 1))
 		return fs_err(EINVAL, "the file system is too small: %u inodes fit, fewer than "
 			      "the reserved ones, root and lost+found (use a larger size or -N)",
 			      m->inodes_count);
@@ -1773,7 +1800,7 @@ static int make_orphan_file(struct mk *m)
 	memset(raw, 0, m->inode_size);
 	inode_init(m, in, 0100600, 1);
 	if ((err = alloc_file(m, group_first(m, 0), m->orphan_blocks, &f)) ||
-	    (err = map_file(m, MK_ORPHAN_INO, in, &f, (uint64_t)m->orphan_blocks * m->bs)))
+	    (err = map_file(m, m->orphan_ino, in, &f, (uint64_t)m->orphan_blocks * m->bs)))
 		goto out;
 	if (!(blk = calloc(1, m->bs))) {
 		err = fs_err(ENOMEM, "mkfs: out of memory");
@@ -1787,7 +1814,7 @@ static int make_orphan_file(struct mk *m)
 		put32(blk + entries, EXT4_ORPHAN_BLOCK_MAGIC);
 		if (m->csum) {
 			uint64_t le = cpu_to_le64(pb);
-			uint32_t c = crc32c(inode_seed(m, MK_ORPHAN_INO, 0), &le, 8);
+			uint32_t c = crc32c(inode_seed(m, m->orphan_ino, 0), &le, 8);
 
 			put32(blk + entries + 4, crc32c(c, blk, entries));
 		}
@@ -1795,7 +1822,7 @@ static int make_orphan_file(struct mk *m)
 	}
 	free(blk);
 	if (!err)
-		err = write_inode(m, MK_ORPHAN_INO, raw);
+		err = write_inode(m, m->orphan_ino, raw);
 out:
 	free(f.r);
 	return err;
@@ -1852,6 +1879,143 @@ static int make_reserved_inodes(struct mk *m)
 			return err;
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------ quota files */
+
+/* A quota file built in memory (quotatree.c's struct qt_io), then
+ * written as the quota inode's blocks. */
+struct qmem {
+	uint8_t *p;
+	uint32_t blocks, cap;
+};
+
+static int qmem_read(void *ctx, uint32_t blk, uint8_t *buf)
+{
+	struct qmem *q = ctx;
+
+	if (blk >= q->blocks)
+		return -EIO;
+	memcpy(buf, q->p + (size_t)blk * QT_BLOCK_SIZE, QT_BLOCK_SIZE);
+	return 0;
+}
+
+static int qmem_write(void *ctx, uint32_t blk, const uint8_t *buf)
+{
+	struct qmem *q = ctx;
+
+	if (blk > q->blocks)
+		return -EIO;
+	if (blk == q->blocks) {
+		if (q->blocks == q->cap) {
+			uint8_t *p = realloc(q->p, (size_t)(q->cap ? q->cap * 2 : 8) * QT_BLOCK_SIZE);
+
+			if (!p)
+				return -ENOMEM;
+			q->p = p;
+			q->cap = q->cap ? q->cap * 2 : 8;
+		}
+		q->blocks++;
+	}
+	memcpy(q->p + (size_t)blk * QT_BLOCK_SIZE, buf, QT_BLOCK_SIZE);
+	return 0;
+}
+
+/* The inodes mkfs makes that e2fsck counts: root and lost+found. */
+struct qcharge {
+	uint32_t id[QT_NTYPES];
+	uint64_t bytes;
+};
+
+/* Add one inode of c's to its id's entry (new or existing). */
+static int qmem_charge(struct qmem *q, const struct qt_io *io, int type, const struct qcharge *c)
+{
+	struct qt_entry e = { .curspace = c->bytes, .curinodes = 1 };
+	struct qt_where w;
+	int err = qt_lookup(io, c->id[type], &e, &w);
+
+	if (err == -ENOENT) {
+		e = (struct qt_entry){ .curspace = c->bytes, .curinodes = 1 };
+		return qt_insert(io, c->id[type], &e, &w);
+	}
+	if (err)
+		return err;
+	e.curspace += c->bytes;
+	e.curinodes++;
+	qt_encode(q->p + (size_t)w.blk * QT_BLOCK_SIZE + w.off, &e);
+	return 0;
+}
+
+static int write_quota_file(struct mk *m, uint32_t ino, const struct qmem *q)
+{
+	uint8_t *raw = m->ibuf, *blk = NULL;
+	struct ext4_inode *in = (struct ext4_inode *)raw;
+	uint64_t size = (uint64_t)q->blocks * QT_BLOCK_SIZE;
+	struct fmap f = { 0 };
+	int err;
+
+	memset(raw, 0, m->inode_size);
+	inode_init(m, in, 0100600, 1);
+	if ((err = alloc_file(m, group_first(m, 0), div_ceil(size, m->bs), &f)) ||
+	    (err = map_file(m, ino, in, &f, size)))
+		goto out;
+	/* As mke2fs: the kernel's quota files are immutable to users. */
+	in->i_flags |= cpu_to_le32(EXT4_IMMUTABLE_FL);
+	if (!(blk = calloc(1, m->bs))) {
+		err = fs_err(ENOMEM, "mkfs: out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < f.blocks && !err; i++) {
+		uint64_t from = i * m->bs, len = MIN(size - from, (uint64_t)m->bs);
+
+		memset(blk, 0, m->bs);
+		memcpy(blk, q->p + from, len);
+		err = wr(m, fmap_block(&f, i), blk, m->bs);
+	}
+	if (!err)
+		err = write_inode(m, ino, raw);
+out:
+	free(blk);
+	free(f.r);
+	return err;
+}
+
+/* -O quota: the quota files of the types asked for, with id 0's (or
+ * root_owner's) usage of root and lost+found, as mke2fs leaves them. */
+static int make_quota_files(struct mk *m)
+{
+	static const uint32_t bit[QT_NTYPES] = { UEXT4_MKFS_QUOTA_USR, UEXT4_MKFS_QUOTA_GRP,
+						 UEXT4_MKFS_QUOTA_PRJ };
+	uint32_t ino[QT_NTYPES] = { EXT4_USR_QUOTA_INO, EXT4_GRP_QUOTA_INO, m->prj_ino };
+	struct qcharge c[2] = {
+		{ { m->o->root_owner_set ? m->o->root_uid : 0,
+		    m->o->root_owner_set ? m->o->root_gid : 0, 0 }, m->bs },
+		{ { 0, 0, 0 }, (uint64_t)lpf_blocks(m) * m->bs },
+	};
+	int err = 0;
+
+	for (int t = 0; t < QT_NTYPES && !err; t++) {
+		struct qmem q = { 0 };
+		struct qt_io io = { &q, qmem_read, qmem_write };
+
+		if (!(m->qtypes & bit[t]))
+			continue;
+		err = qt_format(&io, t);
+		for (int i = 0; i < 2 && !err; i++)
+			err = qmem_charge(&q, &io, t, &c[i]);
+		if (err < 0)
+			err = fs_err(-err, "mkfs: building the quota file of inode %u", ino[t]);
+		if (!err)
+			err = write_quota_file(m, ino[t], &q);
+		free(q.p);
+	}
+	if (!err && (m->qtypes & (UEXT4_MKFS_QUOTA_USR)))
+		m->sb.s_usr_quota_inum = cpu_to_le32(EXT4_USR_QUOTA_INO);
+	if (!err && (m->qtypes & (UEXT4_MKFS_QUOTA_GRP)))
+		m->sb.s_grp_quota_inum = cpu_to_le32(EXT4_GRP_QUOTA_INO);
+	if (!err && m->prj_ino)
+		m->sb.s_prj_quota_inum = cpu_to_le32(m->prj_ino);
+	return err;
 }
 
 /* ------------------------------------------------------------ descriptors, bitmaps */
@@ -2064,7 +2228,7 @@ static void fill_super(struct mk *m, struct ext4_super_block *sb, uint64_t free_
 		sb->s_checksum_seed = cpu_to_le32(m->csum_seed);
 	sb->s_overhead_clusters = cpu_to_le32((uint32_t)m->overhead);
 	if (HAS_COMPAT(m, ORPHAN_FILE))
-		sb->s_orphan_file_inum = cpu_to_le32(MK_ORPHAN_INO);
+		sb->s_orphan_file_inum = cpu_to_le32(m->orphan_ino);
 	/* meta_bg: s_first_meta_bg stays 0 (every descriptor block in its
 	 * meta group), as mke2fs makes it */
 	sb->s_backup_bgs[0] = cpu_to_le32(m->backup_bgs[0]);
@@ -2554,7 +2718,7 @@ static int zero_stale(struct mk *m)
 /* Everything after the geometry: tables, files, descriptors, superblocks. */
 static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 {
-	uint32_t used_inodes = HAS_COMPAT(m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO;
+	uint32_t used_inodes = m->last_used_ino;
 	uint32_t *dirs = calloc(m->ngroups, sizeof(*dirs));
 	uint64_t backups = 0;
 	int err;
@@ -2598,6 +2762,8 @@ static int build(struct mk *m, uint64_t *free_blocks, uint32_t *free_inodes)
 		err = make_orphan_file(m);
 	if (!err)
 		err = make_reserved_inodes(m);
+	if (!err)
+		err = make_quota_files(m);
 	if (!err) {
 		dirs[(EXT4_ROOT_INO - 1) / m->ipg]++;
 		dirs[(MK_LPF_INO - 1) / m->ipg]++;
@@ -2671,7 +2837,7 @@ int uext4_mkfs(const char *path, const struct uext4_mkfs_opts *o, struct uext4_m
 		m.overhead = 0;
 		fill_geometry(&m, out ? out : &(struct uext4_mkfs_geometry){ 0 },
 			      dry_free_blocks(&m), m.inodes_count -
-			      (HAS_COMPAT(&m, ORPHAN_FILE) ? MK_ORPHAN_INO : MK_FIRST_INO));
+			      m.last_used_ino);
 		if (out)
 			out->created = created;
 		goto out;

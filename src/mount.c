@@ -26,6 +26,7 @@
 #include "namecache.h"
 #include "ondisk.h"
 #include "orphan.h"
+#include "quota.h"
 #include "stats.h"
 #include "super.h"
 #include "trans.h"
@@ -316,11 +317,31 @@ const struct journal_host super_journal_host = {
 
 /* What trans.c's commit calls above it: descriptors, the superblock, the
  * first write, and the blocks freed by a transaction (balloc.c). */
+/* The quota files' blocks, for quota.c (struct quota_host): file.c's
+ * mapping, which quota.c below the data layer cannot call itself. */
+static int quota_map(struct uext4_fs *fs, struct handle *h, struct inode *q, uint64_t lblk,
+		     uint64_t *pblk, bool *fresh)
+{
+	struct block_map m;
+	int err = h ? inode_map_blocks(h, q, lblk, 1, MAP_CREATE, &m) : inode_map(fs, q, lblk, 1, &m);
+
+	if (err)
+		return err;
+	*pblk = m.unwritten && !h ? 0 : m.pblk;
+	*fresh = h && m.fresh;
+	return 0;
+}
+
+static const struct quota_host mount_quota_host = {
+	.map = quota_map,
+};
+
 static const struct commit_host super_commit_host = {
 	.begin_writing = super_begin_writing,
 	.group_set_dirty = group_set_dirty,
 	.write_group_desc = super_write_group_desc,
 	.write_super = super_write,
+	.write_quota = quota_fold,
 	.release_busy = balloc_release_busy,
 	.has_busy = balloc_has_busy,
 };
@@ -358,6 +379,9 @@ static int start_writing(struct uext4_fs *fs, const struct uext4_opts *o)
 		 * into) a crash needs e2fsck: say so until unmount. */
 		fs->sb.s_state = cpu_to_le16(le16(fs->sb.s_state) & ~EXT4_VALID_FS);
 	if ((err = orphan_init(fs)) || (must_write && (err = trans_begin_writing(fs))))
+		return err;
+	/* Before the orphans are freed: their usage leaves the files. */
+	if ((err = quota_load(fs, &mount_quota_host)))
 		return err;
 	err = orphan_cleanup(fs, &fs->recovery);
 	if (atomic_load(&fs->aborted))
@@ -718,6 +742,7 @@ int super_umount(struct uext4_fs *fs)
 
 		err = err ? err : merr;
 	}
+	quota_destroy(fs);
 	if (fs->icache)
 		icache_destroy(fs->icache);
 	fs->icache = NULL;

@@ -588,6 +588,8 @@ static int write_descriptors(struct uext4_fs *fs)
 				return err;
 		}
 	}
+	if (fs->trans->host->write_quota && (err = fs->trans->host->write_quota(fs)))
+		return err;
 	return fs->trans->host->write_super(fs);
 }
 

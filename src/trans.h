@@ -42,6 +42,9 @@ struct commit_host {
 	/* Group g's descriptor, then the superblock, into their buffers. */
 	int (*write_group_desc)(struct uext4_fs *fs, uint32_t g);
 	int (*write_super)(struct uext4_fs *fs);
+	/* Usage counters into their quota blocks (quota.c), with handles
+	 * drained: only existing entries rewritten.  NULL: no quotas. */
+	int (*write_quota)(struct uext4_fs *fs);
 	/* Transaction tid is on disk: the blocks it freed may be reused. */
 	void (*release_busy)(struct uext4_fs *fs, uint32_t tid);
 	/* Freed blocks wait for a commit (an ENOSPC a commit may cure). */

@@ -11,6 +11,7 @@
 #include "ifree.h"
 #include "internal.h"
 #include "orphan.h"
+#include "quota.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
@@ -115,6 +116,7 @@ static int discard_new_inode(struct handle *h, struct inode *n, const struct ino
 	n->links = 0;
 	n->size = 0;
 	n->dtime = (uint32_t)fs_time(h->fs).tv_sec;
+	quota_inode_gone(h->fs, n);
 	if (u->slot_saved)
 		err = inode_restore_slot(h, n, u);
 	else
