@@ -1849,14 +1849,19 @@ static const struct command commands[] = {
 	  "\nEXAMPLES\n"
 	  "    uext4 ln disk.img /bin/busybox /bin/sh\n"
 	  "    uext4 ln -s disk.img ../lib/libfoo.so.1 /usr/lib/libfoo.so\n" },
-	{ "lsattr", cmd_lsattr, "IMAGE PATH...", "show inode flags in an image",
+	{ "lsattr", cmd_lsattr, "[-p] IMAGE PATH...", "show inode flags in an image",
 	  "DESCRIPTION\n"
 	  "    Prints the inode flags of each PATH of IMAGE as lsattr -d does: one\n"
 	  "    column per flag (s u S D i a d A c E j I t T e C x F N P V m), a\n"
 	  "    letter where it is set.  Symbolic links are followed.\n"
+	  "\nOPTIONS\n"
+	  "    -p    the project id first, as lsattr -p (0 on a file system\n"
+	  "          without the project feature)\n"
 	  "\nEXAMPLES\n"
-	  "    uext4 lsattr disk.img /etc/passwd /var/log\n" },
-	{ "chattr", cmd_chattr, "IMAGE [+-=]FLAGS... PATH...", "change inode flags in an image",
+	  "    uext4 lsattr disk.img /etc/passwd /var/log\n"
+	  "    uext4 lsattr -p disk.img /srv/www\n" },
+	{ "chattr", cmd_chattr, "IMAGE [+-=]FLAGS... [-p PROJECT] PATH...",
+	  "change inode flags and project ids in an image",
 	  "DESCRIPTION\n"
 	  "    Changes the inode flags of each PATH of IMAGE as chattr does: +FLAGS\n"
 	  "    sets, -FLAGS clears, =FLAGS sets exactly those (letters as lsattr\n"
@@ -1870,8 +1875,15 @@ static const struct command commands[] = {
 	  "    made with casefold (mkfs -O casefold): names in it are then found\n"
 	  "    in any case and Unicode normalisation, as the kernel finds them;\n"
 	  "    its new subdirectories inherit it.\n"
+	  "    -p PROJECT sets the project id, as chattr -p: on a file system made\n"
+	  "    with -O project (else EOPNOTSUPP, as the kernel), by the owner or\n"
+	  "    root.  P (project inheritance) on a directory gives what is made in\n"
+	  "    it the directory's project id (and P to subdirectories); a link or\n"
+	  "    rename into it of a file of another project fails with EXDEV, as in\n"
+	  "    the kernel (mv copies instead).\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 chattr disk.img +i /etc/resolv.conf\n"
+	  "    uext4 chattr disk.img +P -p 42 /srv/www\n"
 	  "    uext4 chattr disk.img +F /games\n"
 	  "    uext4 chattr disk.img -a +d /var/log/messages\n" },
 	{ "chmod", cmd_chmod, "IMAGE MODE PATH...", "change permission bits in an image",

@@ -63,7 +63,12 @@ _Static_assert(sizeof(struct group_info) % CACHELINE == 0, "a group per cache li
 	(EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER | EXT4_FEATURE_RO_COMPAT_LARGE_FILE |   \
 	 EXT4_FEATURE_RO_COMPAT_HUGE_FILE | EXT4_FEATURE_RO_COMPAT_GDT_CSUM |        \
 	 EXT4_FEATURE_RO_COMPAT_DIR_NLINK | EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE |     \
-	 EXT4_FEATURE_RO_COMPAT_METADATA_CSUM | EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT)
+	 EXT4_FEATURE_RO_COMPAT_METADATA_CSUM | EXT4_FEATURE_RO_COMPAT_ORPHAN_PRESENT | \
+	 SUPPORTED_RO_PROJECT)
+/* project: the ids (i_projid, inheritance, EXDEV) are written; without
+ * the quota feature there are no quota files to account in, and with it
+ * the quota feature's bit refuses writing until usage is accounted. */
+#define SUPPORTED_RO_PROJECT EXT4_FEATURE_RO_COMPAT_PROJECT
 
 struct feature_name {
 	int kind; /* 0 compat, 1 incompat, 2 ro_compat */
