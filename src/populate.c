@@ -1571,8 +1571,10 @@ static int copy_directory(struct pop *p, const struct sent *e, uint64_t dino, ui
 	int err;
 
 	err = uext4_mkdir(p->fs, dino, e->name, e->sx.stx_mode & 07777, &st);
-	if (!err && p->casefold)
+	if (!err && p->casefold) {
+		wait_scanned(p, e->sub);    /* its flags are the scan's */
 		err = match_casefold(p, st.ino, e->sub->flags & FS_CASEFOLD_FL);
+	}
 	/* A directory the image already has (lost+found at the top, as a
 	 * source that is a file system's root holds it): fill that one. */
 	else if (err == -EEXIST && uext4_lookup(p->fs, dino, e->name, &st) == 0 &&
