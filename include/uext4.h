@@ -661,7 +661,9 @@ uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t 
  * files (sparse where the source is), directories, symlinks, hard links
  * (once per inode), device nodes, fifos and sockets, with modes, owners,
  * nanosecond times, xattrs, POSIX ACLs and inode flags where the source has
- * them.  Entries of dir itself (its mode, owner and times) come from the
+ * them; on an image with the project feature each inode's project id and
+ * directories' +P (FS_IOC_FSGETXATTR), on a casefold image directories' +F
+ * (set at mkdir, while empty).  Entries of dir itself (its mode, owner and times) come from the
  * source's top directory.
  *
  * The result does not depend on thread timing: the same source, options and
