@@ -12,12 +12,12 @@
  *                         feature, with 128-byte inodes, ...).
  */
 #include "uext4.h"
-#include "t.h"
 
 #include <errno.h>
 #include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uext4_fs *fs;
