@@ -1,12 +1,16 @@
 /*
- * flags.c - `uext4 lsattr` and `uext4 chattr`: the inode flags of files in
- * an image (uext4_get_flags / uext4_set_flags), shown and given as
- * e2fsprogs' lsattr and chattr do.
+ * flags.c - `uext4 lsattr` and `uext4 chattr`: the inode flags and project
+ * ids of files in an image (uext4_get_fileattr / uext4_set_flags /
+ * uext4_set_fileattr), shown and given as e2fsprogs' lsattr and chattr do
+ * (lsattr -p, chattr -p PROJECT).
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <linux/fs.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,13 +43,17 @@ static const struct {
 
 int cmd_lsattr(const struct command *c, int argc, char **argv)
 {
+	struct uext4_fileattr fa;
+	bool project = false;
 	uext4_fs *fs;
 	uint64_t ino;
-	uint32_t fl;
-	int status = 0, ret;
+	int status = 0, ret, opt;
 
-	if (next_opt(c, argc, argv, "") != -1)
-		return usage_error(c, NULL);
+	while ((opt = next_opt(c, argc, argv, "p")) != -1) {
+		if (opt != 'p')
+			return usage_error(c, NULL);
+		project = true;
+	}
 	if (argc - optind < 2)
 		return usage_error(c, "missing IMAGE or PATH");
 	if (open_image(c, argv[optind], &fs))
@@ -57,13 +65,15 @@ int cmd_lsattr(const struct command *c, int argc, char **argv)
 			status = 1;
 			continue;
 		}
-		if ((ret = uext4_get_flags(fs, ino, &fl)) < 0) {
+		if ((ret = uext4_get_fileattr(fs, ino, &fa)) < 0) {
 			status = fail(c, argv[i], ret);
 			continue;
 		}
 		for (size_t k = 0; k < NCOLUMNS; k++)
-			line[k] = (fl & columns[k].flag) ? columns[k].letter : '-';
+			line[k] = (fa.flags & columns[k].flag) ? columns[k].letter : '-';
 		line[NCOLUMNS] = '\0';
+		if (project)    /* lsattr -p's column */
+			printf("%5u ", fa.projid);
 		printf("%s %s\n", line, argv[i]);
 	}
 	return close_image(c, argv[optind], fs, status);
@@ -96,9 +106,64 @@ static int parse_change(const char *arg, uint32_t *add, uint32_t *del, int *set)
 	return 0;
 }
 
+/* chattr -p's PROJECT: a decimal 32-bit number; 0 or -1. */
+static int parse_project(const char *arg, uint32_t *projid)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (!*arg || *end || errno || v > UINT32_MAX || arg[0] == '-')
+		return -1;
+	*projid = (uint32_t)v;
+	return 0;
+}
+
+/* The changes of argv from i on (flag changes and "-p PROJECT"); the index
+ * of the first PATH, or -1 after a usage error. */
+static int parse_changes(const struct command *c, int argc, char **argv, int i, uint32_t *add,
+			 uint32_t *del, int *set, bool *set_project, uint32_t *projid)
+{
+	for (; i < argc && strchr("+-=", argv[i][0]); i++) {
+		if (!strcmp(argv[i], "-p")) {
+			if (i + 1 >= argc || parse_project(argv[i + 1], projid))
+				return usage_error(c, "-p takes a project id, 0 to 4294967295"), -1;
+			*set_project = true;
+			i++;
+		} else if (parse_change(argv[i], add, del, set)) {
+			return usage_error(c, "a change is +, - or = and flag letters (see "
+					   "lsattr's columns), or -p PROJECT"), -1;
+		}
+	}
+	return i;
+}
+
+/* One PATH's change, as chattr: the flags and, with -p, the project id. */
+static int change_one(uext4_fs *fs, uint64_t ino, uint32_t add, uint32_t del, int set,
+		      bool set_project, uint32_t projid)
+{
+	struct uext4_fileattr fa;
+	int ret = uext4_get_fileattr(fs, ino, &fa);
+
+	if (ret < 0)
+		return ret;
+	/* As chattr: "=" keeps what users cannot set (e, I, N...). */
+	if (set)
+		fa.flags = add | (fa.flags & (FS_EXTENT_FL | FS_INDEX_FL | FS_INLINE_DATA_FL |
+					      FS_ENCRYPT_FL | FS_VERITY_FL | FS_CASEFOLD_FL));
+	else
+		fa.flags = (fa.flags | add) & ~del;
+	if (!set_project)
+		return uext4_set_flags(fs, ino, fa.flags);
+	fa.projid = projid;
+	return uext4_set_fileattr(fs, ino, &fa);
+}
+
 int cmd_chattr(const struct command *c, int argc, char **argv)
 {
-	uint32_t add = 0, del = 0, fl;
+	uint32_t add = 0, del = 0, projid = 0;
+	bool set_project = false;
 	int set = 0, status = 0, ret, i;
 	uext4_fs *fs;
 	uint64_t ino;
@@ -106,10 +171,8 @@ int cmd_chattr(const struct command *c, int argc, char **argv)
 	/* No getopt: "-i" is a change, not an option. */
 	if (argc < 4)
 		return usage_error(c, "missing IMAGE, a change or PATH");
-	for (i = 2; i < argc && strchr("+-=", argv[i][0]); i++)
-		if (parse_change(argv[i], &add, &del, &set))
-			return usage_error(c, "a change is +, - or = and flag letters "
-					   "(see lsattr's columns)");
+	if ((i = parse_changes(c, argc, argv, 2, &add, &del, &set, &set_project, &projid)) < 0)
+		return 1;
 	if (i == 2 || i == argc)
 		return usage_error(c, i == 2 ? "no change given" : "missing PATH");
 	if (open_image_rw(c, argv[1], &fs))
@@ -119,15 +182,7 @@ int cmd_chattr(const struct command *c, int argc, char **argv)
 			status = 1;
 			continue;
 		}
-		ret = uext4_get_flags(fs, ino, &fl);
-		if (ret >= 0) {
-			/* As chattr: "=" keeps what users cannot set (e, I, N...). */
-			fl = set ? add | (fl & (FS_EXTENT_FL | FS_INDEX_FL | FS_INLINE_DATA_FL |
-						 FS_ENCRYPT_FL | FS_VERITY_FL | FS_CASEFOLD_FL))
-				 : (fl | add) & ~del;
-			ret = uext4_set_flags(fs, ino, fl);
-		}
-		if (ret < 0)
+		if ((ret = change_one(fs, ino, add, del, set, set_project, projid)) < 0)
 			status = fail(c, argv[i], ret);
 	}
 	return close_image(c, argv[1], fs, status);

@@ -1412,11 +1412,13 @@ static const struct command commands[] = {
 	  "    libarchive) or - for a tar stream on standard input.  Regular files\n"
 	  "    (sparse where the source is), directories, symlinks, hard links,\n"
 	  "    device nodes, fifos and sockets are copied with modes, owners,\n"
-	  "    nanosecond times, xattrs, POSIX ACLs and inode flags, by -j worker\n"
-	  "    threads.  On a terminal a progress bar shows files, bytes, rate and\n"
-	  "    time left (not with -q).  If the fill fails, the message names the\n"
-	  "    path and what ran out, and the image is removed when mkfs created\n"
-	  "    it, else marked with an error so that it never passes as complete.\n"
+	  "    nanosecond times, xattrs, POSIX ACLs and inode flags (with -O\n"
+	  "    project also project ids and +P, as lsattr -p shows them; with\n"
+	  "    casefold also directories' +F), by -j worker threads.  On a\n"
+	  "    terminal a progress bar shows files, bytes, rate and time left (not\n"
+	  "    with -q).  If the fill fails, the message names the path and what\n"
+	  "    ran out, and the image is removed when mkfs created it, else marked\n"
+	  "    with an error so that it never passes as complete.\n"
 	  "\nTARBALLS\n"
 	  "    A leading / is stripped from member names (as GNU tar does, with one\n"
 	  "    warning).  A member with a .. component stops the fill with an\n"
@@ -1475,7 +1477,8 @@ static const struct command commands[] = {
 	  "                  sparse_super large_file huge_file uninit_bg dir_nlink\n"
 	  "                  extra_isize quota bigalloc metadata_csum project (none\n"
 	  "                  clears all); quota makes user and group quota files\n"
-	  "                  (and a project one with project), as mke2fs; meta_bg needs\n"
+	  "                  (and a project one with project), as mke2fs; project\n"
+	  "                  needs inodes over 128 bytes; meta_bg needs\n"
 	  "                  ^resize_inode, as with mke2fs\n"
 	  "                  journal_dev makes an external journal device instead\n"
 	  "                  of a file system (all of SIZE is the log; only\n"
@@ -1864,14 +1867,19 @@ static const struct command commands[] = {
 	  "\nEXAMPLES\n"
 	  "    uext4 ln disk.img /bin/busybox /bin/sh\n"
 	  "    uext4 ln -s disk.img ../lib/libfoo.so.1 /usr/lib/libfoo.so\n" },
-	{ "lsattr", cmd_lsattr, "IMAGE PATH...", "show inode flags in an image",
+	{ "lsattr", cmd_lsattr, "[-p] IMAGE PATH...", "show inode flags in an image",
 	  "DESCRIPTION\n"
 	  "    Prints the inode flags of each PATH of IMAGE as lsattr -d does: one\n"
 	  "    column per flag (s u S D i a d A c E j I t T e C x F N P V m), a\n"
 	  "    letter where it is set.  Symbolic links are followed.\n"
+	  "\nOPTIONS\n"
+	  "    -p    the project id first, as lsattr -p (0 on a file system\n"
+	  "          without the project feature)\n"
 	  "\nEXAMPLES\n"
-	  "    uext4 lsattr disk.img /etc/passwd /var/log\n" },
-	{ "chattr", cmd_chattr, "IMAGE [+-=]FLAGS... PATH...", "change inode flags in an image",
+	  "    uext4 lsattr disk.img /etc/passwd /var/log\n"
+	  "    uext4 lsattr -p disk.img /srv/www\n" },
+	{ "chattr", cmd_chattr, "IMAGE [+-=]FLAGS... [-p PROJECT] PATH...",
+	  "change inode flags and project ids in an image",
 	  "DESCRIPTION\n"
 	  "    Changes the inode flags of each PATH of IMAGE as chattr does: +FLAGS\n"
 	  "    sets, -FLAGS clears, =FLAGS sets exactly those (letters as lsattr\n"
@@ -1885,8 +1893,15 @@ static const struct command commands[] = {
 	  "    made with casefold (mkfs -O casefold): names in it are then found\n"
 	  "    in any case and Unicode normalisation, as the kernel finds them;\n"
 	  "    its new subdirectories inherit it.\n"
+	  "    -p PROJECT sets the project id, as chattr -p: on a file system made\n"
+	  "    with -O project (else EOPNOTSUPP, as the kernel), by the owner or\n"
+	  "    root.  P (project inheritance) on a directory gives what is made in\n"
+	  "    it the directory's project id (and P to subdirectories); a link or\n"
+	  "    rename into it of a file of another project fails with EXDEV, as in\n"
+	  "    the kernel (mv copies instead).\n"
 	  "\nEXAMPLES\n"
 	  "    uext4 chattr disk.img +i /etc/resolv.conf\n"
+	  "    uext4 chattr disk.img +P -p 42 /srv/www\n"
 	  "    uext4 chattr disk.img +F /games\n"
 	  "    uext4 chattr disk.img -a +d /var/log/messages\n" },
 	{ "chmod", cmd_chmod, "IMAGE MODE PATH...", "change permission bits in an image",

@@ -2267,13 +2267,16 @@ static void drop_name(fuse_req_t req, struct server *s, fuse_ino_t ino)
 	dio_inval_queue_item(d);
 }
 
-static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags)
+/* SETFLAGS (fa NULL: the flags alone) or FSSETXATTR (flags and project id). */
+static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags,
+			  const struct uext4_fileattr *fa)
 {
 	struct server *s = begin_write(req);
 	int ret;
 
 	write_back_before_flags(s, ino, flags);
-	ret = uext4_set_flags(s->fs, to_ext4(ino), flags);
+	ret = fa ? uext4_set_fileattr(s->fs, to_ext4(ino), fa)
+		 : uext4_set_flags(s->fs, to_ext4(ino), flags);
 
 	if (ret >= 0) {
 		notify_attr_changed(s, ino);    /* ctime */
@@ -2287,6 +2290,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 		     size_t in_bufsz, size_t out_bufsz)
 {
 	struct server *s = srv(req);
+	struct uext4_fileattr fa;
 	uint32_t fl;
 	struct fsxattr fx;
 	int ret;
@@ -2301,18 +2305,19 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 	case FS_IOC_FSGETXATTR:
 		if (out_bufsz < (cmd == FS_IOC_FSGETXATTR ? sizeof(fx) : sizeof(int)))
 			break;
-		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) < 0) {
+		if ((ret = uext4_get_fileattr(s->fs, to_ext4(ino), &fa)) < 0) {
 			reply_err(req, ret);
 			return;
 		}
 		if (cmd != FS_IOC_FSGETXATTR) {
-			int v = (int)fl;
+			int v = (int)fa.flags;
 
 			fuse_reply_ioctl(req, 0, &v, sizeof(v));
 			return;
 		}
-		memset(&fx, 0, sizeof(fx));   /* no project quota: projid 0 */
-		fx.fsx_xflags = flags_to_xflags(fl);
+		memset(&fx, 0, sizeof(fx));
+		fx.fsx_xflags = flags_to_xflags(fa.flags);
+		fx.fsx_projid = fa.projid;    /* 0 without the project feature */
 		fuse_reply_ioctl(req, 0, &fx, sizeof(fx));
 		return;
 	case FS_IOC_SETFLAGS:
@@ -2320,7 +2325,7 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 		if (in_bufsz < sizeof(int))
 			break;
 		memcpy(&fl, in_buf, sizeof(fl));
-		ret = ioctl_setflags(req, ino, fl);
+		ret = ioctl_setflags(req, ino, fl, NULL);
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
 		if (ret < 0 && -ret == EUCLEAN)
 			log_corruption(s);
@@ -2329,13 +2334,13 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 		if (in_bufsz < sizeof(fx))
 			break;
 		memcpy(&fx, in_buf, sizeof(fx));
-		/* ext4 without the project feature takes only project 0. */
-		if (fx.fsx_projid != 0) {
-			fuse_reply_err(req, EOPNOTSUPP);
-			return;
+		/* The library refuses a project id the file system cannot hold
+		 * (EOPNOTSUPP without the project feature, as ext4). */
+		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) >= 0) {
+			fa.flags = xflags_to_flags(fx.fsx_xflags, fl);
+			fa.projid = fx.fsx_projid;
+			ret = ioctl_setflags(req, ino, fa.flags, &fa);
 		}
-		if ((ret = uext4_get_flags(s->fs, to_ext4(ino), &fl)) >= 0)
-			ret = ioctl_setflags(req, ino, xflags_to_flags(fx.fsx_xflags, fl));
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
 		return;
 	default:

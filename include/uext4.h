@@ -513,6 +513,37 @@ int uext4_get_flags(uext4_fs *fs, uint64_t ino, uint32_t *flags);
 int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags);
 
 /*
+ * The flags and the project id together, as FS_IOC_FSGETXATTR and
+ * FS_IOC_FSSETXATTR carry them (lsattr -p, chattr -p; flags in
+ * uext4_get_flags()'s encoding, not FS_XFLAG_*).  projid reads 0 on a
+ * file system without the project feature.  Setting follows the kernel's
+ * ext4_fileattr_set(): the rules of uext4_set_flags() first (owner or
+ * root), then an immutable inode that stays immutable keeps its id
+ * (-EPERM), then the id: 0 is always accepted; another id needs the
+ * project feature and inodes larger than 128 bytes (-EOPNOTSUPP); the
+ * quota files refuse (-EPERM); an inode whose i_extra_isize stops short
+ * of i_projid grows to s_want_extra_isize, unless in-inode xattrs would
+ * have to move (-EOVERFLOW: the kernel moves them, uext4 does not).
+ * Flags and id change in one transaction, with ctime; a refusal changes
+ * nothing.
+ *
+ * A new inode in a directory with project inheritance (FS_PROJINHERIT_FL,
+ * chattr +P) takes the directory's id (a directory the flag too).  A
+ * link or rename into such a directory of an inode of another id is
+ * -EXDEV, as the kernel's ext4_link() and ext4_rename() (for
+ * UEXT4_RENAME_EXCHANGE, either way), so mv falls back to copying.
+ * uext4_get_projid() and uext4_set_projid() are the id alone.
+ */
+struct uext4_fileattr {
+	uint32_t flags;         /* as uext4_get_flags() */
+	uint32_t projid;        /* i_projid */
+};
+int uext4_get_fileattr(uext4_fs *fs, uint64_t ino, struct uext4_fileattr *fa);
+int uext4_set_fileattr(uext4_fs *fs, uint64_t ino, const struct uext4_fileattr *fa);
+int uext4_get_projid(uext4_fs *fs, uint64_t ino, uint32_t *projid);
+int uext4_set_projid(uext4_fs *fs, uint64_t ino, uint32_t projid);
+
+/*
  * The version of the library linked at run time, as "MAJOR.MINOR.PATCH"
  * (a static string).  A program built against this header checks at
  * start that the library it got is one it can use:
@@ -646,7 +677,9 @@ uint32_t uext4_mkfs_backup_groups(const struct uext4_mkfs_geometry *g, uint32_t 
  * files (sparse where the source is), directories, symlinks, hard links
  * (once per inode), device nodes, fifos and sockets, with modes, owners,
  * nanosecond times, xattrs, POSIX ACLs and inode flags where the source has
- * them.  Entries of dir itself (its mode, owner and times) come from the
+ * them; on an image with the project feature each inode's project id and
+ * directories' +P (FS_IOC_FSGETXATTR), on a casefold image directories' +F
+ * (set at mkdir, while empty).  Entries of dir itself (its mode, owner and times) come from the
  * source's top directory.
  *
  * The result does not depend on thread timing: the same source, options and

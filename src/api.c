@@ -1154,5 +1154,22 @@ static int casefold_check(struct uext4_fs *fs, struct inode *dir)
 
 int uext4_set_flags(uext4_fs *fs, uint64_t ino, uint32_t flags)
 {
-	return flags_set(fs, ino, flags, casefold_check);
+	struct fileattr_change c = {.set_flags = true, .flags = flags};
+
+	return flags_set(fs, ino, &c, casefold_check);
+}
+
+int uext4_set_fileattr(uext4_fs *fs, uint64_t ino, const struct uext4_fileattr *fa)
+{
+	struct fileattr_change c = {.set_flags = true, .flags = fa->flags,
+				    .set_projid = true, .projid = fa->projid};
+
+	return flags_set(fs, ino, &c, casefold_check);
+}
+
+int uext4_set_projid(uext4_fs *fs, uint64_t ino, uint32_t projid)
+{
+	struct fileattr_change c = {.set_projid = true, .projid = projid};
+
+	return flags_set(fs, ino, &c, casefold_check);
 }

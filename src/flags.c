@@ -2,7 +2,10 @@
  * flags.c - the inode flags users see and change (lsattr/chattr:
  * FS_IOC_GETFLAGS / FS_IOC_SETFLAGS), and the refusals that immutable and
  * append-only inodes impose on every operation (public API,
- * include/uext4.h: uext4_get_flags; uext4_set_flags is api.c's, over flags_set()).
+ * include/uext4.h: uext4_get_flags, uext4_get_fileattr, uext4_get_projid;
+ * uext4_set_flags, uext4_set_fileattr, uext4_set_projid are api.c's, over
+ * flags_set()), and the project id beside them (FS_IOC_FSGETXATTR /
+ * FS_IOC_FSSETXATTR's fsx_projid; inode.c inode_set_projid() changes it).
  *
  * The rules are the kernel's ext4 (fs/ext4/ioctl.c ext4_fileattr_set and
  * ext4_ioctl_setflags, fs/ext4/ext4.h ext4_mask_flags) together with what
@@ -104,7 +107,7 @@ static uint32_t visible_flags(const struct inode *n)
 	return S_ISREG(n->mode) ? f & ~EXT4_PROJINHERIT_FL : f;
 }
 
-int uext4_get_flags(uext4_fs *fs, uint64_t ino, uint32_t *flags)
+int uext4_get_fileattr(uext4_fs *fs, uint64_t ino, struct uext4_fileattr *fa)
 {
 	struct inode *n;
 	int err;
@@ -113,10 +116,32 @@ int uext4_get_flags(uext4_fs *fs, uint64_t ino, uint32_t *flags)
 	if ((err = iget(fs, ino, &n)))
 		return err;
 	urw_rdlock(&n->lock);
-	*flags = visible_flags(n);
+	fa->flags = visible_flags(n);
+	/* ext4_fileattr_get(): the id only where the feature gives it one. */
+	fa->projid = FS_HAS_RO_COMPAT(fs, PROJECT) ? n->projid : 0;
 	urw_unlock(&n->lock);
 	iput(fs, n);
 	return 0;
+}
+
+int uext4_get_flags(uext4_fs *fs, uint64_t ino, uint32_t *flags)
+{
+	struct uext4_fileattr fa;
+	int err = uext4_get_fileattr(fs, ino, &fa);
+
+	if (!err)
+		*flags = fa.flags;
+	return err;
+}
+
+int uext4_get_projid(uext4_fs *fs, uint64_t ino, uint32_t *projid)
+{
+	struct uext4_fileattr fa;
+	int err = uext4_get_fileattr(fs, ino, &fa);
+
+	if (!err)
+		*projid = fa.projid;
+	return err;
 }
 
 /* Is DAX allowed beside the other flags (dax_compatible())? */
@@ -204,10 +229,46 @@ static int check_new_flags(struct uext4_fs *fs, struct inode *n, uint32_t want, 
 	return 0;
 }
 
-int flags_set(uext4_fs *fs, uint64_t ino, uint32_t flags, flags_casefold_check_fn casefold_check)
+/* ext4_ioctl_check_immutable()'s part for the project id: an inode that
+ * stays immutable keeps its id too. */
+static int check_projid_change(const struct inode *n, uint32_t new_flags, uint32_t projid)
+{
+	if ((n->flags & EXT4_IMMUTABLE_FL) && (new_flags & EXT4_IMMUTABLE_FL) &&
+	    projid != n->projid)
+		return fs_err(EPERM, "set project id: inode %llu is immutable",
+			      (unsigned long long)n->ino);
+	return 0;
+}
+
+/* The change in one handle: the project id first (it may refuse), then
+ * the flags; a failed write puts both back. */
+static int apply_fileattr(struct uext4_fs *fs, struct inode *n, uint32_t new_flags,
+			  const struct fileattr_change *c)
+{
+	uint32_t old_flags = n->flags, old_projid = n->projid;
+	struct timespec ctime = n->ctime;
+	struct handle *h;
+	int err;
+
+	if ((err = handle_begin(fs, &h)))
+		return err;
+	if (!c->set_projid || !(err = inode_set_projid(h, n, c->projid))) {
+		n->flags = new_flags;
+		n->ctime = fs_time(fs);
+		if ((err = inode_write(h, n))) {
+			n->flags = old_flags;   /* refused: the inode stays as it was */
+			n->ctime = ctime;
+			if (c->set_projid)
+				inode_set_projid(h, n, old_projid);
+		}
+	}
+	return first_err(err, handle_end(h));
+}
+
+int flags_set(uext4_fs *fs, uint64_t ino, const struct fileattr_change *c,
+	      flags_casefold_check_fn casefold_check)
 {
 	struct inode *n;
-	struct handle *h;
 	uint32_t new_flags = 0, old_flags;
 	int err;
 
@@ -218,17 +279,12 @@ int flags_set(uext4_fs *fs, uint64_t ino, uint32_t flags, flags_casefold_check_f
 		return err;
 	urw_wrlock(&n->lock);
 	old_flags = n->flags;
-	struct timespec ctime = n->ctime;
-
-	if (!(err = check_new_flags(fs, n, flags, &new_flags, casefold_check)) && !(err = handle_begin(fs, &h))) {
-		n->flags = new_flags;
-		n->ctime = fs_time(fs);
-		if ((err = inode_write(h, n))) {
-			n->flags = old_flags;   /* refused: the inode stays as it was */
-			n->ctime = ctime;
-		}
-		err = first_err(err, handle_end(h));
-	}
+	err = check_new_flags(fs, n, c->set_flags ? c->flags : visible_flags(n), &new_flags,
+			      casefold_check);
+	if (!err && c->set_projid)
+		err = check_projid_change(n, new_flags, c->projid);
+	if (!err)
+		err = apply_fileattr(fs, n, new_flags, c);
 	urw_unlock(&n->lock);
 	err = flags_sync_commit(fs, n, (old_flags & EXT4_SYNC_FL) != 0, err);
 	iput(fs, n);

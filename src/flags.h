@@ -24,8 +24,18 @@ int flags_sync_commit(struct uext4_fs *fs, struct inode *n, bool sync, int err);
 /* Whether directory n (locked for writing) may take or lose casefold (+F):
  * 0 or the error.  The caller's, above: it reads the directory. */
 typedef int (*flags_casefold_check_fn)(struct uext4_fs *fs, struct inode *n);
-/* uext4_set_flags() (include/uext4.h) with the casefold check from above. */
-int flags_set(uext4_fs *fs, uint64_t ino, uint32_t flags, flags_casefold_check_fn casefold_check);
+/* What flags_set() changes: the flags (FS_IOC_GETFLAGS's encoding), the
+ * project id, or both, in one transaction. */
+struct fileattr_change {
+	bool set_flags, set_projid;
+	uint32_t flags, projid;
+};
+/* uext4_set_flags(), uext4_set_fileattr(), uext4_set_projid()
+ * (include/uext4.h) with the casefold check from above: the checks of
+ * ext4_fileattr_set() (owner or root, then the flags', then an immutable
+ * inode keeps its id), then the change; refused, nothing changes. */
+int flags_set(uext4_fs *fs, uint64_t ino, const struct fileattr_change *c,
+	      flags_casefold_check_fn casefold_check);
 /* ext4_mask_flags(): the flags an inode of this type may carry. */
 uint32_t flags_mask_for_mode(uint32_t mode, uint32_t flags);
 /* The flags a new inode of this mode takes from its directory. */

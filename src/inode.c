@@ -901,6 +901,81 @@ static void encode_inode(struct uext4_fs *fs, struct inode *n)
 }
 
 /*
+ * Room for i_projid in an inode whose i_extra_isize stops short of it (an
+ * image from an old kernel): the area grows to s_want_extra_isize, the new
+ * bytes zero, as the kernel's ext4_expand_extra_isize().  The kernel moves
+ * in-inode xattrs out of the way first; uext4 does not, so an inode that
+ * has them is refused (EOVERFLOW, the kernel's answer when it cannot
+ * expand).  The caller holds n->lock for writing.
+ */
+static int expand_for_projid(struct uext4_fs *fs, struct inode *n)
+{
+	size_t old_end = EXT4_GOOD_OLD_INODE_SIZE + (size_t)n->extra_isize;
+	uint16_t want = fs->want_extra_isize;
+	unsigned long long ino = (unsigned long long)n->ino;
+
+	if (want < EXTRA_END(i_projid) - EXT4_GOOD_OLD_INODE_SIZE)
+		want = (uint16_t)(EXTRA_END(i_projid) - EXT4_GOOD_OLD_INODE_SIZE);
+	if (EXT4_GOOD_OLD_INODE_SIZE + (size_t)want > fs->inode_size)
+		return fs_err(EOVERFLOW, "set project id: inode %llu has no room for i_projid "
+			      "(%u-byte inodes)", ino, fs->inode_size);
+	uint32_t magic = 0;
+
+	if (old_end + 4 <= fs->inode_size)
+		memcpy(&magic, n->raw + old_end, sizeof(magic));
+	if (le32(magic) == EXT4_XATTR_MAGIC)
+		return fs_err(EOVERFLOW, "set project id: inode %llu would have to move its "
+			      "in-inode xattrs to make room for i_projid (i_extra_isize %u); "
+			      "uext4 does not", ino, n->extra_isize);
+	memset(n->raw + old_end, 0, EXT4_GOOD_OLD_INODE_SIZE + (size_t)want - old_end);
+	n->extra_isize = want;
+	n->crtime = (struct timespec){0};   /* the new area's, zero */
+	return 0;
+}
+
+static bool is_quota_file(const struct uext4_fs *fs, uint64_t ino)
+{
+	return ino == EXT4_USR_QUOTA_INO || ino == EXT4_GRP_QUOTA_INO ||
+	       (fs->sb.s_prj_quota_inum && ino == le32(fs->sb.s_prj_quota_inum));
+}
+
+/*
+ * The one place an existing inode's project id changes (the kernel's
+ * ext4_ioctl_setproject(); a new inode takes its directory's in
+ * init_new_fields()).  The project quota's entry for the new id is made
+ * after the checks (quota_transfer(), which sets n->projid); the usage
+ * moves at the caller's inode_write().  A refusal leaves n as it was.
+ */
+int inode_set_projid(struct handle *h, struct inode *n, uint32_t projid)
+{
+	struct uext4_fs *fs = h->fs;
+	unsigned long long ino = (unsigned long long)n->ino;
+	int err;
+
+	if (!FS_HAS_RO_COMPAT(fs, PROJECT))
+		return projid == 0 ? 0 : fs_err(EOPNOTSUPP, "set project id %u on inode %llu: the "
+						"file system lacks the project feature", projid, ino);
+	if (fs->inode_size <= EXT4_GOOD_OLD_INODE_SIZE)
+		return fs_err(EOPNOTSUPP, "set project id %u on inode %llu: 128-byte inodes have "
+			      "no i_projid", projid, ino);
+	if (projid == n->projid)
+		return 0;
+	if (is_quota_file(fs, n->ino))
+		return fs_err(EPERM, "set project id: inode %llu is a quota file", ino);
+	if (!has_extra(n, EXTRA_END(i_projid)) && (err = expand_for_projid(fs, n)))
+		return err;
+	return quota_transfer(h, n, n->uid, n->gid, projid);
+}
+
+/* What a new inode takes from its directory (__ext4_new_inode()): the
+ * directory's project id when it has PROJINHERIT, else 0. */
+static uint32_t inherited_projid(const struct uext4_fs *fs, const struct inode *dir)
+{
+	return FS_HAS_RO_COMPAT(fs, PROJECT) && (dir->flags & EXT4_PROJINHERIT_FL) ? dir->projid
+										    : 0;
+}
+
+/*
  * The inode-table block of ino.  Seed 002: for a new inode, when every
  * inode of the block lies past what was ever used before this mount (as
  * the descriptor says and the inode bitmap confirmed: never_used_from),
@@ -1070,6 +1145,7 @@ static void init_new_fields(struct uext4_fs *fs, struct inode *dir, struct inode
 			n->mode |= S_ISGID;
 	}
 	n->flags = flags_inherited(dir->flags, mode);    /* flags.c, as the kernel */
+	n->projid = inherited_projid(fs, dir);
 	n->generation = new_generation(fs);
 	n->atime = n->mtime = n->ctime = n->crtime = now;
 	if (fs->inode_size > EXT4_GOOD_OLD_INODE_SIZE)

@@ -77,6 +77,17 @@ int inode_restore_slot(struct handle *h, struct inode *n, const struct inode_und
  * directory's attribute stripe lock (dirtimes_touch_shared()).
  */
 int inode_write(struct handle *h, struct inode *inode);
+/*
+ * Set n's project id (FS_IOC_FSSETXATTR's fsx_projid), as the kernel's
+ * ext4_ioctl_setproject(): 0 is always accepted; another id needs the
+ * project feature and inodes larger than 128 bytes (EOPNOTSUPP); quota
+ * files refuse (EPERM); an i_extra_isize short of i_projid grows (or
+ * EOVERFLOW).  The only place an existing inode's projid changes (quota
+ * transfer goes in it).  In memory only: the caller, holding n->lock for
+ * writing and h, sets ctime and calls inode_write().  On error nothing
+ * changed.
+ */
+int inode_set_projid(struct handle *h, struct inode *n, uint32_t projid);
 /* The time the library stamps on fs: fixed_time under uext4_opts.use_fixed_time
  * (reproducible images), else fs_now(); as fs_fit_time() gives it. */
 struct timespec fs_time(const struct uext4_fs *fs);

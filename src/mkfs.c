@@ -88,6 +88,7 @@ static const struct feature_name features[] = {
 	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
 	{ "large_dir", 1, EXT4_FEATURE_INCOMPAT_LARGEDIR },
 	{ "casefold", 1, EXT4_FEATURE_INCOMPAT_CASEFOLD },
+	{ "project", 2, EXT4_FEATURE_RO_COMPAT_PROJECT },
 	{ "sparse_super", 2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER },
 	{ "large_file", 2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE },
 	{ "huge_file", 2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE },
@@ -824,6 +825,9 @@ static int setup_features(struct mk *m, int type)
 	/* -E encoding= turns casefold on, as mke2fs; flags need it. */
 	if (m->o->encoding)
 		m->ft.f[1] |= EXT4_FEATURE_INCOMPAT_CASEFOLD;
+	if (HAS_RO(m, PROJECT) && m->inode_size == EXT4_GOOD_OLD_INODE_SIZE)
+		return fs_err(EINVAL, "-I 128: 128-byte inodes are too small for project ids "
+			      "(-O project), as mke2fs says");
 	if (m->o->encoding_flags && !HAS_INCOMPAT(m, CASEFOLD))
 		return fs_err(EINVAL, "-E encoding_flags= needs casefold (-O casefold or "
 			      "-E encoding=)");

@@ -624,6 +624,22 @@ int uext4_tmpfile(uext4_fs *fs, uint64_t dirino, uint32_t mode, int flags, uext4
 
 /* ------------------------------------------------------------- link */
 
+/*
+ * ext4_link() and ext4_rename(): a directory with project inheritance
+ * (+P) takes in only inodes of its project, so that what it holds is
+ * counted in it (EXDEV: mv copies instead, and the copies inherit).  The
+ * flag decides, with or without the project feature, as in the kernel.
+ * Both inodes locked.
+ */
+static int check_project(const struct inode *dir, const struct inode *n, const char *what)
+{
+	if (!(dir->flags & EXT4_PROJINHERIT_FL) || dir->projid == n->projid)
+		return 0;
+	return fs_err(EXDEV, "%s: inode %llu is in project %u, directory inode %llu (+P) in "
+		      "project %u", what, (unsigned long long)n->ino, n->projid,
+		      (unsigned long long)dir->ino, dir->projid);
+}
+
 int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 	       struct uext4_stat *st)
 {
@@ -665,6 +681,8 @@ int uext4_link(uext4_fs *fs, uint64_t ino, uint64_t newdir, const char *newname,
 		else if (n->links >= EXT4_LINK_MAX)
 			err = fs_err(EMLINK, "link: inode %llu already has %u links",
 				     (unsigned long long)ino, n->links);
+		else
+			err = check_project(dir, n, "link");
 	}
 	if (!err && !(err = handle_begin(fs, &h))) {
 		uint32_t links = n->links;
@@ -948,13 +966,16 @@ static int rename_check(struct rename_op *r)
 				   "rename into directory")) ||
 	    (t && (err = inode_refuse_if(t, FL_NOCHANGE, "rename over"))))
 		return err;
-	if ((r->flags & UEXT4_RENAME_EXCHANGE) || !t)
-		return 0;
-	if (S_ISDIR(s->mode) && !S_ISDIR(t->mode))
+	if (r->flags & UEXT4_RENAME_EXCHANGE)   /* ext4_cross_rename(): both ways */
+		return first_err(check_project(r->nd, s, "rename"),
+				 check_project(r->od, t, "rename"));
+	if (t && S_ISDIR(s->mode) && !S_ISDIR(t->mode))
 		return fs_err(ENOTDIR, "rename: \"%s\" is not a directory", r->nname);
-	if (!S_ISDIR(s->mode) && S_ISDIR(t->mode))
+	if (t && !S_ISDIR(s->mode) && S_ISDIR(t->mode))
 		return fs_err(EISDIR, "rename: \"%s\" is a directory", r->nname);
-	if (S_ISDIR(t->mode)) {
+	if ((err = check_project(r->nd, s, "rename")))
+		return err;
+	if (t && S_ISDIR(t->mode)) {
 		err = dir_is_empty(r->fs, t);
 		if (err <= 0)
 			return err ? err : fs_err(ENOTEMPTY, "rename: directory \"%s\" is not empty",

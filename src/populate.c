@@ -71,6 +71,12 @@
 /* Source inode flags we copy: the ones chattr sets that ext4 keeps. */
 #define COPY_FLAGS (FS_SECRM_FL | FS_UNRM_FL | FS_SYNC_FL | FS_IMMUTABLE_FL | FS_APPEND_FL | \
 		    FS_NODUMP_FL | FS_NOATIME_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL)
+/* Directories also carry project inheritance (+P) and, on a casefold image,
+ * casefold (+F: set at mkdir time, while the directory is empty). */
+#ifndef FS_CASEFOLD_FL
+#define FS_CASEFOLD_FL 0x40000000
+#endif
+#define COPY_DIR_FLAGS (COPY_FLAGS | FS_PROJINHERIT_FL)
 
 /* ------------------------------------------------------------ the plan */
 
@@ -94,6 +100,7 @@ struct sent {
 	 * it opens the file (empty or with holes), else by the copy (which
 	 * writes it before the pool's threads are joined; read after). */
 	uint32_t flags;
+	uint32_t projid;        /* FS_IOC_FSGETXATTR's, with flags (project images) */
 	uint64_t ino;           /* the image inode (namespace thread only) */
 	/* Regular files with data: the copy (which opens them anyway) reads
 	 * their xattrs into xattrs/xlen, the same way as flags, and they are
@@ -119,7 +126,8 @@ struct sdir {
 	char *names;            /* every ents[i].name, one after another */
 	uint8_t *xattrs;        /* the directory's own xattrs and flags */
 	size_t xlen;
-	uint32_t flags;
+	uint32_t flags;         /* COPY_DIR_FLAGS, and FS_CASEFOLD_FL on a casefold image */
+	uint32_t projid;
 	int err;                /* the directory could not be read */
 	const char *errwhat;
 	_Atomic int state;
@@ -212,6 +220,10 @@ struct pop {
 	uext4_fs *fs;
 	const struct uext4_populate_opts *o;
 	uint64_t top;
+	/* Set before the threads start, then read only: the image has the
+	 * project feature (read the sources' project ids) or casefold (and
+	 * their +F). */
+	bool projids, casefold;
 	unsigned nworkers;          /* 0: the namespace thread does everything */
 	struct pool pool;
 	struct writer writer;
@@ -490,6 +502,24 @@ static void entry_error(struct sent *e, int err, const char *what)
 }
 
 /*
+ * The inode flags of an open source (mask: those we copy) and, on an image
+ * with the project feature, its project id: one FS_IOC_GETFLAGS, and one
+ * FS_IOC_FSGETXATTR only for such an image.  A source file system without
+ * them gives 0.
+ */
+static void read_inode_attrs(const struct pop *p, int fd, uint32_t mask, uint32_t *flags,
+			     uint32_t *projid)
+{
+	struct fsxattr fx;
+	int fl = 0;
+
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
+		*flags = (uint32_t)fl & mask;
+	if (p->projids && ioctl(fd, FS_IOC_FSGETXATTR, &fx) == 0)
+		*projid = fx.fsx_projid;
+}
+
+/*
  * A regular file: xattrs, and if it has holes its data ranges.  Files with
  * data are opened once, by the copy, which reads their flags and xattrs
  * then; the scan opens only those it must (holes: SEEK_DATA) or that have
@@ -498,7 +528,7 @@ static void entry_error(struct sent *e, int err, const char *what)
 static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent *e)
 {
 	bool sparse = e->sx.stx_blocks * 512 < e->sx.stx_size;
-	int fd, fl = 0, err;
+	int fd, err;
 	const char *what = NULL;
 
 	if (!sparse && e->sx.stx_size > 0) {
@@ -510,8 +540,7 @@ static void scan_regular(struct pop *p, struct scratch *s, int dfd, struct sent 
 		entry_error(e, errno, "cannot open it for reading");
 		return;
 	}
-	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
-		e->flags = (uint32_t)fl & COPY_FLAGS;
+	read_inode_attrs(p, fd, COPY_FLAGS, &e->flags, &e->projid);
 	if ((err = read_xattrs(p, s, fd, NULL, &e->xattrs, &e->xlen, &what)))
 		entry_error(e, err, what);
 	else if ((e->sparse = sparse) && (err = read_ranges(fd, e->sx.stx_size, e)))
@@ -667,7 +696,7 @@ static void pool_push_scans(struct pop *p, struct sdir *d);
 static void scan_dir(struct pop *p, struct scratch *s, struct sdir *d)
 {
 	int dfd = open_source(AT_FDCWD, d->path, O_RDONLY | O_DIRECTORY);
-	int fl = 0, err;
+	int err;
 	const char *what = NULL;
 
 	if (dfd < 0) {
@@ -677,8 +706,8 @@ static void scan_dir(struct pop *p, struct scratch *s, struct sdir *d)
 		d->err = -err;
 		d->errwhat = "cannot read the directory";
 	} else {
-		if (ioctl(dfd, FS_IOC_GETFLAGS, &fl) == 0)
-			d->flags = (uint32_t)fl & COPY_FLAGS;
+		read_inode_attrs(p, dfd, COPY_DIR_FLAGS | (p->casefold ? FS_CASEFOLD_FL : 0),
+				 &d->flags, &d->projid);
 		if ((err = read_xattrs(p, s, dfd, NULL, &d->xattrs, &d->xlen, &what))) {
 			d->err = -err;
 			d->errwhat = what;
@@ -1127,11 +1156,11 @@ static int copy_run(struct pop *p, struct scratch *s, int fd, const struct job *
 	return 0;
 }
 
-/* Open a job's source (s->path names it) and note its flags; -1 after
+/* Open a job's source (s->path names it) and note its flags and id; -1 after
  * recording the error. */
 static int open_job_source(struct pop *p, struct scratch *s, const struct job *j)
 {
-	int fd, fl = 0;
+	int fd;
 
 	if (!join_path(s->path, sizeof(s->path), j->dir->path, j->ent->name)) {
 		pop_fail(p, ENAMETOOLONG, "populate: %s/%s: path too long", j->dir->path,
@@ -1151,8 +1180,7 @@ static int open_job_source(struct pop *p, struct scratch *s, const struct job *j
 			 strerror(errno));
 		return -1;
 	}
-	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0)
-		j->ent->flags = (uint32_t)fl & COPY_FLAGS;
+	read_inode_attrs(p, fd, COPY_FLAGS, &j->ent->flags, &j->ent->projid);
 	if (j->ent->late_xattrs) {
 		const char *what = NULL;
 		int err = read_xattrs(p, s, fd, NULL, &j->ent->xattrs, &j->ent->xlen, &what);
@@ -1268,17 +1296,25 @@ static int set_xattrs(struct pop *p, uint64_t ino, const uint8_t *x, size_t len)
 	return 0;
 }
 
+/* The copied flags (those of mask; casefold was set at mkdir) and, on a
+ * project image, the project id, in one change: before an immutable flag,
+ * which would refuse a later id. */
 static int set_flags(struct pop *p, const char *dir, const char *name, uint64_t ino,
-		     uint32_t flags)
+		     uint32_t flags, uint32_t mask, uint32_t projid)
 {
-	uint32_t cur;
+	struct uext4_fileattr fa;
 	int err;
 
-	if (!flags)
+	if (!flags && !projid)
 		return 0;
-	err = uext4_get_flags(p->fs, ino, &cur);
-	if (!err && (cur & COPY_FLAGS) != flags)
-		err = uext4_set_flags(p->fs, ino, (cur & ~COPY_FLAGS) | flags);
+	err = uext4_get_fileattr(p->fs, ino, &fa);
+	if (!err && fa.projid != projid && p->projids) {
+		fa.flags = (fa.flags & ~mask) | flags;
+		fa.projid = projid;
+		err = uext4_set_fileattr(p->fs, ino, &fa);
+	} else if (!err && (fa.flags & mask) != flags) {
+		err = uext4_set_flags(p->fs, ino, (fa.flags & ~mask) | flags);
+	}
 	if (err)
 		return pop_fail(p, -err, "populate: %s%s%s: setting its inode flags: %s", dir,
 				name ? "/" : "", name ? name : "", uext4_last_error());
@@ -1302,10 +1338,16 @@ static int finish_plan(struct pop *p, const struct sdir *d, uint64_t ino)
 				err = set_xattrs(p, e->ino, e->xattrs, e->xlen);
 			}
 			if (!err)
-				err = set_flags(p, d->path, e->name, e->ino, e->flags);
+				err = set_flags(p, d->path, e->name, e->ino, e->flags, COPY_FLAGS,
+						e->projid);
+		} else if (e->ino && !S_ISDIR(e->sx.stx_mode) && (d->flags & FS_PROJINHERIT_FL)) {
+			/* Symlinks and nodes cannot be opened for their id:
+			 * the one the kernel gave them at creation. */
+			err = set_flags(p, d->path, e->name, e->ino, 0, 0, d->projid);
 		}
 	}
-	return err ? err : set_flags(p, d->path, NULL, ino, d->flags);
+	return err ? err : set_flags(p, d->path, NULL, ino, d->flags & COPY_DIR_FLAGS,
+				     COPY_DIR_FLAGS, d->projid);
 }
 
 static size_t link_slot(const struct pop *p, uint64_t dev, uint64_t ino)
@@ -1508,15 +1550,35 @@ static int copy_regular(struct pop *p, const struct sdir *d, struct sent *e,
 
 static int copy_dir(struct pop *p, struct sdir *d, uint64_t dino);
 
+/* A new, empty directory of a casefold image whose source has +F takes it
+ * now, while it may (ext4 changes +F only on an empty directory).  One that
+ * inherited +F keeps it, as a copy by cp -r into the image would. */
+static int match_casefold(struct pop *p, uint64_t ino, uint32_t want)
+{
+	uint32_t cur;
+	int err;
+
+	if (!want)
+		return 0;
+	if ((err = uext4_get_flags(p->fs, ino, &cur)) || (cur & want))
+		return err;
+	return uext4_set_flags(p->fs, ino, cur | want);
+}
+
 static int copy_directory(struct pop *p, const struct sent *e, uint64_t dino, uint64_t *ino)
 {
 	struct uext4_stat st;
 	int err;
 
 	err = uext4_mkdir(p->fs, dino, e->name, e->sx.stx_mode & 07777, &st);
+	if (!err && p->casefold) {
+		wait_scanned(p, e->sub);    /* its flags are the scan's */
+		err = match_casefold(p, st.ino, e->sub->flags & FS_CASEFOLD_FL);
+	}
 	/* A directory the image already has (lost+found at the top, as a
 	 * source that is a file system's root holds it): fill that one. */
-	if (err == -EEXIST && uext4_lookup(p->fs, dino, e->name, &st) == 0 && S_ISDIR(st.mode))
+	else if (err == -EEXIST && uext4_lookup(p->fs, dino, e->name, &st) == 0 &&
+		 S_ISDIR(st.mode))
 		err = 0;
 	if (err)
 		return fail_lib(p, err, "creating the directory");
@@ -1820,6 +1882,8 @@ int uext4_populate(uext4_fs *fs, uint64_t dir, const char *source,
 	p->fs = fs;
 	p->o = o ? o : &defaults;
 	p->top = dir;
+	p->projids = FS_HAS_RO_COMPAT(fs, PROJECT);
+	p->casefold = FS_HAS_INCOMPAT(fs, CASEFOLD);
 	p->nworkers = worker_count(p->o);
 	pool_init(&p->pool);
 	pthread_mutex_init(&p->err_lock, NULL);
