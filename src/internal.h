@@ -54,6 +54,7 @@ struct mmp_state;
 struct fs_errors;
 struct fs_stats;
 struct balloc_pa;
+struct verity_info;
 
 /* ---------------------------------------------------------------- buffers (bcache.c) */
 enum buf_state_bits {
@@ -370,6 +371,10 @@ struct inode {
 	 * lock: while it is > 0 it holds one reference (taken at 0 -> 1,
 	 * dropped at -> 0; inode_lookup_ref(), inode_forget()). */
 	_Atomic uint64_t nlookup;
+	/* fs-verity (verity.c): the parsed descriptor and the verified Merkle
+	 * tree blocks, built at the first verified read and published once
+	 * by CAS, immutable after; freed with the inode (icache_host). */
+	_Atomic(struct verity_info *) verity;
 	/* fs->inode_size bytes: encoded from the fields and copied to the
 	 * inode-table buffer under the slot lock of the inode's number
 	 * (inode.c, itable_update()), which serialises the writers of a

@@ -95,6 +95,7 @@ static const struct feature_name features[] = {
 	{ "dir_nlink", 2, EXT4_FEATURE_RO_COMPAT_DIR_NLINK },
 	{ "extra_isize", 2, EXT4_FEATURE_RO_COMPAT_EXTRA_ISIZE },
 	{ "metadata_csum", 2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM },
+	{ "verity", 2, EXT4_FEATURE_RO_COMPAT_VERITY },
 	{ "extents", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
 	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 };
