@@ -8,7 +8,8 @@
 #   needs_recovery with a journal is recovered (here: an empty journal, so a
 #             read-only mount changes nothing);
 #   ro_compat: bigalloc -> always refused; any other ro_compat bit we do not
-#             write (quota, project, verity, unknown) -> read-only mount only.
+#             write (quota, project, unknown) -> read-only mount only; verity
+#             is written (tests/verity.sh).
 # Images are made by mke2fs where it can, otherwise a bit is set on a small
 # image with debugfs 'feature', which recomputes the superblock checksum.
 #
@@ -161,7 +162,7 @@ fi
 # ---- read-only compatible: accepted read-only --------------------------------
 start "quota (ro_compat)";    mkimg quota && accepted quota
 start "project (ro_compat)";  MKE2FS_EXTRA="-I 256"; mkimg quota,project && accepted project
-start "verity (ro_compat)";   mkimg verity && accepted verity
+start "verity (ro_compat, written)"; mkimg verity && accepted verity
 start "unknown ro_compat bit 31"; mkimg "" FEATURE_R31 && accepted FEATURE_R31
 
 # ---- supported -----------------------------------------------------------------
