@@ -2,7 +2,8 @@
 # run-in: release asan
 # verity.sh - fs-verity (mkfs -O verity, uext4 verity enable|measure|dump),
 # with fsverity-utils as the oracle (this kernel has no CONFIG_FS_VERITY):
-#   1. uext4 mkfs -O verity and mke2fs -O verity, 1 KiB and 4 KiB blocks:
+#   1. uext4 mkfs -O verity and mke2fs -O verity, 1 KiB and 4 KiB blocks
+#      (dumpe2fs -h lists the same features for both):
 #      files of 0 bytes, one block, many blocks (a tree of 2-3 levels) and a
 #      size that is no multiple of the block, sha256 without salt and
 #      sha512 with a salt: `uext4 verity measure` equals `fsverity digest`
@@ -63,6 +64,7 @@ make_src() {
 	python3 -c "import random,sys; random.seed($SEED + $2); sys.stdout.buffer.write(random.randbytes($2))" > "$T/$1"
 }
 
+declare -A feat
 for BS in 1024 4096; do
 	MB=$BS   # the Merkle block: at most the block size (and the page)
 	for MAKER in uext4 mke2fs; do
@@ -71,10 +73,13 @@ for BS in 1024 4096; do
 		if [ $MAKER = uext4 ]; then
 			"$UEXT4" mkfs -q -b $BS -O verity "$img" 64M > /dev/null || fail "uext4 mkfs -O verity"
 		else
-			mke2fs -q -F -t ext4 -b $BS -O verity "$img" 64M || fail "mke2fs -O verity"
+			# uext4 mkfs adds orphan_file and metadata_csum_seed to the defaults
+			mke2fs -q -F -t ext4 -b $BS -O verity,orphan_file,metadata_csum_seed "$img" 64M || fail "mke2fs -O verity"
 		fi
-		dumpe2fs -h "$img" 2> /dev/null | grep -q '^Filesystem features:.* verity' ||
-			bad "no verity feature in dumpe2fs -h"
+		feat[$MAKER]=$(dumpe2fs -h "$img" 2> /dev/null | grep '^Filesystem features:')
+		[[ "${feat[$MAKER]}" == *" verity"* ]] || bad "no verity feature in dumpe2fs -h"
+		[ $MAKER = uext4 ] || [ "${feat[uext4]}" = "${feat[mke2fs]}" ] ||
+			bad "features differ: uext4 mkfs '${feat[uext4]}', mke2fs '${feat[mke2fs]}'"
 		check_fsck "$img" mkfs
 		n=0
 		for size in 0 $BS $((3 << 20)) 300001; do
