@@ -25,6 +25,9 @@
 #      and read-write, reads the other files identically and refuses to open
 #      the verity file (EOPNOTSUPP); e2fsck clean and our digest unchanged
 #      after its read-write mount.
+#   6. (run before 5) An enable that runs out of space fails with ENOSPC,
+#      frees what it wrote (free count as before), sets no flag, leaves the
+#      file as it was and writable; e2fsck clean.
 #   5. Through `uext4 mount` (FUSE): fsverity enable and fsverity measure
 #      work, the digest equals fsverity digest; append, O_TRUNC, fallocate
 #      and truncate are EPERM, and the content is unchanged.
@@ -71,10 +74,10 @@ for BS in 1024 4096; do
 		CASE="$MAKER ${BS}B"
 		img=$T/v$BS$MAKER.img
 		if [ $MAKER = uext4 ]; then
-			"$UEXT4" mkfs -q -b $BS -O verity "$img" 64M > /dev/null || fail "uext4 mkfs -O verity"
+			"$UEXT4" mkfs -q -b $BS -O verity "$img" 32M > /dev/null || fail "uext4 mkfs -O verity"
 		else
 			# uext4 mkfs adds orphan_file and metadata_csum_seed to the defaults
-			mke2fs -q -F -t ext4 -b $BS -O verity,orphan_file,metadata_csum_seed "$img" 64M || fail "mke2fs -O verity"
+			mke2fs -q -F -t ext4 -b $BS -O verity,orphan_file,metadata_csum_seed "$img" 32M || fail "mke2fs -O verity"
 		fi
 		feat[$MAKER]=$(dumpe2fs -h "$img" 2> /dev/null | grep '^Filesystem features:')
 		[[ "${feat[$MAKER]}" == *" verity"* ]] || bad "no verity feature in dumpe2fs -h"
@@ -199,10 +202,35 @@ for BS in 1024 4096; do
 done
 CASE=
 
+# 6. a failed enable (no room for the tree): ENOSPC, the blocks written so
+# far freed again, no flag, the file as it was and writable; e2fsck clean.
+CASE="ENOSPC"
+img=$T/full.img
+"$UEXT4" mkfs -q -b 1024 -m 0 -O verity "$img" 16M > /dev/null || fail "mkfs of $img"
+make_src big $((3 << 20))
+cli_run put "$img" "$T/big" /big
+free=$(dumpe2fs -h "$img" 2> /dev/null | awk '/^Free blocks:/ {print $3}')
+head -c $(((free - 60) * 1024)) /dev/zero > "$T/fill"   # the tree needs 100 blocks
+cli_run put "$img" "$T/fill" /fill
+[ $RC = 0 ] || bad "put /fill: $ERR"
+cli_run verity enable --block-size=1024 "$img" /big
+[ $RC = 1 ] && grep -q "No space left" "$T/err" && ok "$CASE: enable refused: $ERR" ||
+	bad "enable on a full image: exit $RC: $ERR"
+after=$(dumpe2fs -h "$img" 2> /dev/null | awk '/^Free blocks:/ {print $3}')
+[ "$after" = 60 ] || bad "$after blocks free after the failed enable, want 60"
+check_fsck "$img" "a failed enable"
+cli_run lsattr "$img" /big
+grep -q -- '-V-' "$T/out" && bad "the flag is set after a failed enable: $(cat "$T/out")"
+"$UEXT4" cat "$img" /big | cmp -s - "$T/big" || bad "/big changed by the failed enable"
+cli_run truncate -s 100 "$img" /big
+[ $RC = 0 ] && ok "$CASE: the file is writable again" || bad "truncate after a failed enable: $ERR"
+check_fsck "$img" "truncate after a failed enable"
+CASE=
+
 # 5. through the mount
 if [ -c /dev/fuse ] && command -v fusermount3 > /dev/null; then
 	img=$T/fuse.img
-	"$UEXT4" mkfs -q -b 4096 -O verity "$img" 64M > /dev/null
+	"$UEXT4" mkfs -q -b 4096 -O verity "$img" 32M > /dev/null
 	mkdir -p "$T/m"
 	if fuse_mount_fg "$img" "$T/m"; then
 		make_src g 123457
