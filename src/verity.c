@@ -117,7 +117,7 @@ static int params_init(struct uext4_fs *fs, const struct inode *inode, struct ve
 			      (unsigned long long)inode->ino, alg);
 	}
 	/* 1 KiB up to the page and the file-system block, as the kernel. */
-	if (log_bs < 10 || (1ul << log_bs) > (unsigned long)(page > 0 ? page : 4096) ||
+	if (log_bs < 10 || log_bs > 16 || (1ul << log_bs) > (unsigned long)(page > 0 ? page : 4096) ||
 	    (1u << log_bs) > fs->block_size)
 		return fs_err(EINVAL, "verity: inode %llu: Merkle tree block size %llu unsupported "
 			      "(1024 up to the page size and the block size %u)",
@@ -491,8 +491,12 @@ static ssize_t pread_locked(struct uext4_fs *fs, struct inode *inode, struct ver
 			    uint8_t *buf, size_t size, uint64_t off)
 {
 	const struct verity_params *p = &vi->p;
-	uint64_t per = VERITY_IO_CHUNK >> p->log_bs, end = off + size;
-	uint8_t *tmp = malloc(VERITY_IO_CHUNK);
+	uint64_t end = off + size;
+	/* The Merkle blocks the range covers, up to a chunk at a time. */
+	uint64_t span = (((end - 1) >> p->log_bs) - (off >> p->log_bs) + 1) << p->log_bs;
+	size_t chunk = (size_t)MIN(span, (uint64_t)VERITY_IO_CHUNK);
+	uint64_t per = chunk >> p->log_bs;
+	uint8_t *tmp = malloc(chunk);
 	EVP_MD_CTX *ctx = ctx_new();
 	size_t done = 0;
 	int err = 0;
@@ -814,7 +818,8 @@ static ssize_t read_metadata_locked(struct uext4_fs *fs, struct inode *inode,
 
 		d.sig_size = 0;
 		n = clip(sizeof(d), off, len);
-		memcpy(buf, (uint8_t *)&d + off, n);
+		if (n)
+			memcpy(buf, (uint8_t *)&d + off, n);
 		return (ssize_t)n;
 	}
 	case UEXT4_VERITY_SIGNATURE:
