@@ -49,6 +49,8 @@ ARCHIVE_CFLAGS := $(shell pkg-config --cflags libarchive 2>/dev/null)
 ARCHIVE_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null || echo -larchive)
 # libnbd (src/nbd.c) rides on ARCHIVE_LIBS: every link line with libuext4 has it.
 ARCHIVE_LIBS += $(shell pkg-config --libs libnbd 2>/dev/null || echo -lnbd)
+# libcrypto (OpenSSL) hashes fs-verity's Merkle trees (src/verity.c).
+ARCHIVE_LIBS += $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS := -std=c17 -D_GNU_SOURCE -pthread -fPIC $(WARN) $(MODE_CFLAGS) $(EXTRA_CFLAGS)
 LDFLAGS := -pthread $(MODE_LDFLAGS)

@@ -81,6 +81,9 @@ int cmd_truncate(const struct command *c, int argc, char **argv);
 int cmd_lsattr(const struct command *c, int argc, char **argv);
 int cmd_chattr(const struct command *c, int argc, char **argv);
 
+/* verity.c */
+int cmd_verity(const struct command *c, int argc, char **argv);
+
 /* stats.c */
 int cmd_stats(const struct command *c, int argc, char **argv);
 

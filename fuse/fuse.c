@@ -61,6 +61,7 @@
 #include <string.h>
 #include <linux/fs.h>     /* FS_IOC_GETFLAGS, struct fsxattr */
 #include <linux/fuse.h>   /* the kill-suid/sgid request flags libfuse drops */
+#include <linux/fsverity.h> /* FS_IOC_ENABLE_VERITY, FS_IOC_MEASURE_VERITY */
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -2285,6 +2286,89 @@ static int ioctl_setflags(fuse_req_t req, fuse_ino_t ino, uint32_t flags,
 	return ret;
 }
 
+/*
+ * fs-verity through the mount.  The kernel's FUSE (fs/fuse/ioctl.c,
+ * fuse_setup_enable_verity(), fuse_setup_measure_verity(), since 6.9)
+ * copies in, for FS_IOC_ENABLE_VERITY, the argument, then the salt, then
+ * the signature; for FS_IOC_MEASURE_VERITY the digest header and as many
+ * bytes as its digest_size, and takes that much back.
+ * FS_IOC_READ_VERITY_METADATA gets no such help: only its argument
+ * struct crosses, not the buffer it points to, so it cannot work here.
+ */
+static bool memchr_inv_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return true;
+	return false;
+}
+
+static void ioctl_enable_verity(fuse_req_t req, fuse_ino_t ino, const void *in_buf,
+				size_t in_bufsz)
+{
+	struct fsverity_enable_arg a;
+	struct uext4_verity_enable e = {0};
+	const uint8_t *p = (const uint8_t *)in_buf + sizeof(a);
+	int ret;
+
+	if (in_bufsz < sizeof(a)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&a, in_buf, sizeof(a));
+	if (a.version != 1 || a.__reserved1 ||
+	    memchr_inv_zero(a.__reserved2, sizeof(a.__reserved2))) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if ((uint64_t)a.salt_size + a.sig_size > in_bufsz - sizeof(a)) {
+		fuse_reply_err(req, EFAULT);
+		return;
+	}
+	e.hash_algorithm = a.hash_algorithm;
+	e.block_size = a.block_size;
+	e.salt = p;
+	e.salt_size = a.salt_size;
+	e.sig = p + a.salt_size;
+	e.sig_size = a.sig_size;
+	if (!a.block_size) {            /* the kernel takes no 0 (not a power of 2) */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ret = uext4_verity_enable(srv(req)->fs, to_ext4(ino), &e);
+	fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
+}
+
+static void ioctl_measure_verity(fuse_req_t req, fuse_ino_t ino, const void *in_buf,
+				 size_t in_bufsz, size_t out_bufsz)
+{
+	struct fsverity_digest hdr;
+	struct uext4_verity_digest d;
+	uint8_t out[sizeof(hdr) + sizeof(d.digest)];
+	int ret;
+
+	if (in_bufsz < sizeof(hdr)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	memcpy(&hdr, in_buf, sizeof(hdr));
+	if ((ret = uext4_verity_measure(srv(req)->fs, to_ext4(ino), &d)) < 0) {
+		reply_err(req, ret);
+		return;
+	}
+	if (hdr.digest_size < d.size || out_bufsz < sizeof(hdr) + d.size) {
+		fuse_reply_err(req, EOVERFLOW);   /* as fsverity_ioctl_measure() */
+		return;
+	}
+	hdr.digest_algorithm = d.algorithm;
+	hdr.digest_size = d.size;
+	memcpy(out, &hdr, sizeof(hdr));
+	memcpy(out + sizeof(hdr), d.digest, d.size);
+	fuse_reply_ioctl(req, 0, out, sizeof(hdr) + d.size);
+}
+
 static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 		     struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 		     size_t in_bufsz, size_t out_bufsz)
@@ -2342,6 +2426,15 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg,
 			ret = ioctl_setflags(req, ino, fa.flags, &fa);
 		}
 		fuse_reply_ioctl(req, ret < 0 ? ret : 0, NULL, 0);
+		return;
+	case FS_IOC_ENABLE_VERITY:
+		ioctl_enable_verity(req, ino, in_buf, in_bufsz);
+		return;
+	case FS_IOC_MEASURE_VERITY:
+		ioctl_measure_verity(req, ino, in_buf, in_bufsz, out_bufsz);
+		return;
+	case FS_IOC_READ_VERITY_METADATA:
+		fuse_reply_err(req, EOPNOTSUPP);  /* see ioctl_enable_verity() */
 		return;
 	default:
 		fuse_reply_err(req, ENOTTY);

@@ -542,6 +542,53 @@ int uext4_get_fileattr(uext4_fs *fs, uint64_t ino, struct uext4_fileattr *fa);
 int uext4_set_fileattr(uext4_fs *fs, uint64_t ino, const struct uext4_fileattr *fa);
 int uext4_get_projid(uext4_fs *fs, uint64_t ino, uint32_t *projid);
 int uext4_set_projid(uext4_fs *fs, uint64_t ino, uint32_t projid);
+ * fs-verity (the kernel's FS_IOC_ENABLE_VERITY, FS_IOC_MEASURE_VERITY and
+ * FS_IOC_READ_VERITY_METADATA; Documentation/filesystems/fsverity.rst).
+ * A verity file (UEXT4_FL_VERITY in uext4_get_flags) is read-only: opening
+ * it for writing, writes, truncates and fallocate fail with EPERM.  Each
+ * read checks the data's Merkle blocks against the tree ext4 keeps past the
+ * end of the file: a mismatch is EIO naming the inode and block, damaged or
+ * missing metadata EUCLEAN.
+ *
+ * uext4_verity_enable() builds the tree (hash, Merkle block size, salt),
+ * writes it and the descriptor past the end of the file and sets the flag
+ * in a transaction after them (on the orphan list meanwhile, so a crash
+ * leaves the file as it was).  Needs the verity feature (EOPNOTSUPP), an
+ * extent-mapped file without inline data (EOPNOTSUPP), not append-only or
+ * immutable (EPERM); EEXIST if already on.  block_size 0 is
+ * min(4096, the block size); it must be a power of 2 from 1024 up to the
+ * page size and the file system's block size (EINVAL).  A signature
+ * (fsverity sign) is stored as the kernel stores it, but not checked: there
+ * is no keyring here.
+ */
+#define UEXT4_FL_VERITY 0x00100000u
+#define UEXT4_VERITY_SHA256 1
+#define UEXT4_VERITY_SHA512 2
+struct uext4_verity_enable {
+	uint32_t hash_algorithm;    /* UEXT4_VERITY_SHA256 (0 means it) or _SHA512 */
+	uint32_t block_size;        /* Merkle tree block size; 0 = min(4096, block size) */
+	const void *salt;           /* salt_size bytes, at most 32 (EMSGSIZE) */
+	uint32_t salt_size;
+	const void *sig;            /* sig_size bytes (PKCS#7), at most 16128 */
+	uint32_t sig_size;
+};
+int uext4_verity_enable(uext4_fs *fs, uint64_t ino, const struct uext4_verity_enable *a);
+/* The file digest, as fsverity digest prints it for the same content and
+ * parameters; ENODATA for a file without verity. */
+struct uext4_verity_digest {
+	uint16_t algorithm;         /* UEXT4_VERITY_SHA256 / _SHA512 */
+	uint16_t size;              /* bytes of digest: 32 / 64 */
+	uint8_t digest[64];
+};
+int uext4_verity_measure(uext4_fs *fs, uint64_t ino, struct uext4_verity_digest *d);
+/* Bytes [off, off+len) of the Merkle tree, the descriptor (without the
+ * signature, sig_size 0) or the signature (ENODATA if none): how many were
+ * read, 0 past the end. */
+#define UEXT4_VERITY_MERKLE_TREE 1
+#define UEXT4_VERITY_DESCRIPTOR 2
+#define UEXT4_VERITY_SIGNATURE 3
+ssize_t uext4_verity_read_metadata(uext4_fs *fs, uint64_t ino, int type, uint64_t off,
+				   void *buf, size_t len);
 
 /*
  * The version of the library linked at run time, as "MAJOR.MINOR.PATCH"

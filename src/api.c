@@ -30,6 +30,7 @@
 #include "super.h"
 #include "symlink.h"
 #include "trans.h"
+#include "verity.h"
 #include "xattr.h"
 
 #include <dirent.h>
@@ -220,7 +221,9 @@ static int open_allowed(struct inode *n, int flags)
 	if ((flags & O_ACCMODE) == O_RDONLY && !(flags & O_TRUNC))
 		return 0;
 	urw_rdlock(&n->lock);
-	if (n->flags & EXT4_IMMUTABLE_FL)
+	if (n->flags & EXT4_VERITY_FL)
+		err = flags_refuse_verity(n, "open for writing");
+	else if (n->flags & EXT4_IMMUTABLE_FL)
 		err = flags_refuse(n, "open for writing");
 	else if ((n->flags & EXT4_APPEND_FL) && (!(flags & O_APPEND) || (flags & O_TRUNC)))
 		err = flags_refuse(n, (flags & O_TRUNC) ? "open with O_TRUNC"
@@ -280,6 +283,9 @@ ssize_t uext4_pread(uext4_file *f, void *buf, size_t size, uint64_t off)
 	if (!S_ISREG(f->inode->mode))
 		return fs_err(EINVAL, "inode %llu is not a regular file",
 			      (unsigned long long)f->inode->ino);
+	if (atomic_load_explicit(&f->inode->verity, memory_order_acquire) ||
+	    (f->inode->flags & EXT4_VERITY_FL))   /* a racy look: verity_pread() checks */
+		return verity_pread(f->fs, f->inode, buf, size, off);
 	return file_pread(f->fs, f->inode, buf, size, off);
 }
 
@@ -921,6 +927,8 @@ static int setattr_allowed(const struct inode *n, const struct uext4_setattr *a)
 
 	if (n->flags & EXT4_IMMUTABLE_FL)
 		return flags_refuse(n, "setattr");
+	if ((n->flags & EXT4_VERITY_FL) && (a->valid & UEXT4_SET_SIZE))
+		return flags_refuse_verity(n, "truncate");
 	if ((n->flags & EXT4_APPEND_FL) &&
 	    (a->valid & (UEXT4_SET_MODE | UEXT4_SET_UID | UEXT4_SET_GID | UEXT4_SET_SIZE | given)))
 		return flags_refuse(n, (a->valid & UEXT4_SET_SIZE) ? "truncate" : "setattr");
@@ -1172,4 +1180,49 @@ int uext4_set_projid(uext4_fs *fs, uint64_t ino, uint32_t projid)
 	struct fileattr_change c = {.set_projid = true, .projid = projid};
 
 	return flags_set(fs, ino, &c, casefold_check);
+}
+
+/* ------------------------------------------------------------ fs-verity */
+
+static int get_inode(uext4_fs *fs, uint64_t ino, struct inode **out)
+{
+	fs_clear_err();
+	return iget(fs, ino, out);
+}
+
+int uext4_verity_enable(uext4_fs *fs, uint64_t ino, const struct uext4_verity_enable *a)
+{
+	struct inode *n;
+	int err = get_inode(fs, ino, &n);
+
+	if (err)
+		return err;
+	err = verity_enable(fs, n, a);
+	iput(fs, n);
+	return err;
+}
+
+int uext4_verity_measure(uext4_fs *fs, uint64_t ino, struct uext4_verity_digest *d)
+{
+	struct inode *n;
+	int err = get_inode(fs, ino, &n);
+
+	if (err)
+		return err;
+	err = verity_measure(fs, n, d);
+	iput(fs, n);
+	return err;
+}
+
+ssize_t uext4_verity_read_metadata(uext4_fs *fs, uint64_t ino, int type, uint64_t off,
+				   void *buf, size_t len)
+{
+	struct inode *n;
+	ssize_t ret = get_inode(fs, ino, &n);
+
+	if (ret)
+		return ret;
+	ret = verity_read_metadata(fs, n, type, off, buf, len);
+	iput(fs, n);
+	return ret;
 }

@@ -138,6 +138,17 @@ static ssize_t read_mapped(struct uext4_fs *fs, struct inode *inode, uint8_t *bu
 	return (ssize_t)done;
 }
 
+ssize_t file_read_raw(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size,
+		      uint64_t off)
+{
+	if (inode->flags & EXT4_INLINE_DATA_FL)
+		return fs_err(EINVAL, "inode %lu has inline data, nothing past its end",
+			      (unsigned long)inode->ino);
+	if (off > UINT64_MAX - size)
+		return fs_err(EINVAL, "inode %lu: read range overflows", (unsigned long)inode->ino);
+	return read_mapped(fs, inode, buf, size, off);
+}
+
 ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off)
 {
 	uint64_t isize;
@@ -608,6 +619,8 @@ static int zero_eof_tail(struct uext4_fs *fs, struct inode *inode, uint64_t new_
  * writes whole pages back, the tail page with bytes before the end. */
 static int write_allowed(const struct inode *inode)
 {
+	if (inode->flags & EXT4_VERITY_FL)
+		return flags_refuse_verity(inode, "write");
 	if (inode->flags & EXT4_IMMUTABLE_FL)
 		return flags_refuse(inode, "write");
 	return 0;
@@ -897,7 +910,9 @@ static int falloc_allowed(struct inode *inode, int mode)
 	int err = 0;
 
 	urw_rdlock(&inode->lock);
-	if ((mode & ~FALLOC_FL_KEEP_SIZE) && (inode->flags & EXT4_APPEND_FL))
+	if (inode->flags & EXT4_VERITY_FL)
+		err = flags_refuse_verity(inode, "fallocate");
+	else if ((mode & ~FALLOC_FL_KEEP_SIZE) && (inode->flags & EXT4_APPEND_FL))
 		err = flags_refuse(inode, "fallocate");
 	else
 		err = inode_refuse_if(inode, EXT4_IMMUTABLE_FL, "fallocate");

@@ -32,6 +32,11 @@ int inode_bread(struct uext4_fs *fs, struct inode *inode, uint64_t lblk,
 		enum uext4_meta_kind kind, struct buf **out);
 /* Read file data (regular files and symlink bodies), any offset. */
 ssize_t file_pread(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size, uint64_t off);
+/* Read [off, off+size) of a block- or extent-mapped inode regardless of
+ * i_size (holes read as zeros): fs-verity's Merkle tree and descriptor
+ * live past the end of the file.  Caller holds inode->lock. */
+ssize_t file_read_raw(struct uext4_fs *fs, struct inode *inode, void *buf, size_t size,
+		      uint64_t off);
 /* Largest size a file of this inode's mapping can have (s_maxbytes). */
 uint64_t file_max_bytes(const struct uext4_fs *fs, const struct inode *inode);
 /* SEEK_DATA (want_data) or SEEK_HOLE from off: an offset, or -ENXIO. */

@@ -88,6 +88,12 @@ int flags_refuse(const struct inode *n, const char *what)
 		      (n->flags & EXT4_IMMUTABLE_FL) ? "immutable" : "append-only");
 }
 
+int flags_refuse_verity(const struct inode *n, const char *what)
+{
+	return fs_err(EPERM, "%s: inode %llu is an fs-verity file (read-only)", what,
+		      (unsigned long long)n->ino);
+}
+
 int flags_sync_commit(struct uext4_fs *fs, struct inode *n, bool sync, int err)
 {
 	if (err < 0 || !sync)

@@ -10,6 +10,9 @@
 /* flags.c: immutable and append-only inodes refuse changes (EPERM, as the
  * kernel's IS_IMMUTABLE / IS_APPEND checks).  The caller holds n->lock. */
 int flags_refuse(const struct inode *n, const char *what);
+/* EPERM naming what: an fs-verity file takes no write, truncate or
+ * fallocate, as the kernel's (fsverity_file_open, _prepare_setattr). */
+int flags_refuse_verity(const struct inode *n, const char *what);
 static inline int inode_refuse_if(const struct inode *n, uint32_t fl, const char *what)
 {
 	return (n->flags & fl) ? flags_refuse(n, what) : 0;

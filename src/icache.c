@@ -139,6 +139,8 @@ static void inode_release_state(struct uext4_fs *fs, struct inode *inode)
 {
 	if (inode->pa)
 		fs->icache->host->release_prealloc(fs, inode);
+	if (atomic_load_explicit(&inode->verity, memory_order_relaxed))
+		fs->icache->host->release_verity(inode);
 	urwlock_destroy(&inode->lock);
 }
 

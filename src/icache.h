@@ -29,6 +29,9 @@ struct icache_host {
 	/* Orphan cleanup is running (orphan.c): the loader then accepts an
 	 * inode with no links, as the kernel's ext4_iget() in that state. */
 	bool (*orphan_cleanup_running)(const struct uext4_fs *fs);
+	/* An inode leaving the cache with inode->verity set frees it
+	 * (verity.c, above this layer). */
+	void (*release_verity)(struct inode *inode);
 };
 
 /* The host the mount gave the inode cache (NULL before it has one). */

@@ -56,6 +56,7 @@ struct dquot;
 struct fs_errors;
 struct fs_stats;
 struct balloc_pa;
+struct verity_info;
 
 /* ---------------------------------------------------------------- buffers (bcache.c) */
 enum buf_state_bits {
@@ -392,6 +393,10 @@ struct inode {
 	 * lock: while it is > 0 it holds one reference (taken at 0 -> 1,
 	 * dropped at -> 0; inode_lookup_ref(), inode_forget()). */
 	_Atomic uint64_t nlookup;
+	/* fs-verity (verity.c): the parsed descriptor and the verified Merkle
+	 * tree blocks, built at the first verified read and published once
+	 * by CAS, immutable after; freed with the inode (icache_host). */
+	_Atomic(struct verity_info *) verity;
 	/* Quota (quota.c): what this inode's usage is charged to as of its
 	 * last write: the dquots (NULL: not looked up yet, then q_id says),
 	 * i_blocks, and whether it is charged.  Under its inode-table slot

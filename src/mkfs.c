@@ -88,7 +88,6 @@ static const struct feature_name features[] = {
 	{ "metadata_csum_seed", 1, EXT4_FEATURE_INCOMPAT_CSUM_SEED },
 	{ "large_dir", 1, EXT4_FEATURE_INCOMPAT_LARGEDIR },
 	{ "casefold", 1, EXT4_FEATURE_INCOMPAT_CASEFOLD },
-	{ "project", 2, EXT4_FEATURE_RO_COMPAT_PROJECT },
 	{ "sparse_super", 2, EXT4_FEATURE_RO_COMPAT_SPARSE_SUPER },
 	{ "large_file", 2, EXT4_FEATURE_RO_COMPAT_LARGE_FILE },
 	{ "huge_file", 2, EXT4_FEATURE_RO_COMPAT_HUGE_FILE },
@@ -99,6 +98,7 @@ static const struct feature_name features[] = {
 	{ "bigalloc", 2, EXT4_FEATURE_RO_COMPAT_BIGALLOC },
 	{ "metadata_csum", 2, EXT4_FEATURE_RO_COMPAT_METADATA_CSUM },
 	{ "project", 2, EXT4_FEATURE_RO_COMPAT_PROJECT },
+	{ "verity", 2, EXT4_FEATURE_RO_COMPAT_VERITY },
 	{ "extents", 1, EXT4_FEATURE_INCOMPAT_EXTENTS },
 	{ "gdt_csum", 2, EXT4_FEATURE_RO_COMPAT_GDT_CSUM },
 };

@@ -30,6 +30,7 @@
 #include "stats.h"
 #include "super.h"
 #include "trans.h"
+#include "verity.h"
 #include "xattr.h"
 
 #include <stdio.h>
@@ -424,12 +425,14 @@ int super_mount(const char *path, const struct uext4_opts *opts, struct uext4_fs
 /* The caches and group table of a mount (none of it written back). */
 /* What the inode cache and loader call outside their layer: freeing an
  * unlinked inode, giving back an evicted inode's block preallocation,
- * checking a loaded inode's xattrs, asking whether orphan cleanup runs. */
+ * checking a loaded inode's xattrs, asking whether orphan cleanup runs,
+ * freeing an evicted inode's fs-verity state. */
 static const struct icache_host mount_icache_host = {
 	.free_unlinked = inode_free_unlinked,
 	.release_prealloc = balloc_release_prealloc,
 	.check_xattrs = xattr_check_ibody,
 	.orphan_cleanup_running = orphan_cleanup_running,
+	.release_verity = verity_release,
 };
 
 static int load_caches(struct uext4_fs *fs, const struct uext4_opts *o)

@@ -8,8 +8,8 @@
 #   needs_recovery with a journal is recovered (here: an empty journal, so a
 #             read-only mount changes nothing);
 #   ro_compat: bigalloc -> read (tests/bigalloc.sh does the rest); any other ro_compat bit we do not
-#             write (verity, unknown) -> read-only mount only; quota and
-#             project are written (tests/quota.sh), here only read.
+#             write (unknown) -> read-only mount only; quota, project and
+#             verity are written (tests/quota.sh, projid.sh, verity.sh), here only read.
 # Images are made by mke2fs where it can, otherwise a bit is set on a small
 # image with debugfs 'feature', which recomputes the superblock checksum.
 #
@@ -159,7 +159,6 @@ else
 fi
 
 # ---- read-only compatible: accepted read-only --------------------------------
-start "verity (ro_compat)";   mkimg verity && accepted verity
 start "unknown ro_compat bit 31"; mkimg "" FEATURE_R31 && accepted FEATURE_R31
 start "bigalloc (16 KiB clusters)"; MKE2FS_EXTRA="-C 16384"; mkimg bigalloc && accepted bigalloc
 start "bigalloc (1 KiB blocks, 4 KiB clusters)"; MKE2FS_EXTRA="-b 1024 -C 4096"; mkimg bigalloc && accepted bigalloc
@@ -167,6 +166,7 @@ start "bigalloc (1 KiB blocks, 4 KiB clusters)"; MKE2FS_EXTRA="-b 1024 -C 4096";
 # ---- supported -----------------------------------------------------------------
 start "quota";                mkimg quota && accepted quota
 start "project";              MKE2FS_EXTRA="-I 256"; mkimg quota,project && accepted project
+start "verity";               mkimg verity && accepted verity
 start "default ext4 (has_journal, extents, flex_bg, metadata_csum)"; mkimg "" && accepted has_journal
 start "mmp (read-only opens leave the MMP block alone; tests/mmp.sh does the rest)"; mkimg mmp && accepted mmp
 start "64bit";                mkimg 64bit && accepted 64bit

@@ -1,6 +1,6 @@
 #!/bin/bash
 # mk_err_rocompat.sh OUT.img: a read-only-compatible feature uext4 cannot
-# write (verity) on an image with a few files: a read-write mount is
+# write (an unknown bit, FEATURE_R31; verity is written since issue 32) on an image with a few files: a read-write mount is
 # refused, reads (ls, stat, cat, getfattr) must work (tests/errors.sh).
 set -euo pipefail
 out=${1:?usage: mk_err_rocompat.sh OUT.img}
@@ -15,6 +15,6 @@ write $tmp/ok ok
 ea_set ok user.test value
 mkdir dir
 write $tmp/ok dir/inner
-feature verity
+feature FEATURE_R31
 EOC
-echo "ro_compat feature verity set (uext4 reads it but refuses to write)"
+echo "ro_compat feature FEATURE_R31 set (uext4 reads it but refuses to write)"
