@@ -542,6 +542,8 @@ int uext4_get_fileattr(uext4_fs *fs, uint64_t ino, struct uext4_fileattr *fa);
 int uext4_set_fileattr(uext4_fs *fs, uint64_t ino, const struct uext4_fileattr *fa);
 int uext4_get_projid(uext4_fs *fs, uint64_t ino, uint32_t *projid);
 int uext4_set_projid(uext4_fs *fs, uint64_t ino, uint32_t projid);
+
+/*
  * fs-verity (the kernel's FS_IOC_ENABLE_VERITY, FS_IOC_MEASURE_VERITY and
  * FS_IOC_READ_VERITY_METADATA; Documentation/filesystems/fsverity.rst).
  * A verity file (UEXT4_FL_VERITY in uext4_get_flags) is read-only: opening
