@@ -104,6 +104,15 @@ project_steps() { # project_steps IMAGE: files with project ids (set by debugfs)
 	[ "$(theirs project "$img" | awk '$1 == 7 { print $2 }')" = 1024 ] ||
 		[ "$(theirs project "$img" | awk '$1 == 7 { print $2 }')" = 4096 ] ||
 		bad "project 7 should hold one block: $(theirs project "$img" | tr '\n' ';')"
+	# uext4 moves a file to another project (quota_transfer()), and a new
+	# file in a +P directory is counted in the directory's project.
+	cli_run put "$img" "$T/big" /p/z
+	cli_run chattr "$img" -p 9 /p/z; check "$img" "uext4 chattr -p 9 of a file"
+	cli_run chattr "$img" +P -p 11 /p; cli_run put "$img" "$T/big" /p/w
+	check "$img" "a new file in a +P directory of project 11"
+	[ "$(theirs project "$img" | awk '$1 == 9 { print $3 }')" = 1 ] ||
+		bad "project 9 should hold one inode: $(theirs project "$img" | tr '\n' ';')"
+	cli_run chattr "$img" -p 7 /p/z; check "$img" "uext4 chattr -p 7 (back to an id in use)"
 }
 
 for bs in 1024 4096; do
