@@ -29,7 +29,7 @@ cd "$TOP" || exit 1
 BUILDROOT=${BUILDROOT:-build}
 case "$BUILDROOT" in /*) LOGDIR=$BUILDROOT/test-logs ;; *) LOGDIR=$TOP/$BUILDROOT/test-logs ;; esac
 mkdir -p "$LOGDIR"
-HELPERS=" walk fc_fault "
+HELPERS=" walk fc_fault quotatree "
 MODES=${MODES:-release asan tsan}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 # JOBS tests at a time (make check: 2, one per core here).
