@@ -26,6 +26,8 @@
 #include "nbd.h"
 #include "ondisk.h"
 #include "orphan.h"
+#include "quota.h"
+#include "quotatree.h"
 #include "mount.h"
 #include "super.h"
 #include "symlink.h"
@@ -1225,4 +1227,59 @@ ssize_t uext4_verity_read_metadata(uext4_fs *fs, uint64_t ino, int type, uint64_
 	ret = verity_read_metadata(fs, n, type, off, buf, len);
 	iput(fs, n);
 	return ret;
+}
+
+/* ------------------------------------------------------------ quotas */
+
+int uext4_quota_get(uext4_fs *fs, int type, uint32_t id, struct uext4_quota *q)
+{
+	struct qt_entry e;
+	int err = quota_get(fs, type, id, &e);
+
+	*q = (struct uext4_quota){ .id = id };
+	if (err)
+		return err;
+	*q = (struct uext4_quota){ .id = id, .space = e.curspace, .inodes = e.curinodes,
+				   .bsoft = e.bsoftlimit, .bhard = e.bhardlimit,
+				   .isoft = e.isoftlimit, .ihard = e.ihardlimit,
+				   .btime = (int64_t)e.btime, .itime = (int64_t)e.itime };
+	return 0;
+}
+
+int uext4_quota_set(uext4_fs *fs, int type, uint32_t id, const struct uext4_quota *q)
+{
+	struct qt_entry lim = { .bsoftlimit = q->bsoft, .bhardlimit = q->bhard,
+				.isoftlimit = q->isoft, .ihardlimit = q->ihard };
+	struct handle *h;
+	int err;
+
+	if (fs->read_only)
+		return fs_err(EROFS, "setting quota limits on a read-only mount");
+	if ((err = handle_begin(fs, &h)))
+		return err;
+	err = quota_set_limits(h, type, id, &lim);
+	return first_err(err, handle_end(h));
+}
+
+int uext4_quota_get_grace(uext4_fs *fs, int type, uint32_t *bgrace, uint32_t *igrace)
+{
+	return quota_grace(fs, type, bgrace, igrace);
+}
+
+int uext4_quota_set_grace(uext4_fs *fs, int type, uint32_t bgrace, uint32_t igrace)
+{
+	struct handle *h;
+	int err;
+
+	if (fs->read_only)
+		return fs_err(EROFS, "setting quota grace times on a read-only mount");
+	if ((err = handle_begin(fs, &h)))
+		return err;
+	err = quota_set_grace(h, type, bgrace, igrace);
+	return first_err(err, handle_end(h));
+}
+
+int uext4_quota_list(uext4_fs *fs, int type, uint32_t **ids, size_t *count)
+{
+	return quota_ids(fs, type, ids, count);
 }
