@@ -81,6 +81,10 @@ int cmd_truncate(const struct command *c, int argc, char **argv);
 int cmd_lsattr(const struct command *c, int argc, char **argv);
 int cmd_chattr(const struct command *c, int argc, char **argv);
 
+/* quota.c */
+int cmd_quota(const struct command *c, int argc, char **argv);
+int cmd_setquota(const struct command *c, int argc, char **argv);
+
 /* verity.c */
 int cmd_verity(const struct command *c, int argc, char **argv);
 
