@@ -576,29 +576,38 @@ int quota_check_space(struct uext4_fs *fs, struct inode *n, uint64_t unit, uint3
 	return 0;
 }
 
-int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[QT_NTYPES], bool exempt)
+int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[QT_NTYPES], uint64_t space,
+		      bool exempt)
 {
 	struct dquot *d[QT_NTYPES];
 	int64_t cur, now;
-	int err = 0;
+	bool inode_ok = true, space_ok = true;
 
 	if (!fs->quota || !limited_dquots(fs, ids, d))
 		return 0;
 	now = now_secs(fs);
-	for (int t = 0; t < QT_NTYPES && !err; t++) {
+	for (int t = 0; t < QT_NTYPES; t++) {
 		if (!d[t])
 			continue;
 		cur = pcounter_sum(&d[t]->inodes);
 		ulock_lock(&d[t]->lock);
-		if (room(cur, d[t]->e.ihardlimit, d[t]->e.isoftlimit, d[t]->e.itime, now, exempt) < 1)
-			err = -EDQUOT;
-		else
+		inode_ok = room(cur, d[t]->e.ihardlimit, d[t]->e.isoftlimit, d[t]->e.itime, now,
+				exempt) >= 1;
+		/* The block a new directory needs: checked only, its own
+		 * allocation starts a timer. */
+		space_ok = !space || room(pcounter_sum(&d[t]->space), d[t]->e.bhardlimit * QT_BLOCK_SIZE,
+					  d[t]->e.bsoftlimit * QT_BLOCK_SIZE, d[t]->e.btime, now,
+					  exempt) >= (int64_t)space;
+		if (inode_ok && space_ok)
 			soft_timer(d[t], &d[t]->e.itime, cur, cur + 1, d[t]->e.isoftlimit,
 				   atomic_load_explicit(&fs->quota->file[t].igrace,
 							memory_order_relaxed), now);
 		ulock_unlock(&d[t]->lock);
-		if (err)
+		if (!inode_ok)
 			return fs_err(EDQUOT, "%s quota of id %u: no inode left under its limit",
+				      type_name(t), ids[t]);
+		if (!space_ok)
+			return fs_err(EDQUOT, "%s quota of id %u: no room for a new directory's block",
 				      type_name(t), ids[t]);
 	}
 	return 0;

@@ -63,11 +63,13 @@ int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid
  * allocation; exempt: the caller may pass them (uid 0, CAP_SYS_RESOURCE).
  * Space: n (inode lock held) is to get up to *want blocks of unit bytes;
  * *want is cut to what its ids' limits leave (all of it or EDQUOT if
- * whole).  Inode: a new inode of these (user, group, project) ids.
+ * whole).  Inode: a new inode of these (user, group, project) ids, and
+ * room for space more bytes (a new directory's block: refused before
+ * the inode is taken, so that nothing is written).
  * 0 or -EDQUOT; passing a soft limit starts its grace timer. */
 int quota_check_space(struct uext4_fs *fs, struct inode *n, uint64_t unit, uint32_t *want,
 		      bool whole, bool exempt);
-int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[3], bool exempt);
+int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[3], uint64_t space, bool exempt);
 
 /* The API's (api.c): an id's entry with its usage now (-ENOENT: no entry;
  * *e zero but id); new limits (lim's four limit fields, 1 KiB blocks and
