@@ -130,15 +130,17 @@ check "$IMG" "inode hard limit"
 CASE="soft limits and grace (uid 3003)"
 cli_run setquota "$IMG" -u -t 2 2
 cli_run setquota "$IMG" -u 3003 100 1000 2 100
+t0=$(date +%s)
 as 3003 put -P "$IMG" "$T/150k" /s/f; ok "put past the block soft limit (within grace)"
-start=$(date +%s)
+t1=$(date +%s)
 bt=$(entry 0 3003 8)
-[ -n "$bt" ] && [ "$bt" -ge "$start" ] && [ "$bt" -le $((start + 3)) ] ||
-	bad "btime '$bt' after passing the soft limit: want about now ($start) + 2 s"
+[ -n "$bt" ] && [ "$bt" -ge $((t0 + 2)) ] && [ "$bt" -le $((t1 + 2)) ] ||
+	bad "btime '$bt' after passing the soft limit: want the put's time ($t0..$t1) + 2 s"
 for i in 1 2 3; do as 3003 truncate -s 0 "$IMG" /s/g$i; ok "create $i (soft limit 2)"; done
+t2=$(date +%s)
 it=$(entry 0 3003 9)
-[ -n "$it" ] && [ "$it" -ge "$start" ] && [ "$it" -le $((start + 4)) ] ||
-	bad "itime '$it' after passing the inode soft limit: want about now + 2 s"
+[ -n "$it" ] && [ "$it" -ge $((t1 + 2)) ] && [ "$it" -le $((t2 + 2)) ] ||
+	bad "itime '$it' after passing the inode soft limit: want the third create's time ($t1..$t2) + 2 s"
 wait_past "$bt"
 wait_past "$it"
 as 3003 put -P "$IMG" "$T/30k" /s/f2; edquot "put past the soft limit after its grace time"
