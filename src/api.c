@@ -859,8 +859,8 @@ static struct timespec now_or(uext4_fs *fs, uint32_t valid, uint32_t now_bit, st
 	return (valid & now_bit) ? fs_time(fs) : given;
 }
 
-/* The changes of one setattr, inode locked, inside a handle. */
-static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
+/* The changes of one setattr but the owner, inode locked, inside a handle. */
+static int apply_setattr_rest(struct handle *h, struct inode *n, const struct uext4_setattr *a)
 {
 	struct timespec now = fs_time(h->fs);
 	int err;
@@ -884,10 +884,6 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	}
 	if (a->valid & UEXT4_SET_MODE)
 		n->mode = (n->mode & S_IFMT) | (a->mode & 07777);
-	if (a->valid & UEXT4_SET_UID)
-		n->uid = a->uid;
-	if (a->valid & UEXT4_SET_GID)
-		n->gid = a->gid;
 	if (a->valid & (UEXT4_SET_ATIME | UEXT4_SET_ATIME_NOW))
 		n->atime = now_or(h->fs, a->valid, UEXT4_SET_ATIME_NOW, a->atime);
 	if (a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_NOW))
@@ -900,6 +896,27 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	if (a->valid & UEXT4_SET_CTIME)
 		fs_time_floor_raise(h->fs, a->ctime);
 	return inode_write(h, n);
+}
+
+/* The changes of one setattr.  A new owner first: its quota limits may
+ * refuse it (EDQUOT) before anything else changes; a later failure puts
+ * the old owner back (nothing was written). */
+static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
+{
+	uint32_t uid = n->uid, gid = n->gid;
+	int err;
+
+	if (a->valid & (UEXT4_SET_UID | UEXT4_SET_GID)) {
+		err = quota_transfer(h, n, (a->valid & UEXT4_SET_UID) ? a->uid : uid,
+				     (a->valid & UEXT4_SET_GID) ? a->gid : gid, n->projid);
+		if (err)
+			return err;
+	}
+	if ((err = apply_setattr_rest(h, n, a))) {
+		n->uid = uid;
+		n->gid = gid;
+	}
+	return err;
 }
 
 /* A given time's nanoseconds must be a valid count, as utimensat(2) requires. */

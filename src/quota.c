@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "bcache.h"
+#include "caller.h"
 #include "error.h"
 #include "icache.h"
 #include "inode.h"
@@ -422,6 +423,9 @@ void quota_inode_gone(struct uext4_fs *fs, struct inode *n)
 	n->q_state = Q_GONE;
 }
 
+static int check_charge(struct uext4_fs *fs, int t, struct dquot *d, int64_t inodes,
+			int64_t space, bool exempt);
+
 int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid,
 		   uint32_t projid)
 {
@@ -431,9 +435,19 @@ int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid
 	int err;
 
 	if (fs->quota && n->q_state != Q_GONE && countable(fs, n))
-		for (int t = 0; t < QT_NTYPES; t++)
-			if (fs->quota->file[t].inode && (err = dq_acquire(h, t, ids[t], &d)))
+		for (int t = 0; t < QT_NTYPES; t++) {
+			if (!fs->quota->file[t].inode)
+				continue;
+			if ((err = dq_acquire(h, t, ids[t], &d)))
 				return err;
+			/* The new owner's limits, as the kernel's
+			 * __dquot_transfer(): its inode and its blocks. */
+			if (ids[t] != id_of(n, t) && atomic_load_explicit(&d->limited,
+									  memory_order_relaxed) &&
+			    (err = check_charge(fs, t, d, 1, (int64_t)n->blocks * 512,
+						caller_uid() == 0)))
+				return err;
+		}
 	n->uid = uid;
 	n->gid = gid;
 	n->projid = projid;
@@ -576,40 +590,48 @@ int quota_check_space(struct uext4_fs *fs, struct inode *n, uint64_t unit, uint3
 	return 0;
 }
 
+/* May d (of type t, id) take `inodes` more inodes and `space` more bytes
+ * at once?  Starts the timers of soft limits passed.  0 or EDQUOT. */
+static int check_charge(struct uext4_fs *fs, int t, struct dquot *d, int64_t inodes,
+			int64_t space, bool exempt)
+{
+	struct qfile *f = &fs->quota->file[t];
+	int64_t now = now_secs(fs), ci = pcounter_sum(&d->inodes), cs = pcounter_sum(&d->space);
+	bool inode_ok, space_ok;
+
+	ulock_lock(&d->lock);
+	inode_ok = room(ci, d->e.ihardlimit, d->e.isoftlimit, d->e.itime, now, exempt) >= inodes;
+	space_ok = room(cs, d->e.bhardlimit * QT_BLOCK_SIZE, d->e.bsoftlimit * QT_BLOCK_SIZE,
+			d->e.btime, now, exempt) >= space;
+	if (inode_ok && space_ok) {
+		if (inodes)
+			soft_timer(d, &d->e.itime, ci, ci + inodes, d->e.isoftlimit,
+				   atomic_load_explicit(&f->igrace, memory_order_relaxed), now);
+		if (space)
+			soft_timer(d, &d->e.btime, cs, cs + space, d->e.bsoftlimit * QT_BLOCK_SIZE,
+				   atomic_load_explicit(&f->bgrace, memory_order_relaxed), now);
+	}
+	ulock_unlock(&d->lock);
+	if (!inode_ok)
+		return fs_err(EDQUOT, "%s quota of id %u: no inode left under its limit",
+			      type_name(t), d->id);
+	if (!space_ok)
+		return fs_err(EDQUOT, "%s quota of id %u: no room for %lld more bytes", type_name(t),
+			      d->id, (long long)space);
+	return 0;
+}
+
 int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[QT_NTYPES], uint64_t space,
 		      bool exempt)
 {
 	struct dquot *d[QT_NTYPES];
-	int64_t cur, now;
-	bool inode_ok = true, space_ok = true;
+	int err;
 
 	if (!fs->quota || !limited_dquots(fs, ids, d))
 		return 0;
-	now = now_secs(fs);
-	for (int t = 0; t < QT_NTYPES; t++) {
-		if (!d[t])
-			continue;
-		cur = pcounter_sum(&d[t]->inodes);
-		ulock_lock(&d[t]->lock);
-		inode_ok = room(cur, d[t]->e.ihardlimit, d[t]->e.isoftlimit, d[t]->e.itime, now,
-				exempt) >= 1;
-		/* The block a new directory needs: checked only, its own
-		 * allocation starts a timer. */
-		space_ok = !space || room(pcounter_sum(&d[t]->space), d[t]->e.bhardlimit * QT_BLOCK_SIZE,
-					  d[t]->e.bsoftlimit * QT_BLOCK_SIZE, d[t]->e.btime, now,
-					  exempt) >= (int64_t)space;
-		if (inode_ok && space_ok)
-			soft_timer(d[t], &d[t]->e.itime, cur, cur + 1, d[t]->e.isoftlimit,
-				   atomic_load_explicit(&fs->quota->file[t].igrace,
-							memory_order_relaxed), now);
-		ulock_unlock(&d[t]->lock);
-		if (!inode_ok)
-			return fs_err(EDQUOT, "%s quota of id %u: no inode left under its limit",
-				      type_name(t), ids[t]);
-		if (!space_ok)
-			return fs_err(EDQUOT, "%s quota of id %u: no room for a new directory's block",
-				      type_name(t), ids[t]);
-	}
+	for (int t = 0; t < QT_NTYPES; t++)
+		if (d[t] && (err = check_charge(fs, t, d[t], 1, (int64_t)space, exempt)))
+			return err;
 	return 0;
 }
 

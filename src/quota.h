@@ -54,7 +54,8 @@ void quota_inode_gone(struct uext4_fs *fs, struct inode *n);
 
 /* chown, chgrp, a project change: n's ids become uid, gid, projid, with
  * the entries of new ids made in h; the usage moves at the inode_write()
- * the caller does next (dquot_transfer()).  Caller holds n->lock for
+ * the caller does next (dquot_transfer()).  A new id's limits are
+ * checked first (EDQUOT; uid 0 passes).  Caller holds n->lock for
  * writing, inside h.  0 or an error; on error n is unchanged. */
 int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid,
 		   uint32_t projid);

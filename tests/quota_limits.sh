@@ -11,7 +11,8 @@
 #   - as a non-root user (setpriv) through the CLI: a put past the block
 #     hard limit fails with EDQUOT and usage stays within it; a create past
 #     the inode hard limit fails with EDQUOT; a refused mkdir or create
-#     leaves the image byte-for-byte unchanged (md5);
+#     leaves the image byte-for-byte unchanged (md5); a chgrp into a group
+#     past its inode limit fails with EDQUOT (the kernel's dquot_transfer);
 #   - soft limits: passing one starts its timer (btime/itime in the entry,
 #     about now + grace); once the deadline has passed the soft limit acts
 #     as a hard one (EDQUOT); going back under it clears the timer and
@@ -126,6 +127,14 @@ as 3002 mkdir "$IMG" /s/e6; edquot "mkdir past the inode hard limit"
 [ "$(md5sum < "$IMG")" = "$sum" ] || bad "a create refused with EDQUOT changed the image"
 [ "$(entry 0 3002 3)" = 4 ] || bad "uid 3002 holds $(entry 0 3002 3) inodes, want 4"
 check "$IMG" "inode hard limit"
+
+CASE="chgrp into a limited group (uid 3005)"
+cli_run setquota "$IMG" -g 3199 0 0 0 1
+as 3005 truncate -s 0 "$IMG" /s/c1 /s/c2; ok "two creates"
+as 3005 chown "$IMG" 3005:3199 /s/c1; ok "chgrp of the first file into group 3199 (inode limit 1)"
+as 3005 chown "$IMG" 3005:3199 /s/c2; edquot "chgrp of a second file past group 3199's inode limit"
+[ "$(entry 1 3199 3)" = 1 ] || bad "group 3199 holds $(entry 1 3199 3) inodes, want 1"
+check "$IMG" "chgrp into a limited group"
 
 CASE="soft limits and grace (uid 3003)"
 cli_run setquota "$IMG" -u -t 2 2
