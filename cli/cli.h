@@ -2,7 +2,8 @@
  * cli.h - what the uext4 command's source files share: the command table
  * entry, error and usage reporting, option parsing and image access.
  * uext4.c has the table, the read commands and these helpers; write.c the
- * namespace and attribute commands; copy.c put and get; umount.c umount.
+ * namespace and attribute commands; copy.c put and get; umount.c umount;
+ * quota.c quota and setquota.
  */
 #ifndef UEXT4_CLI_H
 #define UEXT4_CLI_H
@@ -80,6 +81,10 @@ int cmd_truncate(const struct command *c, int argc, char **argv);
 /* flags.c */
 int cmd_lsattr(const struct command *c, int argc, char **argv);
 int cmd_chattr(const struct command *c, int argc, char **argv);
+
+/* quota.c */
+int cmd_quota(const struct command *c, int argc, char **argv);
+int cmd_setquota(const struct command *c, int argc, char **argv);
 
 /* verity.c */
 int cmd_verity(const struct command *c, int argc, char **argv);

@@ -1993,6 +1993,47 @@ static const struct command commands[] = {
 	  "\nEXAMPLES\n"
 	  "    uext4 truncate -s 0 disk.img /var/log/syslog\n"
 	  "    uext4 truncate -s 1G disk.img /swapfile\n" },
+	{ "quota", cmd_quota, "IMAGE [-u|-g|-P] [ID]",
+	  "show quota usage, limits and grace times, like repquota",
+	  "DESCRIPTION\n"
+	  "    Lists the user (-u), group (-g) or project (-P) quotas of a -O quota\n"
+	  "    image -- every type it keeps when none is given -- or only ID's:\n"
+	  "    for each id with an entry in the quota file, the flags (+ where\n"
+	  "    usage is past a soft or hard limit: blocks, then files), the space\n"
+	  "    used in KiB, the block soft and hard limits (1 KiB units), the time\n"
+	  "    left to the block grace deadline (\"none\": over, the soft limit\n"
+	  "    now acts as a hard one; empty: no timer), then the same for files.\n"
+	  "    The heading gives the file's grace times in seconds.  Limits are\n"
+	  "    enforced as by the kernel: a write or create past a hard limit, or\n"
+	  "    a soft limit whose grace time is over, fails with EDQUOT (\"Disk\n"
+	  "    quota exceeded\"); root passes them.  IDs are numbers, as stored.\n"
+	  "    The image is opened read-write (quota state is kept only there):\n"
+	  "    it takes the image file, not the mount point of a uext4 mount --\n"
+	  "    unmount first (uext4 umount); a directory argument is refused.\n"
+	  "\nOPTIONS\n"
+	  "    -u  user quotas   -g  group quotas   -P  project quotas\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 quota disk.img\n"
+	  "    uext4 quota disk.img -u 1000\n" },
+	{ "setquota", cmd_setquota,
+	  "IMAGE -u|-g|-P ID BSOFT BHARD ISOFT IHARD | IMAGE -u|-g|-P -t BGRACE IGRACE",
+	  "set quota limits or grace times, like setquota(8)",
+	  "DESCRIPTION\n"
+	  "    Sets the limits of user (-u), group (-g) or project (-P) ID in a\n"
+	  "    -O quota image, in setquota(8)'s order: block soft and hard limits\n"
+	  "    in 1 KiB units, inode soft and hard limits; 0 means no limit.  The\n"
+	  "    grace timers restart as with setquota: usage within a new soft\n"
+	  "    limit (or none) clears its timer, usage past it starts it now.\n"
+	  "    With -t, sets the quota file's grace times instead, in seconds:\n"
+	  "    how long usage may stay past a soft limit before it acts as a hard\n"
+	  "    one (timers already running keep their deadline).  Written in one\n"
+	  "    transaction; e2fsck and debugfs (list_quota, get_quota) read them.\n"
+	  "    ID is a number.  Takes the image file, not a mount point.\n"
+	  "\nOPTIONS\n"
+	  "    -u  user   -g  group   -P  project   -t  grace times\n"
+	  "\nEXAMPLES\n"
+	  "    uext4 setquota disk.img -u 1000 900000 1000000 9000 10000\n"
+	  "    uext4 setquota disk.img -g -t 86400 86400\n" },
 	{ "version", cmd_version, "", "print the version",
 	  "DESCRIPTION\n"
 	  "    Prints \"uext4 MAJOR.MINOR.PATCH\", the version of libuext4 this\n"

@@ -390,6 +390,45 @@ int uext4_stat_path(uext4_fs *fs, const char *path, struct uext4_stat *st);
  * reserved blocks.
  */
 
+/* ------------------------------------------------------------ quotas
+ * User, group and project quotas of a -O quota image (docs/quota.md), on
+ * a read-write mount.  Usage is kept as e2fsck counts it; limits are
+ * enforced as the kernel's dquot does: a block allocation or a new inode
+ * that would pass a hard limit, or a soft limit whose grace time is over,
+ * fails with -EDQUOT; passing a soft limit starts the grace timer (btime,
+ * itime: the deadline), going back within it stops it.  The caller uid 0
+ * (uext4_set_caller(); the kernel's CAP_SYS_RESOURCE) passes limits.
+ * Each call returns -EOPNOTSUPP when the image has no quota file of the
+ * type or the mount is read-only, -EINVAL for another type.
+ */
+enum uext4_quota_type { UEXT4_QUOTA_USER = 0, UEXT4_QUOTA_GROUP = 1, UEXT4_QUOTA_PROJECT = 2 };
+
+struct uext4_quota {
+	uint32_t id;
+	uint64_t space;         /* bytes in use (i_blocks * 512) */
+	uint64_t inodes;        /* inodes in use */
+	uint64_t bsoft, bhard;  /* block limits in 1 KiB units; 0: none */
+	uint64_t isoft, ihard;  /* inode limits; 0: none */
+	int64_t btime, itime;   /* grace deadlines, s since 1970; 0: no timer */
+};
+
+/* One id's usage, limits and deadlines: 0, or -ENOENT when the quota
+ * file has no entry for id (q zeroed, q->id set: no usage, no limits). */
+int uext4_quota_get(uext4_fs *fs, int type, uint32_t id, struct uext4_quota *q);
+/* Set id's four limits (bsoft, bhard in 1 KiB units; isoft, ihard; the
+ * other fields of q are ignored), making its entry if new, in a
+ * transaction; the timers are restarted as setquota does: usage within a
+ * new soft limit (or none) clears it, usage past it starts it now. */
+int uext4_quota_set(uext4_fs *fs, int type, uint32_t id, const struct uext4_quota *q);
+/* The quota file's grace times, in seconds: how long usage may stay past
+ * a soft limit.  Setting them (in a transaction) affects timers started
+ * from then on, as with the kernel. */
+int uext4_quota_get_grace(uext4_fs *fs, int type, uint32_t *bgrace, uint32_t *igrace);
+int uext4_quota_set_grace(uext4_fs *fs, int type, uint32_t bgrace, uint32_t igrace);
+/* Every id with an entry in the type's file, ascending, in a malloc()ed
+ * array the caller frees; *count of them. */
+int uext4_quota_list(uext4_fs *fs, int type, uint32_t **ids, size_t *count);
+
 /* Identity of the calling thread for new inodes and reserved blocks. */
 void uext4_set_caller(uint32_t uid, uint32_t gid);
 /* File mode creation mask of the calling thread (0 by default): create,

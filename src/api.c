@@ -26,6 +26,8 @@
 #include "nbd.h"
 #include "ondisk.h"
 #include "orphan.h"
+#include "quota.h"
+#include "quotatree.h"
 #include "mount.h"
 #include "super.h"
 #include "symlink.h"
@@ -857,8 +859,8 @@ static struct timespec now_or(uext4_fs *fs, uint32_t valid, uint32_t now_bit, st
 	return (valid & now_bit) ? fs_time(fs) : given;
 }
 
-/* The changes of one setattr, inode locked, inside a handle. */
-static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
+/* The changes of one setattr but the owner, inode locked, inside a handle. */
+static int apply_setattr_rest(struct handle *h, struct inode *n, const struct uext4_setattr *a)
 {
 	struct timespec now = fs_time(h->fs);
 	int err;
@@ -882,10 +884,6 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	}
 	if (a->valid & UEXT4_SET_MODE)
 		n->mode = (n->mode & S_IFMT) | (a->mode & 07777);
-	if (a->valid & UEXT4_SET_UID)
-		n->uid = a->uid;
-	if (a->valid & UEXT4_SET_GID)
-		n->gid = a->gid;
 	if (a->valid & (UEXT4_SET_ATIME | UEXT4_SET_ATIME_NOW))
 		n->atime = now_or(h->fs, a->valid, UEXT4_SET_ATIME_NOW, a->atime);
 	if (a->valid & (UEXT4_SET_MTIME | UEXT4_SET_MTIME_NOW))
@@ -898,6 +896,27 @@ static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_s
 	if (a->valid & UEXT4_SET_CTIME)
 		fs_time_floor_raise(h->fs, a->ctime);
 	return inode_write(h, n);
+}
+
+/* The changes of one setattr.  A new owner first: its quota limits may
+ * refuse it (EDQUOT) before anything else changes; a later failure puts
+ * the old owner back (nothing was written). */
+static int apply_setattr(struct handle *h, struct inode *n, const struct uext4_setattr *a)
+{
+	uint32_t uid = n->uid, gid = n->gid;
+	int err;
+
+	if (a->valid & (UEXT4_SET_UID | UEXT4_SET_GID)) {
+		err = quota_transfer(h, n, (a->valid & UEXT4_SET_UID) ? a->uid : uid,
+				     (a->valid & UEXT4_SET_GID) ? a->gid : gid, n->projid);
+		if (err)
+			return err;
+	}
+	if ((err = apply_setattr_rest(h, n, a))) {
+		n->uid = uid;
+		n->gid = gid;
+	}
+	return err;
 }
 
 /* A given time's nanoseconds must be a valid count, as utimensat(2) requires. */
@@ -1225,4 +1244,59 @@ ssize_t uext4_verity_read_metadata(uext4_fs *fs, uint64_t ino, int type, uint64_
 	ret = verity_read_metadata(fs, n, type, off, buf, len);
 	iput(fs, n);
 	return ret;
+}
+
+/* ------------------------------------------------------------ quotas */
+
+int uext4_quota_get(uext4_fs *fs, int type, uint32_t id, struct uext4_quota *q)
+{
+	struct qt_entry e;
+	int err = quota_get(fs, type, id, &e);
+
+	*q = (struct uext4_quota){ .id = id };
+	if (err)
+		return err;
+	*q = (struct uext4_quota){ .id = id, .space = e.curspace, .inodes = e.curinodes,
+				   .bsoft = e.bsoftlimit, .bhard = e.bhardlimit,
+				   .isoft = e.isoftlimit, .ihard = e.ihardlimit,
+				   .btime = (int64_t)e.btime, .itime = (int64_t)e.itime };
+	return 0;
+}
+
+int uext4_quota_set(uext4_fs *fs, int type, uint32_t id, const struct uext4_quota *q)
+{
+	struct qt_entry lim = { .bsoftlimit = q->bsoft, .bhardlimit = q->bhard,
+				.isoftlimit = q->isoft, .ihardlimit = q->ihard };
+	struct handle *h;
+	int err;
+
+	if (fs->read_only)
+		return fs_err(EROFS, "setting quota limits on a read-only mount");
+	if ((err = handle_begin(fs, &h)))
+		return err;
+	err = quota_set_limits(h, type, id, &lim);
+	return first_err(err, handle_end(h));
+}
+
+int uext4_quota_get_grace(uext4_fs *fs, int type, uint32_t *bgrace, uint32_t *igrace)
+{
+	return quota_grace(fs, type, bgrace, igrace);
+}
+
+int uext4_quota_set_grace(uext4_fs *fs, int type, uint32_t bgrace, uint32_t igrace)
+{
+	struct handle *h;
+	int err;
+
+	if (fs->read_only)
+		return fs_err(EROFS, "setting quota grace times on a read-only mount");
+	if ((err = handle_begin(fs, &h)))
+		return err;
+	err = quota_set_grace(h, type, bgrace, igrace);
+	return first_err(err, handle_end(h));
+}
+
+int uext4_quota_list(uext4_fs *fs, int type, uint32_t **ids, size_t *count)
+{
+	return quota_ids(fs, type, ids, count);
 }

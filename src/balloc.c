@@ -46,6 +46,7 @@
 #include "geom.h"
 #include "internal.h"
 #include "lock.h"
+#include "quota.h"
 #include "ondisk.h"
 #include "super.h"
 #include "trans.h"
@@ -746,6 +747,12 @@ static int alloc_blocks(struct handle *h, struct inode *inode, uint64_t goal, ui
 	if ((err = fault_point(FAULT_ALLOC_BLOCK, goal)))
 		return err;
 	if (!h->use_reserved && (err = check_reserved(fs, &r.want)))
+		return err;
+	/* Quota limits before anything is taken: a refusal changes nothing.
+	 * What a punch or truncate must allocate passes (the kernel's
+	 * dquot_alloc_block_nofail()), as root does. */
+	if (inode && (err = quota_check_space(fs, inode, fs->block_size, &r.want, whole,
+					      h->use_reserved || caller_uid() == 0)))
 		return err;
 	r.want = MIN(r.want, fs->blocks_per_group);
 	if (goal < fs->first_data_block || goal >= fs->blocks_count)

@@ -1179,9 +1179,27 @@ int inode_new(struct handle *h, struct inode *dir, uint32_t mode, struct inode *
 	return inode_new_common(h, dir, mode, out, &ia, NULL);
 }
 
+/* The ids a new inode in dir will have (init_new_fields()): its inode
+ * quota is checked before anything is allocated. */
+static int check_new_inode_quota(struct uext4_fs *fs, struct inode *dir, uint32_t mode)
+{
+	uint32_t ids[3] = { caller_uid(), dir->mode & S_ISGID ? dir->gid : caller_gid(),
+			    inherited_projid(fs, dir) };
+	/* A directory's first block, unless it starts inline. */
+	uint64_t space = S_ISDIR(mode) && !FS_HAS_INCOMPAT(fs, INLINE_DATA) ? fs->block_size : 0;
+
+	return quota_check_inode(fs, ids, space, ids[0] == 0);
+}
+
 int inode_new_undoable(struct handle *h, struct inode *dir, uint32_t mode, struct inode **out,
 		       struct inode_undo *u)
 {
+	int err;
+
+	/* A name's inode is counted (an EA inode, inode_new(), is not). */
+	*out = NULL;
+	if ((err = check_new_inode_quota(h->fs, dir, mode)))
+		return err;
 	/* Larger slots than the saved bytes can hold: the undo writes a
 	 * freed inode there instead (namei.c). */
 	u->slot_saved = h->fs->inode_size <= sizeof(u->slot);

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "bcache.h"
+#include "caller.h"
 #include "error.h"
 #include "icache.h"
 #include "inode.h"
@@ -51,19 +52,29 @@ struct dquot {
 	 * system block and the byte offset there. */
 	uint64_t pblk;
 	uint32_t poff;
-	/* The entry as last read or folded: limits and times (the fold's,
-	 * with handles drained; limits are not changed by this mount). */
+	/* lock (RANK_LEAF, the kernel's dq_dqb_lock): e's limits and grace
+	 * deadlines (btime, itime), read by the checks of a limited id,
+	 * changed by a check that starts or stops a timer and by
+	 * quota_set_limits(); the fold copies them out under it.  e's usage
+	 * fields are the fold's alone (handles drained). */
+	struct ulock lock;
 	struct qt_entry e;
+	/* Any limit set (changed under lock): the checks of an unlimited
+	 * id take no lock and sum nothing. */
+	_Atomic bool limited;
 	/* Usage, summed by the fold. */
 	struct pcounter space, inodes;
-	/* Charged since the last fold: set by charges (relaxed), cleared
-	 * by the fold. */
+	/* Charged, or limits or times changed, since the last fold: set
+	 * relaxed, cleared by the fold. */
 	_Atomic bool dirty;
 };
 
 struct qfile {
 	struct inode *inode;        /* a reference held from load to destroy */
 	struct qt_info info;
+	/* The info's grace times, read by the checks without a lock;
+	 * written under the quota lock by quota_set_grace(). */
+	_Atomic uint32_t bgrace, igrace;
 };
 
 struct quota_state {
@@ -222,6 +233,8 @@ static int dq_make(struct uext4_fs *fs, struct qfile *f, int type, const struct 
 	d->pblk = pblk;
 	d->poff = (uint32_t)(byte % fs->block_size);
 	d->e = *e;
+	ulock_init(&d->lock, RANK_LEAF);
+	atomic_init(&d->limited, e->bsoftlimit || e->bhardlimit || e->isoftlimit || e->ihardlimit);
 	pcounter_set(&d->space, (int64_t)e->curspace);
 	pcounter_set(&d->inodes, (int64_t)e->curinodes);
 	*out = d;
@@ -410,6 +423,9 @@ void quota_inode_gone(struct uext4_fs *fs, struct inode *n)
 	n->q_state = Q_GONE;
 }
 
+static int check_charge(struct uext4_fs *fs, int t, struct dquot *d, int64_t inodes,
+			int64_t space, bool exempt);
+
 int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid,
 		   uint32_t projid)
 {
@@ -419,9 +435,19 @@ int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid
 	int err;
 
 	if (fs->quota && n->q_state != Q_GONE && countable(fs, n))
-		for (int t = 0; t < QT_NTYPES; t++)
-			if (fs->quota->file[t].inode && (err = dq_acquire(h, t, ids[t], &d)))
+		for (int t = 0; t < QT_NTYPES; t++) {
+			if (!fs->quota->file[t].inode)
+				continue;
+			if ((err = dq_acquire(h, t, ids[t], &d)))
 				return err;
+			/* The new owner's limits, as the kernel's
+			 * __dquot_transfer(): its inode and its blocks. */
+			if (ids[t] != id_of(n, t) && atomic_load_explicit(&d->limited,
+									  memory_order_relaxed) &&
+			    (err = check_charge(fs, t, d, 1, (int64_t)n->blocks * 512,
+						caller_uid() == 0)))
+				return err;
+		}
 	n->uid = uid;
 	n->gid = gid;
 	n->projid = projid;
@@ -440,24 +466,356 @@ bool quota_usage(struct uext4_fs *fs, int type, uint32_t id, int64_t *space, int
 	return true;
 }
 
+/* ------------------------------------------------------------ limits */
+
+/*
+ * Enforcement, as the kernel's check_bdq() and check_idq(), before the
+ * allocation (the charge itself comes at the inode's next write):
+ *   - usage past a hard limit: EDQUOT;
+ *   - past a soft limit whose grace deadline has come: EDQUOT;
+ *   - past a soft limit with no deadline yet: the deadline is set, now +
+ *     the file's grace time (written at the next commit's fold);
+ *   - usage at or under the soft limit again: the deadline goes.
+ * The first two spare a caller with CAP_SYS_RESOURCE (the kernel's
+ * ignore_hardlimit(); for the v2 format that is the capability alone):
+ * here the caller's uid 0 (caller.c), as for the reserved blocks.  The
+ * deadline is set for root as well, as the kernel does.
+ *
+ * Usage is the pcounters' sum, read without a lock: what other threads
+ * have allocated and not yet written into their inodes is not seen, so
+ * concurrent writers of one id may pass a limit by what they have in
+ * flight (the kernel reserves under dq_dqb_lock and cannot).  The
+ * caller's own inode's pending blocks (allocated in this handle, not yet
+ * written) are counted.
+ */
+
+static const char *type_name(int t)
+{
+	return t == QT_USER ? "user" : t == QT_GROUP ? "group" : "project";
+}
+
+static int64_t now_secs(struct uext4_fs *fs)
+{
+	return (int64_t)fs_time(fs).tv_sec;
+}
+
+/* How much more of a usage `cur` one limit pair allows (INT64_MAX: no
+ * bound); starts no timer.  Caller holds d->lock. */
+static int64_t room(int64_t cur, uint64_t hard, uint64_t soft, uint64_t deadline, int64_t now,
+		    bool exempt)
+{
+	int64_t r = INT64_MAX;
+
+	if (exempt)
+		return r;
+	if (hard)
+		r = MIN(r, (int64_t)hard - cur);
+	if (soft && deadline && now >= (int64_t)deadline)
+		r = MIN(r, (int64_t)soft - cur);
+	return MAX(r, 0);
+}
+
+/* A soft limit passed by `after` starts its timer; usage at or under it
+ * (before this allocation) stops it.  Caller holds d->lock. */
+static void soft_timer(struct dquot *d, uint64_t *deadline, int64_t before, int64_t after,
+		       uint64_t soft, uint32_t grace, int64_t now)
+{
+	uint64_t was = *deadline;
+
+	if (soft && before <= (int64_t)soft)
+		*deadline = 0;
+	if (soft && after > (int64_t)soft && !*deadline)
+		*deadline = (uint64_t)(now + grace);
+	if (*deadline != was)
+		atomic_store_explicit(&d->dirty, true, memory_order_relaxed);
+}
+
+/* The dquots a charge of n's would go to, limited ones only. */
+static int limited_dquots(struct uext4_fs *fs, const uint32_t ids[QT_NTYPES],
+			  struct dquot *out[QT_NTYPES])
+{
+	int k = 0;
+
+	for (int t = 0; t < QT_NTYPES; t++) {
+		struct dquot *d = fs->quota->file[t].inode ? dq_find(fs->quota, t, ids[t]) : NULL;
+
+		out[t] = d && atomic_load_explicit(&d->limited, memory_order_relaxed) ? d : NULL;
+		k += out[t] != NULL;
+	}
+	return k;
+}
+
+int quota_check_space(struct uext4_fs *fs, struct inode *n, uint64_t unit, uint32_t *want,
+		      bool whole, bool exempt)
+{
+	struct dquot *d[QT_NTYPES];
+	uint32_t ids[QT_NTYPES];
+	int64_t pending, cur[QT_NTYPES], now;
+	uint64_t fits = *want;
+
+	if (!fs->quota || n->q_state == Q_GONE || !countable(fs, n))
+		return 0;
+	for (int t = 0; t < QT_NTYPES; t++)
+		ids[t] = id_of(n, t);
+	if (!limited_dquots(fs, ids, d))
+		return 0;
+	/* Blocks this handle gave n that its last write did not charge. */
+	pending = ((int64_t)n->blocks - (n->q_state == Q_CHARGED ? (int64_t)n->q_blocks : 0)) * 512;
+	now = now_secs(fs);
+	for (int t = 0; t < QT_NTYPES; t++) {
+		uint64_t r;
+
+		if (!d[t])
+			continue;
+		cur[t] = pcounter_sum(&d[t]->space) + MAX(pending, 0);
+		ulock_lock(&d[t]->lock);
+		r = (uint64_t)room(cur[t], d[t]->e.bhardlimit * QT_BLOCK_SIZE,
+				   d[t]->e.bsoftlimit * QT_BLOCK_SIZE, d[t]->e.btime, now, exempt) / unit;
+		ulock_unlock(&d[t]->lock);
+		if (!r || (whole && r < *want))
+			return fs_err(EDQUOT, "%s quota of id %u: no room for %u more blocks",
+				      type_name(t), ids[t], *want);
+		fits = MIN(fits, r);
+	}
+	*want = (uint32_t)fits;
+	for (int t = 0; t < QT_NTYPES; t++) {
+		if (!d[t])
+			continue;
+		ulock_lock(&d[t]->lock);
+		soft_timer(d[t], &d[t]->e.btime, cur[t], cur[t] + (int64_t)(fits * unit),
+			   d[t]->e.bsoftlimit * QT_BLOCK_SIZE,
+			   atomic_load_explicit(&fs->quota->file[t].bgrace, memory_order_relaxed), now);
+		ulock_unlock(&d[t]->lock);
+	}
+	return 0;
+}
+
+/* May d (of type t, id) take `inodes` more inodes and `space` more bytes
+ * at once?  Starts the timers of soft limits passed.  0 or EDQUOT. */
+static int check_charge(struct uext4_fs *fs, int t, struct dquot *d, int64_t inodes,
+			int64_t space, bool exempt)
+{
+	struct qfile *f = &fs->quota->file[t];
+	int64_t now = now_secs(fs), ci = pcounter_sum(&d->inodes), cs = pcounter_sum(&d->space);
+	bool inode_ok, space_ok;
+
+	ulock_lock(&d->lock);
+	inode_ok = room(ci, d->e.ihardlimit, d->e.isoftlimit, d->e.itime, now, exempt) >= inodes;
+	space_ok = room(cs, d->e.bhardlimit * QT_BLOCK_SIZE, d->e.bsoftlimit * QT_BLOCK_SIZE,
+			d->e.btime, now, exempt) >= space;
+	if (inode_ok && space_ok) {
+		if (inodes)
+			soft_timer(d, &d->e.itime, ci, ci + inodes, d->e.isoftlimit,
+				   atomic_load_explicit(&f->igrace, memory_order_relaxed), now);
+		if (space)
+			soft_timer(d, &d->e.btime, cs, cs + space, d->e.bsoftlimit * QT_BLOCK_SIZE,
+				   atomic_load_explicit(&f->bgrace, memory_order_relaxed), now);
+	}
+	ulock_unlock(&d->lock);
+	if (!inode_ok)
+		return fs_err(EDQUOT, "%s quota of id %u: no inode left under its limit",
+			      type_name(t), d->id);
+	if (!space_ok)
+		return fs_err(EDQUOT, "%s quota of id %u: no room for %lld more bytes", type_name(t),
+			      d->id, (long long)space);
+	return 0;
+}
+
+int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[QT_NTYPES], uint64_t space,
+		      bool exempt)
+{
+	struct dquot *d[QT_NTYPES];
+	int err;
+
+	if (!fs->quota || !limited_dquots(fs, ids, d))
+		return 0;
+	for (int t = 0; t < QT_NTYPES; t++)
+		if (d[t] && (err = check_charge(fs, t, d[t], 1, (int64_t)space, exempt)))
+			return err;
+	return 0;
+}
+
+/* ------------------------------------------------------- limits: the API */
+
+static int quota_file_of(struct uext4_fs *fs, int type, struct qfile **f)
+{
+	if (type < 0 || type >= QT_NTYPES)
+		return fs_err(EINVAL, "quota type %d: not user (0), group (1) or project (2)", type);
+	if (!fs->quota || !fs->quota->file[type].inode)
+		return fs_err(EOPNOTSUPP, "no %s quota file loaded (not a -O quota image with that "
+				       "type, or a read-only mount)",
+			      type_name(type));
+	*f = &fs->quota->file[type];
+	return 0;
+}
+
+int quota_get(struct uext4_fs *fs, int type, uint32_t id, struct qt_entry *e)
+{
+	struct qfile *f;
+	struct dquot *d;
+	int64_t space, inodes;
+	int err = quota_file_of(fs, type, &f);
+
+	if (err)
+		return err;
+	if (!(d = dq_find(fs->quota, type, id))) {
+		*e = (struct qt_entry){ .id = id };
+		return -ENOENT;
+	}
+	space = pcounter_sum(&d->space);
+	inodes = pcounter_sum(&d->inodes);
+	ulock_lock(&d->lock);
+	*e = d->e;
+	ulock_unlock(&d->lock);
+	e->curspace = space < 0 ? 0 : (uint64_t)space;
+	e->curinodes = inodes < 0 ? 0 : (uint64_t)inodes;
+	return 0;
+}
+
+/* A new limit restarts or stops the timer as the kernel's do_set_dqblk():
+ * no soft limit, or usage within it, clears it; usage past it starts it
+ * now (no caller-given deadline here). */
+static void reset_timer(uint64_t *deadline, int64_t cur, uint64_t soft, uint32_t grace, int64_t now)
+{
+	if (!soft || cur <= (int64_t)soft)
+		*deadline = 0;
+	else
+		*deadline = (uint64_t)(now + grace);
+}
+
+int quota_set_limits(struct handle *h, int type, uint32_t id, const struct qt_entry *lim)
+{
+	struct uext4_fs *fs = h->fs;
+	struct qfile *f;
+	struct dquot *d;
+	int64_t now = now_secs(fs);
+	int err = quota_file_of(fs, type, &f);
+
+	if (err || (err = dq_acquire(h, type, id, &d)))
+		return err;
+	ulock_lock(&d->lock);
+	d->e.bsoftlimit = lim->bsoftlimit;
+	d->e.bhardlimit = lim->bhardlimit;
+	d->e.isoftlimit = lim->isoftlimit;
+	d->e.ihardlimit = lim->ihardlimit;
+	reset_timer(&d->e.btime, pcounter_sum(&d->space), lim->bsoftlimit * QT_BLOCK_SIZE,
+		    atomic_load(&f->bgrace), now);
+	reset_timer(&d->e.itime, pcounter_sum(&d->inodes), lim->isoftlimit,
+		    atomic_load(&f->igrace), now);
+	atomic_store(&d->limited, lim->bsoftlimit || lim->bhardlimit || lim->isoftlimit ||
+					  lim->ihardlimit);
+	ulock_unlock(&d->lock);
+	/* The commit's fold writes the entry, in this handle's transaction
+	 * or the next: the entry's block is in the file already. */
+	atomic_store_explicit(&d->dirty, true, memory_order_relaxed);
+	return 0;
+}
+
+int quota_grace(struct uext4_fs *fs, int type, uint32_t *bgrace, uint32_t *igrace)
+{
+	struct qfile *f;
+	int err = quota_file_of(fs, type, &f);
+
+	if (err)
+		return err;
+	*bgrace = atomic_load(&f->bgrace);
+	*igrace = atomic_load(&f->igrace);
+	return 0;
+}
+
+int quota_set_grace(struct handle *h, int type, uint32_t bgrace, uint32_t igrace)
+{
+	struct uext4_fs *fs = h->fs;
+	struct qfile *f;
+	struct qt_io io;
+	struct qio c;
+	int err = quota_file_of(fs, type, &f);
+
+	if (err)
+		return err;
+	ulock_lock(&fs->quota->lock);
+	qio_init(&c, &io, fs, h, f);
+	if ((err = qt_set_grace(&io, bgrace, igrace)) == 0) {
+		f->info.bgrace = bgrace;
+		f->info.igrace = igrace;
+		atomic_store(&f->bgrace, bgrace);
+		atomic_store(&f->igrace, igrace);
+	}
+	ulock_unlock(&fs->quota->lock);
+	return err;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int quota_ids(struct uext4_fs *fs, int type, uint32_t **ids, size_t *count)
+{
+	struct qfile *f;
+	size_t n = 0, cap = 64;
+	uint32_t *v;
+	int err = quota_file_of(fs, type, &f);
+
+	*ids = NULL;
+	*count = 0;
+	if (err)
+		return err;
+	if (!(v = malloc(cap * sizeof(*v))))
+		return fs_err(ENOMEM, "out of memory listing quota ids");
+	for (unsigned i = 0; i < QUOTA_BUCKETS; i++)
+		for (struct dquot *d = atomic_load(&fs->quota->bucket[i]); d;
+		     d = atomic_load(&d->next)) {
+			if (d->type != type)
+				continue;
+			if (n == cap) {
+				uint32_t *w = realloc(v, 2 * cap * sizeof(*v));
+
+				if (!w) {
+					free(v);
+					return fs_err(ENOMEM, "out of memory listing quota ids");
+				}
+				v = w;
+				cap *= 2;
+			}
+			v[n++] = d->id;
+		}
+	qsort(v, n, sizeof(*v), cmp_u32);
+	*ids = v;
+	*count = n;
+	return 0;
+}
+
 /* ------------------------------------------------------------ commit */
 
 static int fold_one(struct uext4_fs *fs, struct dquot *d)
 {
 	struct buf *b;
 	int64_t space = pcounter_sum(&d->space), inodes = pcounter_sum(&d->inodes);
+	uint8_t now[QT_ENTRY_SIZE];
 	int err;
 
 	atomic_store_explicit(&d->dirty, false, memory_order_relaxed);
-	if ((uint64_t)space == d->e.curspace && (uint64_t)inodes == d->e.curinodes)
-		return 0;
-	if ((err = bread(fs->bc, d->pblk, UEXT4_META_OTHER, &b)))
-		return err;
+	ulock_lock(&d->lock);
 	/* Negative only on an image whose files were wrong: kept at 0. */
 	d->e.curspace = space < 0 ? 0 : (uint64_t)space;
 	d->e.curinodes = inodes < 0 ? 0 : (uint64_t)inodes;
-	qt_encode(b->data + d->poff, &d->e);
-	bcache_mark_dirty(fs->bc, b);
+	/* Usage back under a soft limit stops its timer (the kernel's
+	 * dquot_decr_space() and dquot_decr_inodes()), whoever freed it. */
+	if (d->e.curspace <= d->e.bsoftlimit * QT_BLOCK_SIZE)
+		d->e.btime = 0;
+	if (d->e.curinodes <= d->e.isoftlimit)
+		d->e.itime = 0;
+	qt_encode(now, &d->e);
+	ulock_unlock(&d->lock);
+	if ((err = bread(fs->bc, d->pblk, UEXT4_META_OTHER, &b)))
+		return err;
+	if (memcmp(b->data + d->poff, now, sizeof(now))) {
+		memcpy(b->data + d->poff, now, sizeof(now));
+		bcache_mark_dirty(fs->bc, b);
+	}
 	brelse(fs->bc, b);
 	return 0;
 }
@@ -506,6 +864,8 @@ static int load_file(struct uext4_fs *fs, int type, uint32_t ino)
 	qio_init(&c, &io, fs, NULL, f);
 	if ((err = qt_read_info(&io, type, &f->info)) == -EUCLEAN)
 		return fs_corrupt("quota inode %u: not a v2r1 quota file of its type", ino);
+	atomic_init(&f->bgrace, f->info.bgrace);
+	atomic_init(&f->igrace, f->info.igrace);
 	return err ? err : qt_iterate(&io, load_one, &l);
 }
 
@@ -549,6 +909,7 @@ void quota_destroy(struct uext4_fs *fs)
 		while (d) {
 			struct dquot *next = atomic_load(&d->next);
 
+			ulock_destroy(&d->lock);
 			free(d);
 			d = next;
 		}

@@ -7,6 +7,7 @@
 #define UEXT4_QUOTA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -53,10 +54,36 @@ void quota_inode_gone(struct uext4_fs *fs, struct inode *n);
 
 /* chown, chgrp, a project change: n's ids become uid, gid, projid, with
  * the entries of new ids made in h; the usage moves at the inode_write()
- * the caller does next (dquot_transfer()).  Caller holds n->lock for
+ * the caller does next (dquot_transfer()).  A new id's limits are
+ * checked first (EDQUOT; uid 0 passes).  Caller holds n->lock for
  * writing, inside h.  0 or an error; on error n is unchanged. */
 int quota_transfer(struct handle *h, struct inode *n, uint32_t uid, uint32_t gid,
 		   uint32_t projid);
+
+/* Limits (the kernel's check_bdq(), check_idq()), checked before an
+ * allocation; exempt: the caller may pass them (uid 0, CAP_SYS_RESOURCE).
+ * Space: n (inode lock held) is to get up to *want blocks of unit bytes;
+ * *want is cut to what its ids' limits leave (all of it or EDQUOT if
+ * whole).  Inode: a new inode of these (user, group, project) ids, and
+ * room for space more bytes (a new directory's block: refused before
+ * the inode is taken, so that nothing is written).
+ * 0 or -EDQUOT; passing a soft limit starts its grace timer. */
+int quota_check_space(struct uext4_fs *fs, struct inode *n, uint64_t unit, uint32_t *want,
+		      bool whole, bool exempt);
+int quota_check_inode(struct uext4_fs *fs, const uint32_t ids[3], uint64_t space, bool exempt);
+
+/* The API's (api.c): an id's entry with its usage now (-ENOENT: no entry;
+ * *e zero but id); new limits (lim's four limit fields, 1 KiB blocks and
+ * inodes; the entry made in h if new, written by the commit's fold);
+ * the file's grace times, read and written (in h); every id of a type,
+ * sorted, in a malloc()ed array.  -EOPNOTSUPP: no such quota file
+ * loaded; -EINVAL: no such type. */
+struct qt_entry;
+int quota_get(struct uext4_fs *fs, int type, uint32_t id, struct qt_entry *e);
+int quota_set_limits(struct handle *h, int type, uint32_t id, const struct qt_entry *lim);
+int quota_grace(struct uext4_fs *fs, int type, uint32_t *bgrace, uint32_t *igrace);
+int quota_set_grace(struct handle *h, int type, uint32_t bgrace, uint32_t igrace);
+int quota_ids(struct uext4_fs *fs, int type, uint32_t **ids, size_t *count);
 
 /* For tests and `uext4 stats`: the in-memory usage of (type, id):
  * space in bytes and inodes; false if the id has no entry. */

@@ -97,6 +97,18 @@ int qt_format(const struct qt_io *io, enum qt_type type)
 	return io->write(io->ctx, QT_TREE_ROOT, b);
 }
 
+int qt_set_grace(const struct qt_io *io, uint32_t bgrace, uint32_t igrace)
+{
+	struct qt_info i;
+	int err = info_load(io, &i);
+
+	if (err)
+		return err;
+	i.bgrace = bgrace;
+	i.igrace = igrace;
+	return info_store(io, &i);
+}
+
 int qt_read_info(const struct qt_io *io, enum qt_type type, struct qt_info *info)
 {
 	uint8_t b[QT_BLOCK_SIZE];

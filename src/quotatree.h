@@ -59,6 +59,8 @@ struct qt_info {
 int qt_format(const struct qt_io *io, enum qt_type type);
 /* Check the header's magic and version, read the info: 0 or -EUCLEAN. */
 int qt_read_info(const struct qt_io *io, enum qt_type type, struct qt_info *info);
+/* Rewrite the info's grace times (seconds), the rest kept. */
+int qt_set_grace(const struct qt_io *io, uint32_t bgrace, uint32_t igrace);
 /* Find id: 0 with *e and *w filled in, -ENOENT, or an error. */
 int qt_lookup(const struct qt_io *io, uint32_t id, struct qt_entry *e, struct qt_where *w);
 /* Add id with e's values (e->id is set to id): takes a free entry or a new

@@ -4,7 +4,8 @@
  *   quotatree selftest SEED   insert ids in random order into a new file in
  *                             memory; every id found, the walk in id order,
  *                             the free-entry list and the file length sound
- *   quotatree dump FILE TYPE  print "id space inodes bsoft bhard isoft ihard"
+ *   quotatree dump FILE TYPE  print "id space inodes bsoft bhard isoft ihard
+ *                             btime itime"
  *                             of every entry of a quota file (0 user,
  *                             1 group, 2 project), for comparison with
  *                             debugfs list_quota (tests/quota.sh)
@@ -182,10 +183,11 @@ static int load(const char *path, struct mem *m)
 
 static int print_one(void *arg, const struct qt_entry *e, const struct qt_where *w)
 {
-	printf("%u %llu %llu %llu %llu %llu %llu\n", e->id, (unsigned long long)e->curspace,
-	       (unsigned long long)e->curinodes, (unsigned long long)e->bsoftlimit,
-	       (unsigned long long)e->bhardlimit, (unsigned long long)e->isoftlimit,
-	       (unsigned long long)e->ihardlimit);
+	printf("%u %llu %llu %llu %llu %llu %llu %llu %llu\n", e->id,
+	       (unsigned long long)e->curspace, (unsigned long long)e->curinodes,
+	       (unsigned long long)e->bsoftlimit, (unsigned long long)e->bhardlimit,
+	       (unsigned long long)e->isoftlimit, (unsigned long long)e->ihardlimit,
+	       (unsigned long long)e->btime, (unsigned long long)e->itime);
 	return 0;
 }
 
