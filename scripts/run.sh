@@ -6,7 +6,7 @@
 # The mount is read-write; `uext4 mount -o ro` mounts read-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS="build-essential pkg-config libfuse3-dev liburing-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod time libcap2-bin libarchive-dev xz-utils zstd gnuplot-nox stress-ng dbench clang libclang-rt-dev man-db libnbd-dev nbdkit libssl-dev fsverity"
+PKGS="build-essential pkg-config libfuse3-dev liburing-dev fuse3 e2fsprogs fuse2fs attr acl util-linux kmod time libcap2-bin libarchive-dev xz-utils zstd gnuplot-nox stress-ng dbench clang libclang-rt-dev man-db libnbd-dev nbdkit libssl-dev fsverity xfsprogs"
 
 missing=()
 for p in $PKGS; do
